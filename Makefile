@@ -1,0 +1,39 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+# Both create .venv when missing and install once (torch's CPU wheel first, pinned,
+# so sentence-transformers does not pull a CUDA build); a second call reinstalls nothing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install test demo bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+demo: $(STAMP)
+	$(PY) -m benchmarks demo
+
+bench: $(STAMP)
+	$(PY) benchmarks/perf_fetch.py
+	$(PY) benchmarks/perf_sandbox.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,374 @@
+"""The library's data model: tool calls, traces, skills and the results of library calls.
+
+Everything here is a pydantic v2 model. Skills are immutable (frozen): a change is a new
+version, stored as a new record.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from skill_library import signature
+from skill_library.errors import TraceError
+
+SkillKind = Literal["code", "instruction"]
+SkillStatus = Literal["draft", "active", "retired"]
+CallKind = Literal["tool", "skill"]
+
+_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    """A fresh random identifier (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def laplace_reliability(successes: int, failures: int) -> float:
+    """Laplace-smoothed success rate: ``(successes + 1) / (n + 2)``."""
+    return (successes + 1) / (successes + failures + 2)
+
+
+class ToolCall(BaseModel):
+    """One call an agent made: a tool (or, with ``kind='skill'``, a whole skill)."""
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    error: str | None = None
+    kind: CallKind = "tool"
+    duration_ms: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the call returned without an error."""
+        return self.error is None
+
+
+class Outcome(BaseModel):
+    """A verdict on a trace: did it succeed, who judged it, and on what evidence."""
+
+    success: bool
+    verifier: str | None = None
+    evidence: Any = None
+
+
+class Trace(BaseModel):
+    """A task, the ordered tool calls made to solve it, the final result and a verdict."""
+
+    id: str = Field(default_factory=new_id, min_length=1)
+    task: str = Field(min_length=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+    calls: list[ToolCall] = Field(default_factory=list)
+    result: Any = None
+    outcome: Outcome | None = None
+    source: str = "agent"
+    created_at: datetime = Field(default_factory=utc_now)
+
+    @field_validator("task")
+    @classmethod
+    def _task_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("task must not be blank")
+        return value
+
+    @property
+    def verified_success(self) -> bool:
+        """True when a named verifier judged this trace a success."""
+        return bool(self.outcome and self.outcome.success and self.outcome.verifier)
+
+    @classmethod
+    def from_openai_messages(
+        cls,
+        messages: list[dict[str, Any]],
+        *,
+        task: str,
+        outcome: Outcome | dict[str, Any] | None,
+        params: dict[str, Any] | None = None,
+        source: str = "openai",
+    ) -> "Trace":
+        """Build a trace from an OpenAI chat transcript.
+
+        Assistant messages' ``tool_calls`` become calls, matched to the ``tool`` messages
+        that answer them by ``tool_call_id``. A tool message whose content starts with
+        ``"Error:"`` (or is a JSON object with only an ``error`` key) marks the call as
+        failed. Raises :class:`TraceError` naming the message index for a dangling or
+        unknown tool_call id, non-JSON arguments, or a malformed message.
+        """
+        if not isinstance(messages, list):
+            raise TraceError("messages must be a list of chat messages")
+        pending: dict[str, tuple[int, ToolCall]] = {}
+        order: list[str] = []
+        answered: dict[str, ToolCall] = {}
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or "role" not in message:
+                raise TraceError(f"message {index} is not a chat message with a role")
+            role = message["role"]
+            if role == "assistant":
+                for call in message.get("tool_calls") or []:
+                    try:
+                        call_id = call["id"]
+                        function = call["function"]
+                        name = function["name"]
+                        raw_args = function.get("arguments") or "{}"
+                    except (KeyError, TypeError):
+                        raise TraceError(
+                            f"message {index}: tool call lacks id, function or name"
+                        ) from None
+                    try:
+                        arguments = json.loads(raw_args) if isinstance(raw_args, str) else raw_args
+                    except json.JSONDecodeError as exc:
+                        raise TraceError(
+                            f"message {index}: arguments of tool call {call_id!r} ({name}) "
+                            f"are not JSON: {exc.msg}"
+                        ) from None
+                    if not isinstance(arguments, dict):
+                        raise TraceError(
+                            f"message {index}: arguments of tool call {call_id!r} ({name}) "
+                            "must be a JSON object"
+                        )
+                    if call_id in pending or call_id in answered:
+                        raise TraceError(f"message {index}: duplicate tool_call id {call_id!r}")
+                    pending[call_id] = (index, ToolCall(name=name, arguments=arguments))
+                    order.append(call_id)
+            elif role == "tool":
+                call_id = message.get("tool_call_id")
+                if call_id not in pending:
+                    raise TraceError(
+                        f"message {index}: tool message answers unknown tool_call id {call_id!r}"
+                    )
+                _, call = pending.pop(call_id)
+                result, error = _tool_content(message.get("content"))
+                answered[call_id] = call.model_copy(update={"result": result, "error": error})
+        if pending:
+            call_id, (index, _) = next(iter(pending.items()))
+            raise TraceError(
+                f"message {index}: tool_call id {call_id!r} has no tool message answering it"
+            )
+        if isinstance(outcome, dict):
+            outcome = Outcome(**outcome)
+        return cls(
+            task=task,
+            params=params or {},
+            calls=[answered[i] for i in order],
+            outcome=outcome,
+            source=source,
+        )
+
+
+def _tool_content(content: Any) -> tuple[Any, str | None]:
+    if isinstance(content, list):  # content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if not isinstance(content, str):
+        return content, None
+    if content.startswith("Error:"):
+        return None, content[len("Error:"):].strip()
+    try:
+        value = json.loads(content)
+    except json.JSONDecodeError:
+        return content, None
+    if isinstance(value, dict) and set(value) == {"error"}:
+        return None, str(value["error"])
+    return value, None
+
+
+class Provenance(BaseModel):
+    """Where a skill version came from."""
+
+    trace_ids: list[str] = Field(default_factory=list)
+    generalizer: str = "hand-written"
+    model: str | None = None
+    created_by: str | None = None
+    created_at: datetime = Field(default_factory=utc_now)
+    usage: dict[str, int] = Field(default_factory=dict)
+
+
+class Skill(BaseModel):
+    """One immutable version of a skill.
+
+    ``kind='code'`` skills carry the source of one top-level function called ``name``;
+    ``kind='instruction'`` skills are text procedures whose steps are in ``description``.
+    ``successes``/``failures`` are the outcome counts of this version.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    version: int = Field(default=1, ge=1)
+    kind: SkillKind = "code"
+    when: str = Field(min_length=1)
+    description: str = ""
+    code: str | None = None
+    parameters: dict[str, Any] | None = None
+    tools: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list)
+    status: SkillStatus = "active"
+    provenance: Provenance = Field(default_factory=Provenance)
+    successes: int = Field(default=0, ge=0)
+    failures: int = Field(default=0, ge=0)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_identifier(cls, value: str) -> str:
+        if not _NAME_RE.match(value) or keyword.iskeyword(value):
+            raise ValueError(f"{value!r} is not a snake_case Python identifier")
+        return value
+
+    @field_validator("when")
+    @classmethod
+    def _when_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("when must not be blank")
+        return value
+
+    @field_validator("parameters")
+    @classmethod
+    def _parameters_is_object_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if value.get("type") != "object":
+            raise ValueError('parameters must be a JSON Schema with "type": "object"')
+        if not isinstance(value.get("properties", {}), dict):
+            raise ValueError("parameters.properties must be an object")
+        return value
+
+    @field_validator("depends_on", "tools")
+    @classmethod
+    def _names_are_strings(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not isinstance(item, str) or not item.isidentifier():
+                raise ValueError(f"{item!r} is not a valid identifier")
+        return value
+
+    @model_validator(mode="after")
+    def _code_matches_kind(self) -> "Skill":
+        if self.kind == "instruction":
+            if self.code:
+                raise ValueError("code: instruction skills carry no code")
+            if not self.description.strip():
+                raise ValueError("description: instruction skills need the procedure text")
+            if self.parameters is None:
+                object.__setattr__(self, "parameters", {"type": "object", "properties": {}})
+            return self
+        if not self.code or not self.code.strip():
+            raise ValueError("code: a code skill needs the source of its function")
+        try:
+            func = signature.find_function(self.code, self.name)
+            derived = signature.parameters_schema(func)
+        except ValueError as exc:
+            raise ValueError(f"code: {exc}") from None
+        if self.parameters is None:
+            object.__setattr__(self, "parameters", derived)
+        else:
+            declared = set(self.parameters.get("properties", {}))
+            actual = set(derived["properties"])
+            if declared != actual:
+                raise ValueError(
+                    f"parameters: schema properties {sorted(declared)} do not match the "
+                    f"arguments of {self.name}() {sorted(actual)}"
+                )
+        if not self.description:
+            object.__setattr__(self, "description", signature.docstring(func))
+        return self
+
+    @property
+    def outcomes(self) -> int:
+        """How many outcomes have been recorded for this version."""
+        return self.successes + self.failures
+
+    @property
+    def reliability(self) -> float:
+        """Laplace-smoothed success rate ``(successes + 1) / (n + 2)``."""
+        return laplace_reliability(self.successes, self.failures)
+
+    @classmethod
+    def from_function(
+        cls,
+        code: str,
+        *,
+        when: str,
+        name: str | None = None,
+        **fields: Any,
+    ) -> "Skill":
+        """A code skill from the source of one function; name and parameters come from it.
+
+        When ``name`` is omitted the source must define exactly one top-level function.
+        """
+        if name is None:
+            functions = signature.top_level_functions(code)
+            if len(functions) != 1:
+                raise ValueError(
+                    f"code: expected exactly one top-level function, found {len(functions)}; "
+                    "pass name= to choose one"
+                )
+            name = functions[0].name
+        return cls(name=name, code=code, when=when, **fields)
+
+
+class Match(BaseModel):
+    """A fetched skill with the numbers that ranked it."""
+
+    skill: Skill
+    similarity: float
+    reliability: float
+    score: float
+
+
+class AddResult(BaseModel):
+    """What ``SkillLibrary.add`` did: ``added`` a version, or found a ``duplicate``."""
+
+    status: Literal["added", "duplicate"]
+    skill: Skill | None = None
+    duplicate_of: str | None = None
+    similarity: float | None = None
+
+    @property
+    def added(self) -> bool:
+        """True when a new version was stored."""
+        return self.status == "added"
+
+
+class VerificationReport(BaseModel):
+    """The result of re-executing a candidate skill against its trace."""
+
+    passed: bool
+    message: str = ""
+    expected_calls: list[ToolCall] = Field(default_factory=list)
+    actual_calls: list[ToolCall] = Field(default_factory=list)
+    first_divergence: int | None = None
+    value: Any = None
+
+
+class LearnResult(BaseModel):
+    """What ``SkillLibrary.learn`` did with a trace."""
+
+    status: Literal["saved", "duplicate", "rejected"]
+    skill: Skill | None = None
+    reasons: list[str] = Field(default_factory=list)
+    report: VerificationReport | None = None
+    duplicate_of: str | None = None
+
+
+class SkillRun(BaseModel):
+    """The result of running a skill in the sandbox, with the calls it made as a trace."""
+
+    name: str
+    version: int
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    limit: str | None = None
+    stdout: str = ""
+    duration_ms: float = 0.0
+    trace: Trace

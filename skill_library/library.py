@@ -198,8 +198,9 @@ class SkillLibrary:
     def retire(self, name: str) -> Skill:
         """Retire a skill: it stays in the records but is never fetched again."""
         with self._write_lock():
+            index = self._index_unlocked()  # check it against the records before changing them
             skill = self.store.set_status(name, "retired")
-            self._index_unlocked().delete(name)
+            index.delete(name)
         return skill
 
     def reindex(self, *, progress: bool = False) -> int:

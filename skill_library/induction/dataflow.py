@@ -156,6 +156,17 @@ class _Plan:
     loop_call: dict[int, tuple[int, int]] = field(default_factory=dict)  # call -> (step, m)
 
 
+def _mentions_item(spec: Spec) -> bool:
+    kind = spec[0]
+    if kind == "item":
+        return True
+    if kind == "dict":
+        return any(_mentions_item(s) for _k, s in spec[1])
+    if kind in ("list", "concat"):
+        return any(_mentions_item(s) for s in spec[1])
+    return False
+
+
 class DataflowGeneralizer:
     """Turns a verified trace into a parameterized function without an LLM.
 
@@ -273,8 +284,8 @@ class _Builder:
         arg = arg.lower()
         return bool(last) and (last == arg or arg.endswith("_" + last) or last.endswith("_" + arg))
 
-    def _references(self, value: Any, arg: str, before: int, exclude: Path | None = None,
-                    exclude_call: int | None = None) -> list[Spec]:
+    def _references(self, value: Any, arg: str, before: int, *, lenient: bool = False,
+                    exclude: Path | None = None, exclude_call: int | None = None) -> list[Spec]:
         if isinstance(value, str) and len(value) < 2:
             return []
         found = []
@@ -283,7 +294,7 @@ class _Builder:
                 continue
             if exclude is not None and i == exclude_call and path[: len(exclude)] == exclude:
                 continue
-            if self._number_ok(value, arg, path):
+            if lenient or self._number_ok(value, arg, path):
                 found.append(("ref", i, path))
         found.sort(key=lambda s: (s[1], len(s[2])))
         return found
@@ -340,55 +351,57 @@ class _Builder:
             parts.append(("text", value[pos:]))
         return ("concat", tuple(parts))
 
-    def options(self, value: Any, arg: str, before: int, where: str,
-                item: tuple[int, Path, Any] | None = None) -> list[Spec]:
-        """Every way to express ``value``, best first; the last one is always a constant."""
+    def options(self, value: Any, arg: str, before: int, *,
+                item: tuple[int, Path, Any] | None = None, lenient: bool = False) -> list[Spec]:
+        """Every dataflow explanation of ``value`` (param, item path, reference), best first."""
         opts: list[Spec] = []
         param = self._param_for(value, arg)
         if param:
             opts.append(param)
         if item is not None:
-            call, list_path, item_value = item
             key = _typed_key(value)
-            for path, node in _walk(item_value):
-                if node is None or isinstance(node, bool):
-                    continue
-                if _typed_key(node) == key:
+            for path, node in _walk(item[2]):
+                if node is not None and not isinstance(node, bool) and _typed_key(node) == key:
                     opts.append(("item", path))
         opts.extend(self._references(
-            value, arg, before,
+            value, arg, before, lenient=lenient,
             exclude=item[1] if item else None, exclude_call=item[0] if item else None,
         ))
-        if opts and not isinstance(value, (dict, list)):
-            return opts
-        if isinstance(value, dict) and value and not opts:
-            parts = tuple(
-                (k, self.options(v, str(k), before, f"{where}[{k!r}]", item)[0])
-                for k, v in value.items()
-            )
+        return opts
+
+    def fallback(self, value: Any, arg: str, before: int, where: str, *,
+                 item: tuple[int, Path, Any] | None = None) -> Spec:
+        """``value`` built from parts (dict, list, concatenation) or else a constant."""
+        if isinstance(value, dict) and value:
+            parts = tuple((k, self.best(v, str(k), before, f"{where}[{k!r}]", item=item))
+                          for k, v in value.items())
             if any(p[1][0] != "const" for p in parts):
-                return [("dict", parts)]
-        if isinstance(value, list) and value and not opts:
-            parts_l = tuple(
-                self.options(v, arg, before, f"{where}[{n}]", item)[0] for n, v in enumerate(value)
-            )
-            if any(p[0] != "const" for p in parts_l):
-                return [("list", parts_l)]
-        if isinstance(value, str) and not opts:
+                return ("dict", parts)
+        if isinstance(value, list) and value:
+            items = tuple(self.best(v, arg, before, f"{where}[{n}]", item=item)
+                          for n, v in enumerate(value))
+            if any(p[0] != "const" for p in items):
+                return ("list", items)
+        if isinstance(value, str):
             concat = self._concat(value)
             if concat:
                 for kind, text in concat[1]:
                     if kind == "text":
                         self._constant(text, where, before)
-                return [concat]
-        return opts + [self._constant(value, where, before)]
+                return concat
+        return self._constant(value, where, before)
+
+    def best(self, value: Any, arg: str, before: int, where: str, *,
+             item: tuple[int, Path, Any] | None = None) -> Spec:
+        opts = self.options(value, arg, before, item=item)
+        return opts[0] if opts else self.fallback(value, arg, before, where, item=item)
 
     # planning ----------------------------------------------------------------------------
 
     def _single(self, index: int) -> _Step:
         call = self.calls[index]
         args = [
-            (arg, self.options(v, arg, index, f"argument {arg!r} of {_call_text(call)}")[0])
+            (arg, self.best(v, arg, index, f"argument {arg!r} of call {_call_text(call)}"))
             for arg, v in call.arguments.items()
         ]
         return _Step([index], call.name, args)
@@ -404,24 +417,33 @@ class _Builder:
                 break
             if not isinstance(value, list) or len(value) != count:
                 continue
-            snapshot = list(self.params)
+            snapshot, taken = list(self.params), set(self.taken)
             chosen: list[tuple[str, Spec]] = []
             for arg in arg_names:
                 common: list[Spec] | None = None
                 for m, call in enumerate(run):
-                    opts = self.options(
-                        call.arguments[arg], arg, start,
-                        f"argument {arg!r} of {_call_text(call)}", item=(i, path, value[m]),
-                    )
+                    opts = self.options(call.arguments[arg], arg, start, item=(i, path, value[m]))
                     common = opts if common is None else [o for o in common if o in opts]
-                if not common:
+                if common:
+                    chosen.append((arg, common[0]))
+                    continue
+                try:
+                    built = {
+                        self.fallback(call.arguments[arg], arg, start,
+                                      f"argument {arg!r} of call {_call_text(call)}",
+                                      item=(i, path, value[m]))
+                        for m, call in enumerate(run)
+                    }
+                except GeneralizationError:
                     break
-                chosen.append((arg, common[0]))
+                if len(built) != 1:
+                    break
+                chosen.append((arg, built.pop()))
             else:
-                if any(spec[0] == "item" for _, spec in chosen) or not arg_names:
+                if any(_mentions_item(spec) for _, spec in chosen):
                     return _Step(list(range(start, start + count)), run[0].name, chosen,
                                  loop_over=("ref", i, path))
-            self.params[:] = snapshot  # undo text params invented for a failed attempt
+            self.params[:], self.taken = snapshot, taken  # undo text params of a failed try
         return None
 
     def plan(self, *, loops: bool) -> _Plan:
@@ -449,13 +471,15 @@ class _Builder:
             index += len(step.calls)
         returns = None
         if self.trace.result is not None:
-            options = self.options(
-                self.trace.result, "result", len(self.calls), "the trace's final result"
-            )
-            refs = [o for o in options if o[0] == "ref"]
             last = len(self.calls) - 1
+            result = self.trace.result
+            opts = self.options(result, "result", len(self.calls), lenient=True)
+            refs = sorted((o for o in opts if o[0] == "ref"), key=lambda o: (-o[1], len(o[2])))
             exact_last = [o for o in refs if o[1] == last and o[2] == ()]
-            returns = (exact_last or refs or options)[0]
+            chosen = exact_last or [o for o in opts if o[0] == "param"] or refs
+            returns = chosen[0] if chosen else self.fallback(
+                result, "result", len(self.calls), "the trace's final result"
+            )
         return _Plan(list(self.params), steps, returns, loop_call)
 
     # rendering ---------------------------------------------------------------------------
@@ -533,19 +557,14 @@ class _Builder:
         args = ", ".join(f"{p.name}{_annotation(p.value)}" for p in plan.params)
         tools = sorted({c.name for c in self.calls if c.kind == "tool"})
         skills = list(dict.fromkeys(c.name for c in self.calls if c.kind == "skill"))
-        doc_lines = [when.rstrip(".") + "."]
+        summary = " ".join(when.split())
+        doc_lines = [summary if summary.endswith((".", "?", "!")) else summary + "."]
         if plan.params:
-            doc_lines.append("")
-            doc_lines.append("Args:")
-            for p in plan.params:
-                doc_lines.append(f"    {p.name}: e.g. {_short(p.value, 40)}")
-        doc_lines.append("")
-        used = ", ".join(tools + skills)
-        doc_lines.append(f"Learned from a verified trace; calls {used}.")
-        lines = [f"def {func_name}({args}):", "    " + _docstring(
-            "\n".join(("    " + l) if l and n else l for n, l in enumerate(doc_lines))
-            + "\n    "
-        )]
+            doc_lines += ["", "Args:"]
+            doc_lines += [f"    {p.name}: e.g. {_short(p.value, 40)}" for p in plan.params]
+        doc_lines += ["", f"Learned from a verified trace; calls {', '.join(tools + skills)}."]
+        doc = "\n".join(doc_lines[:1] + [("    " + l) if l else "" for l in doc_lines[1:]])
+        lines = [f"def {func_name}({args}):", "    " + _docstring(doc + "\n    ")]
         for number, step in enumerate(plan.steps):
             var = step_var.get(number)
             if step.loop_over is None:

@@ -1,0 +1,102 @@
+"""The `skills` CLI: each command mirrors one library call; --json round trips."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from skill_library.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str, env_dir: Path) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), env={"SKILLS_DIR": str(env_dir)})
+    return result.exit_code, result.output
+
+
+def as_json(output: str):
+    return json.loads(output)
+
+
+@pytest.fixture
+def skill_file(tmp_path):
+    path = tmp_path / "water.py"
+    path.write_text(
+        'def water_plants(bed: str, litres: int = 2) -> str:\n'
+        '    """Water one garden bed."""\n'
+        '    return pour(bed=bed, litres=litres)\n'
+    )
+    return path
+
+
+def test_cli_round_trip(tmp_path, skill_file, embedder):
+    lib = tmp_path / "lib"
+    assert invoke("init", env_dir=lib)[0] == 0
+    code, out = invoke(
+        "add", str(skill_file), "--when", "water the plants in a garden bed", "--tools", "pour",
+        "--json", env_dir=lib,
+    )
+    assert code == 0, out
+    added = as_json(out)
+    assert added["status"] == "added" and added["skill"]["version"] == 1
+    assert added["skill"]["parameters"]["required"] == ["bed"]
+
+    code, out = invoke("fetch", "water the roses", "-k", "2", "--json", env_dir=lib)
+    assert code == 0 and as_json(out) == []  # hand-written: reliability 0.5 < 0.6
+
+    code, out = invoke("feedback", "water_plants", "--success", "--json", env_dir=lib)
+    assert code == 0 and as_json(out)["reliability"] == pytest.approx(2 / 3)
+
+    code, out = invoke("fetch", "water the roses", "-k", "2", "--json", env_dir=lib)
+    fetched = as_json(out)
+    assert [m["name"] for m in fetched] == ["water_plants"] and fetched[0]["similarity"] > 0.3
+
+    code, out = invoke("feedback", "water_plants", "--failure", "--json", env_dir=lib)
+    assert as_json(out)["failures"] == 1
+
+    code, out = invoke("list", "--json", env_dir=lib)
+    listed = as_json(out)
+    assert [(s["name"], s["successes"], s["failures"]) for s in listed] == [("water_plants", 1, 1)]
+
+    code, out = invoke("show", "water_plants", "--json", env_dir=lib)
+    assert as_json(out)["tools"] == ["pour"]
+
+    code, out = invoke("add", str(skill_file), "--when", "water every bed twice", "--json", env_dir=lib)
+    assert as_json(out)["skill"]["version"] == 2
+    code, out = invoke("history", "water_plants", "--json", env_dir=lib)
+    assert [(v["version"], v["status"]) for v in as_json(out)] == [(1, "retired"), (2, "active")]
+
+    code, out = invoke("reindex", "--json", env_dir=lib)
+    assert as_json(out) == {"indexed": 1}
+
+    code, out = invoke("retire", "water_plants", "--json", env_dir=lib)
+    assert as_json(out)["status"] == "retired"
+    code, out = invoke("fetch", "water the roses", "--min-reliability", "0", "--json", env_dir=lib)
+    assert as_json(out) == []
+
+
+def test_cli_errors_are_one_line_messages(tmp_path, skill_file, embedder):
+    lib = tmp_path / "lib"
+    code, out = invoke("show", "ghost", env_dir=lib)
+    assert code == 1 and "no skill named 'ghost'" in out
+    code, out = invoke("fetch", "x", "-k", "0", env_dir=lib)
+    assert code == 1 and "k must be a positive integer" in out
+    bad = tmp_path / "bad.py"
+    bad.write_text("def a():\n    pass\n\ndef b():\n    pass\n")
+    code, out = invoke("add", str(bad), "--when", "w", env_dir=lib)
+    assert code == 1 and "exactly one top-level function" in out
+
+
+def test_console_script_is_installed(tmp_path):
+    env = dict(os.environ, SKILLS_DIR=str(tmp_path / "lib"))
+    script = Path(sys.executable).with_name("skills")
+    done = subprocess.run([str(script), "list", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []

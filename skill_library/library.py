@@ -166,6 +166,70 @@ class SkillLibrary:
             index.upsert(entries_for([stored]), [embedding])
         return AddResult(status="added", skill=stored)
 
+    def add_many(
+        self,
+        skills: Sequence[Skill],
+        *,
+        verified: bool = False,
+        progress: bool = False,
+    ) -> list[AddResult]:
+        """:meth:`add` for many skills at once, with batched embedding and index writes.
+
+        Duplicates are checked against the index and against earlier skills of the same
+        batch; results come back in input order.
+        """
+        import numpy as np
+
+        for skill in skills:
+            if not isinstance(skill, Skill):
+                raise TypeError(f"add_many() takes Skills, got {type(skill).__name__}")
+        results: list[AddResult] = []
+        batch_size = 256
+        bar = _ProgressBar(progress, "adding skills", len(skills))
+        with bar, self._write_lock():
+            index = self._index_unlocked()
+            accepted_names: list[str] = []
+            accepted_vectors: list[Any] = []
+            for start in range(0, len(skills), batch_size):
+                batch = skills[start : start + batch_size]
+                vectors = self.embedder.embed([s.when for s in batch])
+                neighbours = index.query_many(vectors, min(2, index.count()))
+                accepted: list[tuple[Skill, list[float]]] = []
+                verdicts: list[tuple[str, float] | None] = []
+                for skill, vector, hits in zip(batch, vectors, neighbours):
+                    duplicate = next(
+                        (
+                            (h.name, h.similarity)
+                            for h in hits
+                            if h.name != skill.name and h.similarity > DUPLICATE_SIMILARITY
+                        ),
+                        None,
+                    )
+                    if duplicate is None and accepted_vectors:
+                        sims = np.asarray(accepted_vectors) @ np.asarray(vector)
+                        best = int(np.argmax(sims))
+                        if sims[best] > DUPLICATE_SIMILARITY and accepted_names[best] != skill.name:
+                            duplicate = (accepted_names[best], float(sims[best]))
+                    verdicts.append(duplicate)
+                    if duplicate is None:
+                        accepted.append((skill, vector))
+                        accepted_names.append(skill.name)
+                        accepted_vectors.append(vector)
+                saved = iter(self.store.add_versions([s for s, _ in accepted], initial_success=verified))
+                for duplicate in verdicts:
+                    if duplicate is None:
+                        results.append(AddResult(status="added", skill=next(saved)))
+                    else:
+                        results.append(
+                            AddResult(status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1])
+                        )
+                index.upsert(
+                    entries_for([r.skill for r in results[-len(batch):] if r.skill is not None]),
+                    [v for _, v in accepted],
+                )
+                bar.advance(len(batch))
+        return results
+
     def _index_unlocked(self) -> VectorIndex:
         if self._index is None:
             self._index = self._open_checked_index()
@@ -214,14 +278,8 @@ class SkillLibrary:
                     remove_index_folder(self.index_path)
                     self._index = VectorIndex(self.index_path, self.embedder)
             entries = entries_for(skills)
-            if progress and entries:
-                from rich.progress import Progress
-
-                with Progress(transient=True) as bar:
-                    task = bar.add_task("embedding skills", total=len(entries))
-                    self._index.rebuild(entries, progress=lambda n: bar.advance(task, n))
-            else:
-                self._index.rebuild(entries)
+            with _ProgressBar(progress, "embedding skills", len(entries)) as bar:
+                self._index.rebuild(entries, progress=bar.advance)
         return len(entries)
 
     # -- fetch and feedback -------------------------------------------------------------
@@ -508,3 +566,28 @@ def _renamed(skill: Skill, new_name: str) -> Skill:
     data = skill.model_dump()
     data.update(name=new_name, code="".join(lines))
     return Skill.model_validate(data)
+
+
+class _ProgressBar:
+    """A rich progress bar when ``enabled`` (and there is work), otherwise a no-op."""
+
+    def __init__(self, enabled: bool, label: str, total: int) -> None:
+        self._bar: Any = None
+        if enabled and total:
+            from rich.progress import Progress
+
+            self._bar = Progress(transient=True)
+            self._task = self._bar.add_task(label, total=total)
+
+    def __enter__(self) -> "_ProgressBar":
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def advance(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)

@@ -92,6 +92,10 @@ class RecordStore(abc.ABC):
     def add_version(self, skill: Skill, *, initial_success: bool = False) -> Skill:
         """Store ``skill`` as the next version of its name and make it active."""
 
+    def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
+        """:meth:`add_version` for several skills (one transaction where supported)."""
+        return [self.add_version(s, initial_success=initial_success) for s in skills]
+
     @abc.abstractmethod
     def get(self, name: str, version: int | None = None) -> Skill:
         """One version (default: the active one) with its counts."""
@@ -194,54 +198,60 @@ class SQLRecordStore(RecordStore):
 
     # -- skills -------------------------------------------------------------------------
     def add_version(self, skill: Skill, *, initial_success: bool = False) -> Skill:
-        now = utc_now()
+        return self.add_versions([skill], initial_success=initial_success)[0]
+
+    def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
         with self._write() as conn:
-            current = conn.execute(
-                sa.select(sa.func.max(versions_table.c.version)).where(
-                    versions_table.c.name == skill.name
-                )
-            ).scalar()
-            version = (current or 0) + 1
-            if current is None:
-                conn.execute(
-                    skills_table.insert().values(
-                        name=skill.name, active_version=version, created_at=now, updated_at=now
-                    )
-                )
-            else:
-                conn.execute(
-                    versions_table.update()
-                    .where(versions_table.c.name == skill.name)
-                    .where(versions_table.c.status == "active")
-                    .values(status="retired")
-                )
-                conn.execute(
-                    skills_table.update()
-                    .where(skills_table.c.name == skill.name)
-                    .values(active_version=version, updated_at=now)
-                )
+            return [self._add_version(conn, s, initial_success) for s in skills]
+
+    def _add_version(self, conn: Connection, skill: Skill, initial_success: bool) -> Skill:
+        now = utc_now()
+        current = conn.execute(
+            sa.select(sa.func.max(versions_table.c.version)).where(
+                versions_table.c.name == skill.name
+            )
+        ).scalar()
+        version = (current or 0) + 1
+        if current is None:
             conn.execute(
-                versions_table.insert().values(
-                    name=skill.name,
-                    version=version,
-                    kind=skill.kind,
-                    when_text=skill.when,
-                    description=skill.description,
-                    code=skill.code,
-                    parameters=skill.parameters,
-                    tools=list(skill.tools),
-                    depends_on=list(skill.depends_on),
-                    provenance=skill.provenance.model_dump(mode="json"),
-                    status="active",
-                    successes=0,
-                    failures=0,
-                    created_at=now,
+                skills_table.insert().values(
+                    name=skill.name, active_version=version, created_at=now, updated_at=now
                 )
             )
-            if initial_success:
-                trace_id = skill.provenance.trace_ids[0] if skill.provenance.trace_ids else None
-                self._append_outcome(conn, skill.name, version, True, trace_id, now)
-            return self._get(conn, skill.name, version)
+        else:
+            conn.execute(
+                versions_table.update()
+                .where(versions_table.c.name == skill.name)
+                .where(versions_table.c.status == "active")
+                .values(status="retired")
+            )
+            conn.execute(
+                skills_table.update()
+                .where(skills_table.c.name == skill.name)
+                .values(active_version=version, updated_at=now)
+            )
+        conn.execute(
+            versions_table.insert().values(
+                name=skill.name,
+                version=version,
+                kind=skill.kind,
+                when_text=skill.when,
+                description=skill.description,
+                code=skill.code,
+                parameters=skill.parameters,
+                tools=list(skill.tools),
+                depends_on=list(skill.depends_on),
+                provenance=skill.provenance.model_dump(mode="json"),
+                status="active",
+                successes=0,
+                failures=0,
+                created_at=now,
+            )
+        )
+        if initial_success:
+            trace_id = skill.provenance.trace_ids[0] if skill.provenance.trace_ids else None
+            self._append_outcome(conn, skill.name, version, True, trace_id, now)
+        return self._get(conn, skill.name, version)
 
     def get(self, name: str, version: int | None = None) -> Skill:
         with self._read() as conn:

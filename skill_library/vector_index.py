@@ -95,24 +95,29 @@ class VectorIndex:
 
     def query(self, embedding: Sequence[float], n: int) -> list[IndexHit]:
         """The ``n`` nearest skills to ``embedding`` by cosine similarity, best first."""
-        if n < 1:
-            return []
+        return self.query_many([embedding], n)[0]
+
+    def query_many(self, embeddings: Sequence[Sequence[float]], n: int) -> list[list[IndexHit]]:
+        """:meth:`query` for several embeddings in one call."""
+        if n < 1 or not embeddings:
+            return [[] for _ in embeddings]
         got = self._collection.query(
-            query_embeddings=[list(embedding)],
+            query_embeddings=[list(e) for e in embeddings],
             n_results=n,
             include=["metadatas", "distances"],
         )
-        hits = []
-        for id_, meta, distance in zip(got["ids"][0], got["metadatas"][0], got["distances"][0]):
-            hits.append(
+        return [
+            [
                 IndexHit(
                     name=id_,
                     version=int(meta["version"]),
                     kind=str(meta["kind"]),
                     similarity=1.0 - float(distance),
                 )
-            )
-        return hits
+                for id_, meta, distance in zip(ids, metas, distances)
+            ]
+            for ids, metas, distances in zip(got["ids"], got["metadatas"], got["distances"])
+        ]
 
     # -- writes -------------------------------------------------------------------------
     def upsert(self, entries: Sequence[IndexEntry], embeddings: Sequence[Sequence[float]]) -> None:

@@ -262,3 +262,20 @@ def test_concurrent_feedback_from_four_processes_is_exact(tmp_path, embedder):
         skill = lib.get("water_plants")
         assert (skill.successes, skill.failures) == (400, 400)
         assert len(lib.outcomes("water_plants")) == 800
+
+
+def test_add_many_dedupes_within_the_batch_and_against_the_index(library):
+    library.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+    results = library.add_many(
+        [
+            make_skill("book_flight", WORKFLOWS["book_flight"]),
+            make_skill("water_garden", "water the garden plants"),  # ~ water_plants
+            make_skill("cancel_order", WORKFLOWS["cancel_order"]),
+            make_skill("cancel_pending", "cancel the pending order of a customer"),  # ~ cancel_order
+        ],
+        verified=True,
+    )
+    assert [r.status for r in results] == ["added", "duplicate", "added", "duplicate"]
+    assert [r.duplicate_of for r in results] == [None, "water_plants", None, "cancel_order"]
+    assert library.index.count() == 3
+    assert [m.skill.name for m in library.fetch("book a flight", k=1)] == ["book_flight"]

@@ -39,6 +39,7 @@ Spec = tuple[Any, ...]  # ("param", name) | ("ref", call, path) | ("item", path)
 # ("dict", ((key, spec), ...)) | ("list", (spec, ...)) | ("concat", (spec, ...))
 
 _STOPWORDS = frozenset({"a", "an", "the", "please", "my", "some", "me", "your"})
+_TRAILING = frozenset({"for", "to", "of", "in", "on", "with", "from", "by", "at", "and", "or", "into"})
 _MAX_NAME_WORDS = 6
 _MAX_NAME_CHARS = 60
 _LOOP_VARS = ("item", "entry", "element", "each_item")
@@ -154,6 +155,17 @@ class _Plan:
     steps: list[_Step]
     returns: Spec | None
     loop_call: dict[int, tuple[int, int]] = field(default_factory=dict)  # call -> (step, m)
+
+
+def _param_names(spec: Spec) -> set[str]:
+    kind = spec[0]
+    if kind == "param":
+        return {spec[1]}
+    if kind == "dict":
+        return set().union(*(_param_names(s) for _k, s in spec[1]))
+    if kind in ("list", "concat"):
+        return set().union(*(_param_names(s) for s in spec[1]))
+    return set()
 
 
 def _mentions_item(spec: Spec) -> bool:
@@ -406,23 +418,33 @@ class _Builder:
         ]
         return _Step([index], call.name, args)
 
+    def _lists_before(self, start: int, count: int) -> list[tuple[Spec, Any, tuple[int, Path]]]:
+        """Lists of ``count`` items a loop at ``start`` could iterate: list params, results."""
+        out: list[tuple[Spec, Any, tuple[int, Path]]] = [
+            (("param", p.name), p.value, (-1, ()))
+            for p in self.params
+            if p.explicit and isinstance(p.value, list) and len(p.value) == count
+        ]
+        for i, path, value in self.nodes:
+            if i >= start:
+                break
+            if isinstance(value, list) and len(value) == count:
+                out.append((("ref", i, path), value, (i, path)))
+        return out
+
     def _loop(self, start: int, count: int) -> _Step | None:
-        """A loop over an earlier list result explaining calls start..start+count-1."""
+        """A loop over a list explaining the calls start..start+count-1, or None."""
         run = self.calls[start:start + count]
         arg_names = list(run[0].arguments)
         if any(list(c.arguments) != arg_names for c in run):
             return None
-        for i, path, value in self.nodes:
-            if i >= start:
-                break
-            if not isinstance(value, list) or len(value) != count:
-                continue
+        for source, items, (i, path) in self._lists_before(start, count):
             snapshot, taken = list(self.params), set(self.taken)
             chosen: list[tuple[str, Spec]] = []
             for arg in arg_names:
                 common: list[Spec] | None = None
                 for m, call in enumerate(run):
-                    opts = self.options(call.arguments[arg], arg, start, item=(i, path, value[m]))
+                    opts = self.options(call.arguments[arg], arg, start, item=(i, path, items[m]))
                     common = opts if common is None else [o for o in common if o in opts]
                 if common:
                     chosen.append((arg, common[0]))
@@ -431,7 +453,7 @@ class _Builder:
                     built = {
                         self.fallback(call.arguments[arg], arg, start,
                                       f"argument {arg!r} of call {_call_text(call)}",
-                                      item=(i, path, value[m]))
+                                      item=(i, path, items[m]))
                         for m, call in enumerate(run)
                     }
                 except GeneralizationError:
@@ -441,8 +463,12 @@ class _Builder:
                 chosen.append((arg, built.pop()))
             else:
                 if any(_mentions_item(spec) for _, spec in chosen):
+                    used = set().union(*(_param_names(spec) for _, spec in chosen))
+                    added = [p for p in self.params[len(snapshot):] if p.name in used]
+                    self.params[:] = snapshot + added
+                    self.taken = taken | {p.name for p in added}
                     return _Step(list(range(start, start + count)), run[0].name, chosen,
-                                 loop_over=("ref", i, path))
+                                 loop_over=source)
             self.params[:], self.taken = snapshot, taken  # undo text params of a failed try
         return None
 
@@ -485,7 +511,6 @@ class _Builder:
     # rendering ---------------------------------------------------------------------------
 
     def render(self, plan: _Plan) -> Candidate:
-        trace = self.trace
         # names for results that are referenced, and for the loop variable
         referenced: set[int] = set()
 
@@ -558,6 +583,7 @@ class _Builder:
         tools = sorted({c.name for c in self.calls if c.kind == "tool"})
         skills = list(dict.fromkeys(c.name for c in self.calls if c.kind == "skill"))
         summary = " ".join(when.split())
+        summary = summary[:1].upper() + summary[1:]
         doc_lines = [summary if summary.endswith((".", "?", "!")) else summary + "."]
         if plan.params:
             doc_lines += ["", "Args:"]
@@ -577,10 +603,10 @@ class _Builder:
             lines.append(f"        {var}.append({body})" if var else f"        {body}")
         if plan.returns is not None:
             lines.append(f"    return {expr(plan.returns)}")
+        elif plan.steps[-1].loop_over is not None:  # the results of the final loop
+            lines.append(f"    return {step_var[len(plan.steps) - 1]}")
         else:
-            last = len(self.calls) - 1
-            ref: Spec = ("ref", last, ())
-            lines.append(f"    return {expr(ref)}")
+            lines.append(f"    return {expr(('ref', len(self.calls) - 1, ()))}")
         code = "\n".join(lines) + "\n"
         func = signature.find_function(code, func_name)
         return Candidate(
@@ -618,8 +644,11 @@ class _Builder:
         text = re.sub(r"\{[^{}]*\}", " ", when)
         text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
         words = [w for w in re.findall(r"[a-z0-9]+", text) if w not in _STOPWORDS]
+        words = words[:_MAX_NAME_WORDS]
+        while len(words) > 1 and words[-1] in _TRAILING:
+            words.pop()
         name = ""
-        for word in words[:_MAX_NAME_WORDS]:
+        for word in words:
             if name and len(name) + 1 + len(word) > _MAX_NAME_CHARS:
                 break
             name = f"{name}_{word}" if name else word

@@ -1,0 +1,160 @@
+"""The learn pipeline: check the trace, generalize it, verify the candidate.
+
+Rules enforced here (whatever the generalizer):
+
+1. only a verified success (``outcome.success`` and a named ``outcome.verifier``) with at
+   least one successful call is learned; failed calls are never part of a skill;
+2. a candidate is accepted only after it passes the static checks of
+   :mod:`~skill_library.induction.validation` and is re-executed in the sandbox and
+   reproduces the trace (:func:`~skill_library.induction.verify.verify_candidate`);
+3. tool results are untrusted: the static checks refuse text copied from them.
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from skill_library.errors import GeneralizationError, TraceError
+from skill_library.induction.candidate import Candidate, Generalizer
+from skill_library.induction.validation import validate_candidate
+from skill_library.induction.verify import LiveVerifier, replay_verify, run_live_verifier
+from skill_library.models import Skill, Trace, VerificationReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sandbox import Sandbox
+
+LearnOutcome = tuple[Candidate | None, VerificationReport | None, list[str]]
+
+
+def check_trace(trace: Trace) -> list[str]:
+    """Why ``trace`` may not be learned; an empty list means it may."""
+    reasons: list[str] = []
+    outcome = trace.outcome
+    if outcome is None:
+        reasons.append("trace has no outcome: only verified successes are learned")
+    else:
+        if not outcome.success:
+            reasons.append(
+                "trace outcome is not a verified success (outcome.success=False)"
+            )
+        if not (outcome.verifier or "").strip():
+            reasons.append(
+                "trace has no verifier named (outcome.verifier is empty): only successes "
+                "judged by a named verifier are learned"
+            )
+    ok_calls = [c for c in trace.calls if c.ok]
+    if not trace.calls:
+        reasons.append("trace has no tool calls")
+    elif not ok_calls:
+        reasons.append(
+            f"trace has no successful tool calls (all {len(trace.calls)} call(s) returned "
+            "errors)"
+        )
+    for index, call in enumerate(trace.calls, start=1):
+        if not call.ok:
+            continue
+        if not call.name.isidentifier() or keyword.iskeyword(call.name):
+            reasons.append(
+                f"call {index} ({call.name!r}) cannot be called from skill code: its name is "
+                "not a Python identifier"
+            )
+        elif call.name.startswith("_"):
+            reasons.append(
+                f"call {index} ({call.name!r}) cannot be called from skill code: names "
+                "starting with '_' are refused by the sandbox"
+            )
+    return reasons
+
+
+def coerce_trace(trace: Trace | Mapping[str, Any]) -> tuple[Trace | None, list[str]]:
+    """A :class:`Trace` from a trace, a dict of trace fields, or an OpenAI transcript.
+
+    A mapping with ``messages`` is read with :meth:`Trace.from_openai_messages` (it also
+    needs ``task`` and ``outcome``; ``params`` is optional). Malformed input gives
+    ``(None, [reason])`` instead of raising.
+    """
+    if isinstance(trace, Trace):
+        return trace, []
+    if not isinstance(trace, Mapping):
+        return None, [f"trace is malformed: expected a Trace or a mapping, got "
+                      f"{type(trace).__name__}"]
+    try:
+        if "messages" in trace:
+            if not trace.get("task"):
+                return None, ["trace is malformed: an OpenAI transcript needs a task"]
+            return Trace.from_openai_messages(
+                trace["messages"],
+                task=trace["task"],
+                outcome=trace.get("outcome"),
+                params=trace.get("params"),
+                source=trace.get("source", "openai"),
+            ), []
+        return Trace.model_validate(dict(trace)), []
+    except TraceError as exc:
+        return None, [f"trace is malformed: {exc}"]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'trace'}: {e['msg']}" for e in exc.errors()
+        )
+        return None, [f"trace is malformed: {problems}"]
+
+
+class _CachedVerify:
+    """Replay verification memoized by candidate fingerprint: one sandbox run per version."""
+
+    def __init__(self, trace: Trace, sandbox: "Sandbox", related: Sequence[Skill]) -> None:
+        self.trace, self.sandbox, self.related = trace, sandbox, related
+        self.reports: dict[str, VerificationReport] = {}
+        self.runs = 0
+
+    def __call__(self, candidate: Candidate) -> VerificationReport:
+        key = candidate.fingerprint()
+        if key not in self.reports:
+            self.runs += 1
+            self.reports[key] = replay_verify(
+                candidate, self.trace, self.sandbox, related=self.related
+            )
+        return self.reports[key]
+
+
+def learn_from_trace(
+    trace: Trace | Mapping[str, Any],
+    *,
+    generalizer: Generalizer,
+    sandbox: "Sandbox",
+    related: Sequence[Skill] = (),
+    live_verifier: LiveVerifier | None = None,
+) -> LearnOutcome:
+    """Turn one trace into a verified candidate, or say why not.
+
+    Returns ``(candidate, report, reasons)``: non-empty ``reasons`` means rejected (the
+    candidate and report, when there is one, show what was tried). The generalizer gets a
+    ``verify`` callback; the replay verdict is cached by candidate content, so a candidate
+    the generalizer already verified is not replayed again. ``live_verifier`` runs once,
+    after the replay passes. :class:`~skill_library.errors.LLMError` (the model could not
+    be reached) propagates so the caller can fall back to another generalizer.
+    """
+    checked, reasons = coerce_trace(trace)
+    if checked is None:
+        return None, None, reasons
+    reasons = check_trace(checked)
+    if reasons:
+        return None, None, reasons
+    verify = _CachedVerify(checked, sandbox, related)
+    try:
+        candidate = generalizer.generalize(checked, related=related, verify=verify)
+    except GeneralizationError as exc:
+        return None, None, [f"{generalizer.name} generalizer: {exc}"]
+    problems = validate_candidate(candidate, checked, related)
+    if problems:
+        return candidate, None, problems
+    report = verify(candidate)
+    if report.passed and live_verifier is not None:
+        report = run_live_verifier(candidate, report, live_verifier)
+    if not report.passed:
+        return candidate, report, [report.message]
+    return candidate, report, []

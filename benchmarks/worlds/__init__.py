@@ -1,0 +1,69 @@
+"""World plugins: every module here defining a concrete :class:`World` subclass is one.
+
+``get_world("crafting")`` returns a fresh instance; ``world_names()`` lists them. Adding
+a world is adding one file to this folder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+from benchmarks.worlds.base import (
+    GoldAction,
+    Task,
+    ToolError,
+    Verdict,
+    World,
+    load_tasks,
+)
+
+__all__ = [
+    "GoldAction",
+    "Task",
+    "ToolError",
+    "Verdict",
+    "World",
+    "get_world",
+    "load_tasks",
+    "world_classes",
+    "world_names",
+]
+
+_REGISTRY: dict[str, type[World]] | None = None
+
+
+def world_classes() -> dict[str, type[World]]:
+    """Name -> World subclass, discovered from the modules of this package."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        found: dict[str, type[World]] = {}
+        for info in pkgutil.iter_modules(__path__):
+            if info.name.startswith("_") or info.name == "base":
+                continue
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            for _, obj in inspect.getmembers(module, inspect.isclass):
+                if (
+                    issubclass(obj, World)
+                    and obj is not World
+                    and not inspect.isabstract(obj)
+                    and obj.__module__ == module.__name__
+                    and obj.name
+                ):
+                    found[obj.name] = obj
+        _REGISTRY = dict(sorted(found.items()))
+    return _REGISTRY
+
+
+def world_names() -> list[str]:
+    """The names of the registered worlds."""
+    return list(world_classes())
+
+
+def get_world(name: str) -> World:
+    """A fresh instance of the world called ``name``."""
+    classes = world_classes()
+    if name not in classes:
+        raise KeyError(f"unknown world {name!r}; worlds are: {', '.join(classes)}")
+    return classes[name]()

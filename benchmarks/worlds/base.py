@@ -1,0 +1,231 @@
+"""The world plugin interface: tasks, verdicts, tool errors and the ``World`` base class.
+
+A world is a deterministic environment with tools. Each tool is a callable taking keyword
+arguments and returning JSON values; a failed call raises :class:`ToolError` whose message
+says what went wrong and what would fix it. Worlds are discovered from the modules of
+``benchmarks/worlds``: any module defining a concrete ``World`` subclass with a ``name``
+is a plugin, so adding a world is adding one file.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import json
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Split = Literal["train", "test"]
+ToolFn = Callable[..., Any]
+
+TASKS_DIR = Path(__file__).resolve().parent.parent / "tasks"
+
+
+class GoldAction(BaseModel):
+    """One tool call of a task's reference solution."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Task(BaseModel):
+    """One benchmark task.
+
+    ``params`` are the values that vary between tasks of the same workflow (a learned skill
+    takes them as arguments); ``goal`` is the structured objective the world's verifier
+    checks (and that offline agents may read); ``gold`` is a reference solution, where the
+    world has one. ``seed`` is the world seed the task was written against.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    world: str
+    instruction: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    split: Split
+    workflow: str = ""
+    goal: dict[str, Any] = Field(default_factory=dict)
+    gold: list[GoldAction] | None = None
+    seed: int = 0
+
+
+class Verdict(BaseModel):
+    """The world's judgement of the final state: success, and the evidence for it."""
+
+    success: bool
+    evidence: Any = None
+
+
+class ToolError(Exception):
+    """A tool call failed; the message says why and, where it can, what would fix it."""
+
+
+class World(abc.ABC):
+    """A deterministic environment with tools.
+
+    Subclasses set ``name`` and implement ``reset``, ``tool_functions``, ``tool_schemas``,
+    ``tool_descriptions``, ``state`` and ``verify``. ``reset(seed)`` must put the world in
+    the same state for the same seed; ``verify(task)`` judges the current state.
+    """
+
+    name: str = ""
+
+    def __init__(self) -> None:
+        self.seed: int = 0
+
+    @abc.abstractmethod
+    def reset(self, seed: int = 0, task: Task | None = None) -> None:
+        """Reset to the initial state for ``seed`` (and, where it matters, for ``task``)."""
+
+    @abc.abstractmethod
+    def tool_functions(self) -> dict[str, ToolFn]:
+        """Name -> the bound method implementing the tool (arguments not yet checked)."""
+
+    def tools(self) -> dict[str, ToolFn]:
+        """Name -> callable taking keyword arguments, returning JSON, raising ToolError.
+
+        Every callable checks its arguments against the tool's JSON Schema first.
+        """
+        return {name: _Checked(self, name) for name in self.tool_functions()}
+
+    @abc.abstractmethod
+    def tool_schemas(self) -> dict[str, dict[str, Any]]:
+        """Name -> JSON Schema of the tool's arguments object."""
+
+    @abc.abstractmethod
+    def tool_descriptions(self) -> dict[str, str]:
+        """Name -> one-paragraph description of what the tool does."""
+
+    @abc.abstractmethod
+    def state(self) -> Any:
+        """The full current state as JSON values (a deep copy)."""
+
+    @abc.abstractmethod
+    def verify(self, task: Task) -> Verdict:
+        """Judge whether the current state completes ``task``."""
+
+    # -- helpers shared by every world --------------------------------------------------
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        """Call tool ``name`` with ``arguments``, checking them against its schema first."""
+        tools = self.tool_functions()
+        if name not in tools:
+            raise ToolError(f"unknown tool {name!r}; tools are: {', '.join(sorted(tools))}")
+        arguments = dict(arguments or {})
+        check_arguments(name, arguments, self.tool_schemas()[name])
+        return tools[name](**arguments)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """The tools in OpenAI's function-calling format."""
+        descriptions = self.tool_descriptions()
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": descriptions.get(name, ""),
+                    "parameters": schema,
+                },
+            }
+            for name, schema in self.tool_schemas().items()
+        ]
+
+    def replay(self, actions: list[GoldAction] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Run ``actions`` in order; return one ``{name, arguments, result, error}`` each."""
+        out = []
+        for action in actions:
+            if isinstance(action, dict):
+                action = GoldAction(**action)
+            try:
+                result, error = self.call(action.name, dict(action.arguments)), None
+            except ToolError as exc:
+                result, error = None, str(exc)
+            out.append(
+                {"name": action.name, "arguments": dict(action.arguments), "result": result, "error": error}
+            )
+        return out
+
+
+class _Checked:
+    """A tool callable that checks its keyword arguments against the schema first."""
+
+    def __init__(self, world: World, name: str) -> None:
+        self.world, self.name = world, name
+
+    def __call__(self, **arguments: Any) -> Any:
+        return self.world.call(self.name, arguments)
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def check_arguments(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Raise ToolError naming the problem when ``arguments`` do not fit ``schema``.
+
+    Covers what tool schemas here use: required, unknown properties, types, enum,
+    minimum, array items.
+    """
+    properties = schema.get("properties", {})
+    missing = [k for k in schema.get("required", []) if k not in arguments]
+    if missing:
+        raise ToolError(f"{tool}: missing required argument(s) {', '.join(missing)}")
+    if schema.get("additionalProperties") is False:
+        unknown = [k for k in arguments if k not in properties]
+        if unknown:
+            raise ToolError(
+                f"{tool}: unknown argument(s) {', '.join(unknown)}; "
+                f"it takes {', '.join(properties) or 'no arguments'}"
+            )
+    for key, value in arguments.items():
+        if key in properties:
+            _check_value(f"{tool}: argument {key}", value, properties[key])
+
+
+def _check_value(where: str, value: Any, schema: dict[str, Any]) -> None:
+    expected = schema.get("type")
+    if expected:
+        kinds = _JSON_TYPES.get(expected, (object,))
+        bad_bool = isinstance(value, bool) and expected in ("integer", "number")
+        if bad_bool or not isinstance(value, kinds):
+            raise ToolError(f"{where} must be of type {expected}, got {json.dumps(value)}")
+    if "enum" in schema and value not in schema["enum"]:
+        choices = ", ".join(json.dumps(v) for v in schema["enum"])
+        raise ToolError(f"{where} must be one of {choices}, got {json.dumps(value)}")
+    if "minimum" in schema and isinstance(value, (int, float)) and value < schema["minimum"]:
+        raise ToolError(f"{where} must be at least {schema['minimum']}, got {value}")
+    if expected == "array" and "items" in schema:
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            raise ToolError(f"{where} needs at least {schema['minItems']} item(s)")
+        for item in value:
+            _check_value(f"{where} item", item, schema["items"])
+
+
+def deep_copy(value: Any) -> Any:
+    """A deep copy of a JSON value."""
+    return copy.deepcopy(value)
+
+
+def load_tasks(world: str, split: Split | None = None, path: Path | None = None) -> list[Task]:
+    """The tasks of ``world`` (from ``benchmarks/tasks/<world>.jsonl``), optionally one split."""
+    path = path or TASKS_DIR / f"{world}.jsonl"
+    tasks = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                task = Task.model_validate_json(line)
+                if split is None or task.split == split:
+                    tasks.append(task)
+    return tasks

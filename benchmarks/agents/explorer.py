@@ -1,0 +1,156 @@
+"""An offline agent for the crafting world that learns nothing by itself: trial and error.
+
+To obtain an item it tries a tool and reads the error: ``craft(goal)`` -> "need 3 planks,
+have 1" -> obtain planks (recursively) -> retry; ``mine(iron_ore)`` -> "needs a
+stone_pickaxe or better" -> obtain a stone_pickaxe -> retry; "iron_ingot cannot be
+crafted; it is made with smelt" -> switch tools. Within one episode it remembers which
+tool makes which item; across episodes it remembers nothing, so its cost is honest steps.
+
+With a skill library it first fetches a skill for the task and runs it when the skill's
+``when`` text binds to the task (``"Smelt {count} iron ingots from ore"`` binds count=3 in
+``"Smelt 3 iron ingots from ore"``). While exploring it fetches a skill for each sub-goal
+too (worded the way tasks are), so a skill learned for an iron pickaxe calls the skills
+it used for iron ingots and sticks. A failing skill is never retried in the episode; the
+agent falls back to exploring from wherever the skill left the world.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from benchmarks.agents.base import Agent, BudgetExceeded, Episode, Session, bind_from_text
+from benchmarks.worlds.base import Task, World
+from benchmarks.worlds.crafting import phrase
+
+if TYPE_CHECKING:
+    from skill_library import SkillLibrary
+
+_NEED = re.compile(r"need (\d+) ([a-z_]+)(?: as fuel)?, have (\d+)")
+_NEEDS_IN_INVENTORY = re.compile(r"needs a ([a-z_]+) in the inventory")
+_NEEDS_TIER = re.compile(r"needs a ([a-z_]+) or better")
+_MADE_WITH = re.compile(r"it is made with (mine|craft|smelt)")
+_ARG = {"mine": "block", "craft": "item", "smelt": "item"}
+
+
+class ExplorerAgent(Agent):
+    """Trial and error on tool errors, optionally reusing library skills for (sub-)goals."""
+
+    name = "explorer"
+    worlds = ("crafting",)
+
+    def __init__(
+        self,
+        *,
+        k: int = 3,
+        subgoal_skills: bool = True,
+        max_tool_calls: int = 400,
+        max_depth: int = 12,
+    ) -> None:
+        self.k = k
+        self.subgoal_skills = subgoal_skills
+        self.max_tool_calls = max_tool_calls
+        self.max_depth = max_depth
+
+    def solve(self, task: Task, world: World, library: "SkillLibrary | None" = None) -> Episode:
+        run = _Run(self, Session(task, world, library, agent=self.name, max_tool_calls=self.max_tool_calls))
+        return run.solve()
+
+
+class _Run:
+    """One episode of exploration (its memory is the episode's)."""
+
+    def __init__(self, agent: ExplorerAgent, session: Session) -> None:
+        self.agent = agent
+        self.s = session
+        self.inventory: dict[str, int] = {}  # believed; every tool result refreshes it
+        self.known: dict[str, str] = {}  # item -> tool that makes it, learned this episode
+        self.failed_skills: set[str] = set()
+        self.fetched: set[str] = set()
+
+    def solve(self) -> Episode:
+        goal: dict[str, int] = self.s.task.goal.get("items", {})
+        stopped = None
+        try:
+            if self.s.library is not None:
+                self.try_skill(self.s.task.instruction)
+            for _ in range(3):  # goals may consume each other's items; re-check
+                for item, count in goal.items():
+                    self.obtain(item, count, ())
+                if all(self.have(i) >= n for i, n in goal.items()):
+                    break
+            else:
+                stopped = "could not reach the goal"
+        except BudgetExceeded as exc:
+            stopped = str(exc)
+        return self.s.finish(result=dict(self.inventory), stopped=stopped)
+
+    def have(self, item: str) -> int:
+        return self.inventory.get(item, 0)
+
+    # -- skills ----------------------------------------------------------------------------
+
+    def try_skill(self, text: str) -> bool:
+        """Fetch skills for ``text`` and run the first whose ``when`` binds; True if one ran."""
+        if text in self.fetched:
+            return False
+        self.fetched.add(text)
+        for match in self.s.fetch(text, k=self.agent.k):
+            skill = match.skill
+            if skill.name in self.failed_skills:
+                continue
+            arguments = bind_from_text(skill, text)
+            if arguments is None:
+                continue
+            self.s.hit()
+            use = self.s.run_skill(skill, arguments, text=text)
+            self.refresh()
+            if not use.ok:
+                self.failed_skills.add(skill.name)
+            return use.ok
+        return False
+
+    def refresh(self) -> None:
+        result, error = self.s.call("inventory")
+        if error is None and isinstance(result, dict):
+            self.inventory = dict(result)
+
+    # -- exploration -----------------------------------------------------------------------
+
+    def obtain(self, item: str, count: int, stack: tuple[str, ...]) -> bool:
+        """Make the inventory hold at least ``count`` of ``item``; False if it cannot."""
+        if self.have(item) >= count:
+            return True
+        if item in stack or len(stack) > self.agent.max_depth:
+            return False
+        stack = stack + (item,)
+        if self.s.library is not None and (self.agent.subgoal_skills or len(stack) == 1):
+            text = phrase(item, count - self.have(item))
+            if self.try_skill(text) and self.have(item) >= count:
+                return True
+        tool = self.known.get(item, "craft")
+        for _ in range(12):
+            need = count - self.have(item)
+            if need <= 0:
+                return True
+            result, error = self.s.call(tool, {_ARG[tool]: item, "count": need})
+            if error is None:
+                self.inventory = dict(result["inventory"])
+                continue
+            made_with = _MADE_WITH.search(error)
+            if made_with:
+                tool = self.known[item] = made_with.group(1)
+                continue
+            if not self.resolve(error, stack):
+                return False
+        return self.have(item) >= count
+
+    def resolve(self, error: str, stack: tuple[str, ...]) -> bool:
+        """Obtain what ``error`` says is missing; False when nothing could be done."""
+        wants: list[tuple[str, int]] = []
+        wants += [(m.group(1), 1) for m in _NEEDS_TIER.finditer(error)]
+        wants += [(m.group(1), 1) for m in _NEEDS_IN_INVENTORY.finditer(error)]
+        wants += [(m.group(2), int(m.group(1))) for m in _NEED.finditer(error)]
+        if not wants:
+            return False
+        return all(self.obtain(item, n, stack) for item, n in wants)

@@ -38,10 +38,12 @@ Path = tuple[Any, ...]
 Spec = tuple[Any, ...]  # ("param", name) | ("ref", call, path) | ("item", path) | ("const", json) |
 # ("dict", ((key, spec), ...)) | ("list", (spec, ...)) | ("concat", (spec, ...))
 
-_STOPWORDS = frozenset({"a", "an", "the", "please", "my", "some", "me", "your"})
+_STOPWORDS = frozenset(
+    {"a", "an", "the", "please", "my", "some", "me", "your", "their", "its", "our", "his", "her"}
+)
 _TRAILING = frozenset({"for", "to", "of", "in", "on", "with", "from", "by", "at", "and", "or", "into"})
-_MAX_NAME_WORDS = 6
-_MAX_NAME_CHARS = 60
+_MAX_NAME_WORDS = 8
+_MAX_NAME_CHARS = 64
 _LOOP_VARS = ("item", "entry", "element", "each_item")
 _RESERVED = frozenset(
     {"json", "math", "re", "datetime", "itertools", "collections", "statistics", "ToolError"}
@@ -632,6 +634,16 @@ class _Builder:
                 spots.append((p.value, p.name))
             elif isinstance(p.value, (int, float)):
                 spots.append((str(p.value), p.name))
+            elif isinstance(p.value, list) and p.value and all(
+                isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in p.value
+            ):
+                texts = [str(v) for v in p.value]
+                forms = [", ".join(texts), " and ".join(texts), " ".join(texts)]
+                if len(texts) > 2:
+                    forms.insert(1, ", ".join(texts[:-1]) + " and " + texts[-1])
+                found = next((f for f in forms if _word_pattern(f).search(task)), None)
+                if found:
+                    spots.append((found, p.name))
         if not spots:
             return task
         spots.sort(key=lambda s: -len(s[0]))

@@ -70,7 +70,7 @@ CRAFTING_TEST_SAME: list[tuple[str, int]] = [
     ("iron_ingot", 3),
     ("iron_ingot", 10),
     ("glass", 9),
-    ("stone_pickaxe", 1),
+    ("stone_pickaxe", 2),
     ("iron_pickaxe", 2),
     ("diamond", 3),
 ]
@@ -184,6 +184,7 @@ class _ShopMaker:
         self.db = self.world.db
         self.rng = random.Random(f"shop-tasks-{seed}")
         self.used_orders: set[str] = set()
+        self.seen: set[str] = set()  # workflow + params of every task made so far
 
     def orders(self, status: str) -> list[dict[str, Any]]:
         return [o for o in self.db["orders"].values() if o["status"] == status]
@@ -229,7 +230,11 @@ class _ShopMaker:
         """Params and gold actions for one fresh instance of workflow ``name``."""
         for _ in range(200):
             made = getattr(self, f"_{name}")()
-            if made and self.replays(made[1]):
+            if not made:
+                continue
+            key = json.dumps([name, made[0]], sort_keys=True)
+            if key not in self.seen and self.replays(made[1]):
+                self.seen.add(key)
                 return made
         raise RuntimeError(f"could not make a valid {name} task")
 

@@ -25,6 +25,7 @@ __all__ = [
     "ToolError",
     "Verdict",
     "World",
+    "discover",
     "get_world",
     "load_tasks",
     "world_classes",
@@ -34,25 +35,31 @@ __all__ = [
 _REGISTRY: dict[str, type[World]] | None = None
 
 
+def discover(package: str) -> dict[str, type[World]]:
+    """Name -> concrete World subclass defined in the modules of ``package``."""
+    pkg = importlib.import_module(package)
+    found: dict[str, type[World]] = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if (
+                issubclass(obj, World)
+                and obj is not World
+                and not inspect.isabstract(obj)
+                and obj.__module__ == module.__name__
+                and obj.name
+            ):
+                found[obj.name] = obj
+    return dict(sorted(found.items()))
+
+
 def world_classes() -> dict[str, type[World]]:
     """Name -> World subclass, discovered from the modules of this package."""
     global _REGISTRY
     if _REGISTRY is None:
-        found: dict[str, type[World]] = {}
-        for info in pkgutil.iter_modules(__path__):
-            if info.name.startswith("_") or info.name == "base":
-                continue
-            module = importlib.import_module(f"{__name__}.{info.name}")
-            for _, obj in inspect.getmembers(module, inspect.isclass):
-                if (
-                    issubclass(obj, World)
-                    and obj is not World
-                    and not inspect.isabstract(obj)
-                    and obj.__module__ == module.__name__
-                    and obj.name
-                ):
-                    found[obj.name] = obj
-        _REGISTRY = dict(sorted(found.items()))
+        _REGISTRY = discover(__name__)
     return _REGISTRY
 
 

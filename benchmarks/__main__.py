@@ -1,0 +1,129 @@
+"""``python -m benchmarks``: run benchmark suites and the offline demo.
+
+    python -m benchmarks run --world crafting --agent explorer --conditions none,skills --seeds 3 --out DIR
+    python -m benchmarks demo [--out demo-output]
+    python -m benchmarks list
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+for _key, _value in (
+    ("HF_HUB_OFFLINE", "1"),
+    ("TRANSFORMERS_OFFLINE", "1"),
+    ("ANONYMIZED_TELEMETRY", "False"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+):
+    os.environ.setdefault(_key, _value)
+
+DEMO_SEEDS = 2
+
+
+def _run(config, *, progress: bool, console) -> dict[str, Any]:
+    from benchmarks.harness import run_benchmark
+    from benchmarks import report
+
+    if not progress:
+        results = run_benchmark(config)
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        columns = (
+            TextColumn("[bold]{task.fields[phase]:<28}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+        )
+        with Progress(*columns, console=console, transient=False) as bar:
+            job = bar.add_task("loading", total=None, phase="starting")
+
+            def update(label: str, done: int, total: int) -> None:
+                head, _, task_id = label.rpartition(" ")
+                bar.update(job, completed=done, total=total, description=task_id, phase=head or label)
+
+            results = run_benchmark(config, progress=update)
+    text, plots = report.write(results, Path(config.out))
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    console.print(f"results: {Path(config.out) / 'results.json'}", markup=False)
+    console.print(f"report:  {Path(config.out) / 'results.md'}", markup=False)
+    for path in plots:
+        console.print(f"plot:    {path}", markup=False)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description="Skill-library benchmark harness")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="replay a task suite under several conditions")
+    run.add_argument("--world", required=True)
+    run.add_argument("--agent", required=True)
+    run.add_argument("--conditions", default="none,skills", help="comma-separated: none, skills")
+    run.add_argument("--seeds", type=int, default=1, help="how many seeds (0..N-1)")
+    run.add_argument("--out", type=Path, default=Path("bench-output"))
+    run.add_argument("--min-reliability", type=float, default=0.6)
+    run.add_argument("--max-train", type=int, default=None, help="only the first N train tasks")
+    run.add_argument("--max-test", type=int, default=None, help="only the first N test tasks")
+    run.add_argument("--no-progress", action="store_true")
+
+    demo = sub.add_parser("demo", help="offline showcase: crafting + explorer, with vs without skills")
+    demo.add_argument("--out", type=Path, default=Path("demo-output"))
+    demo.add_argument("--seeds", type=int, default=DEMO_SEEDS)
+    demo.add_argument("--no-progress", action="store_true")
+
+    sub.add_parser("list", help="worlds, agents and task counts")
+
+    args = parser.parse_args(argv)
+    from rich.console import Console
+
+    console = Console(stderr=False)
+    if args.command == "list":
+        from benchmarks.agents import AGENTS
+        from benchmarks.worlds import load_tasks, world_names
+
+        for name in world_names():
+            tasks = load_tasks(name)
+            train = sum(1 for t in tasks if t.split == "train")
+            console.print(f"world {name}: {len(tasks)} tasks ({train} train, {len(tasks) - train} test)", markup=False)
+        console.print("agents: " + ", ".join(AGENTS), markup=False)
+        return 0
+
+    from benchmarks.harness import RunConfig
+
+    if args.command == "demo":
+        config = RunConfig(world="crafting", agent="explorer", conditions=["none", "skills"],
+                           seeds=args.seeds, out=args.out)
+        console.print(
+            "Demo: the crafting suite with the offline explorer agent, without and with a skill "
+            f"library ({args.seeds} seed(s)). Output in {args.out}/", markup=False
+        )
+    else:
+        config = RunConfig(
+            world=args.world,
+            agent=args.agent,
+            conditions=[c.strip() for c in args.conditions.split(",") if c.strip()],
+            seeds=args.seeds,
+            out=args.out,
+            min_reliability=args.min_reliability,
+            max_train=args.max_train,
+            max_test=args.max_test,
+        )
+    start = time.perf_counter()
+    try:
+        _run(config, progress=not args.no_progress, console=console)
+    except (KeyError, ValueError) as exc:
+        console.print(f"error: {exc}", markup=False)
+        return 2
+    console.print(f"finished in {time.perf_counter() - start:.1f} s", markup=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+"""Replay a world's task suite under several conditions and measure what skills buy.
+
+Protocol, for every seed and condition:
+
+1. a fresh library (conditions with skills) in ``<out>/libraries/<condition>-seed<seed>``;
+   all libraries share one embedder, loaded once per process;
+2. the train tasks, with learning on: every verified success goes through
+   ``library.learn(trace)``, and every skill run that the agent checked (or, failing
+   that, the task's verdict) is reported with ``library.feedback``;
+3. the test tasks with the library frozen (no learning, no feedback; the library still
+   records a skill run that raises as a failure, as it always does).
+
+The world is reset before every task with the same seed in every condition. Seed 0 runs
+the train tasks in file order (the suite's curriculum); seed s > 0 shuffles them with
+``random.Random(s)``. Test tasks always run in file order.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from skill_library.models import Outcome
+
+from benchmarks.agents import get_agent
+from benchmarks.agents.base import Agent, Episode
+from benchmarks.worlds import Task, World, get_world, load_tasks
+
+if TYPE_CHECKING:
+    from skill_library import SkillLibrary
+
+
+@dataclass(frozen=True)
+class Condition:
+    """How an agent is run: with a library or not, and whether it learns during training."""
+
+    name: str
+    skills: bool
+    learn: bool
+    description: str = ""
+
+
+CONDITIONS: dict[str, Condition] = {
+    "none": Condition("none", skills=False, learn=False, description="no skill library"),
+    "skills": Condition(
+        "skills", skills=True, learn=True,
+        description="library learns from verified train traces, frozen for test",
+    ),
+}
+
+
+@dataclass
+class RunConfig:
+    world: str
+    agent: str
+    conditions: list[str] = field(default_factory=lambda: ["none", "skills"])
+    seeds: int = 1
+    out: Path = Path("bench-output")
+    min_reliability: float = 0.6
+    max_train: int | None = None
+    max_test: int | None = None
+    agent_options: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "world": self.world,
+            "agent": self.agent,
+            "conditions": list(self.conditions),
+            "seeds": self.seeds,
+            "out": str(self.out),
+            "min_reliability": self.min_reliability,
+            "max_train": self.max_train,
+            "max_test": self.max_test,
+            "agent_options": dict(self.agent_options),
+        }
+
+
+def train_order(tasks: Sequence[Task], seed: int) -> list[Task]:
+    """Seed 0: file order; otherwise a ``random.Random(seed)`` shuffle."""
+    tasks = list(tasks)
+    if seed:
+        random.Random(seed).shuffle(tasks)
+    return tasks
+
+
+def _library_class():
+    from skill_library.library import SkillLibrary
+
+    return SkillLibrary
+
+
+def default_embedder():
+    """The packaged all-MiniLM-L6-v2 on one CPU thread (one per process)."""
+    from skill_library.embeddings import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder(threads=1)
+    embedder.embed(["warm up"])
+    return embedder
+
+
+Progress = Callable[[str, int, int], None]  # (label, done, total)
+
+
+def run_benchmark(
+    config: RunConfig,
+    *,
+    tasks: Sequence[Task] | None = None,
+    embedder: Any = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run ``config``; return the results (also what ``results.json`` holds)."""
+    unknown = [c for c in config.conditions if c not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"unknown condition(s) {', '.join(unknown)}; conditions are: {', '.join(CONDITIONS)}")
+    world = get_world(config.world)
+    agent = get_agent(config.agent, **config.agent_options)
+    if not agent.supports(world):
+        raise ValueError(f"agent {config.agent!r} does not work in world {config.world!r}")
+    all_tasks = list(tasks) if tasks is not None else load_tasks(config.world)
+    train = [t for t in all_tasks if t.split == "train"][: config.max_train]
+    test = [t for t in all_tasks if t.split == "test"][: config.max_test]
+    if not train and not test:
+        raise ValueError("no tasks to run")
+    needs_library = any(CONDITIONS[c].skills for c in config.conditions)
+    if needs_library and embedder is None:
+        embedder = default_embedder()
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    records: list[dict[str, Any]] = []
+    libraries: dict[str, Any] = {}
+    total = config.seeds * len(config.conditions) * (len(train) + len(test))
+    done = 0
+    started = time.perf_counter()
+    for seed in range(config.seeds):
+        for cname in config.conditions:
+            condition = CONDITIONS[cname]
+            library = None
+            lib_key = f"{cname}-seed{seed}"
+            if condition.skills:
+                lib_path = out / "libraries" / lib_key
+                if lib_path.exists():
+                    shutil.rmtree(lib_path)
+                library = _library_class()(lib_path, embedder=embedder, min_reliability=config.min_reliability)
+            try:
+                phases = [("train", train_order(train, seed)), ("test", test)]
+                for phase, phase_tasks in phases:
+                    learning = phase == "train" and condition.learn
+                    for index, task in enumerate(phase_tasks):
+                        if progress:
+                            progress(f"{cname} seed {seed} {phase} {task.id}", done, total)
+                        record = run_task(agent, world, task, library, seed=seed, learning=learning)
+                        record.update(seed=seed, condition=cname, phase=phase, index=index)
+                        records.append(record)
+                        done += 1
+                if library is not None:
+                    libraries[lib_key] = describe_library(library)
+            finally:
+                if library is not None:
+                    library.close()
+    if progress:
+        progress("done", done, total)
+    from benchmarks.report import summarize
+
+    return {
+        "config": config.to_json(),
+        "tasks": {"train": [t.id for t in train], "test": [t.id for t in test]},
+        "records": records,
+        "libraries": libraries,
+        "summary": summarize(records, config.conditions),
+        "elapsed_s": round(time.perf_counter() - started, 2),
+    }
+
+
+def run_task(
+    agent: Agent,
+    world: World,
+    task: Task,
+    library: "SkillLibrary | None",
+    *,
+    seed: int,
+    learning: bool,
+) -> dict[str, Any]:
+    """Reset, solve, verify, and (when learning) learn and give feedback; one record."""
+    world.reset(seed, task)
+    start = time.perf_counter()
+    try:
+        episode = agent.solve(task, world, library)
+    except Exception as exc:  # an agent bug must not sink the whole run; it is recorded
+        episode = Episode(task_id=task.id, agent=agent.name, stopped=f"agent crashed: {type(exc).__name__}: {exc}")
+    solve_ms = (time.perf_counter() - start) * 1000
+    verdict = world.verify(task)
+    record: dict[str, Any] = {
+        "task_id": task.id,
+        "workflow": task.workflow,
+        "success": verdict.success,
+        "tool_calls": episode.tool_calls,
+        "decisions": episode.decisions,
+        "skill_invocations": episode.skill_invocations,
+        "skill_successes": episode.skill_successes,
+        "fetches": episode.fetches,
+        "fetch_hits": episode.fetch_hits,
+        "llm_calls": episode.llm_calls,
+        "prompt_tokens": episode.prompt_tokens,
+        "completion_tokens": episode.completion_tokens,
+        "tokens": episode.prompt_tokens + episode.completion_tokens,
+        "wall_ms": round(solve_ms, 2),
+        "stopped": episode.stopped,
+        "skills_used": [
+            {"name": u.name, "version": u.version, "ok": u.ok, "arguments": u.arguments,
+             "tool_calls": u.tool_calls, "error": _short(u.error)}
+            for u in episode.skill_uses
+        ],
+        "learn": None,
+        "learn_ms": 0.0,
+    }
+    if not verdict.success:
+        record["evidence"] = _short(json.dumps(verdict.evidence, default=str), 400)
+    if library is not None and learning:
+        start = time.perf_counter()
+        for use in episode.skill_uses:
+            if use.ok:
+                ok = use.verified if use.verified is not None else verdict.success
+                library.feedback(use.name, bool(ok), version=use.version)
+        if verdict.success:
+            outcome = Outcome(success=True, verifier=f"{world.name}.verify", evidence=verdict.evidence)
+            try:
+                result = library.learn(episode.to_trace(task, outcome))
+                record["learn"] = {
+                    "status": result.status,
+                    "skill": result.skill.name if result.skill else None,
+                    "duplicate_of": result.duplicate_of,
+                    "reasons": [_short(r) for r in result.reasons][:3],
+                }
+            except Exception as exc:  # a library error is a finding, not a crash
+                record["learn"] = {"status": "error", "skill": None, "reasons": [_short(f"{type(exc).__name__}: {exc}")]}
+        record["learn_ms"] = round((time.perf_counter() - start) * 1000, 2)
+    return record
+
+
+def describe_library(library: "SkillLibrary") -> dict[str, Any]:
+    """The library's skills after a run: names, when, dependencies and outcome counts."""
+    skills = []
+    for skill in library.list():
+        skills.append(
+            {
+                "name": skill.name,
+                "version": skill.version,
+                "status": skill.status,
+                "when": skill.when,
+                "parameters": sorted((skill.parameters or {}).get("properties", {})),
+                "depends_on": list(skill.depends_on),
+                "tools": list(skill.tools),
+                "successes": skill.successes,
+                "failures": skill.failures,
+                "reliability": round(skill.reliability, 3),
+            }
+        )
+    return {"path": str(library.path), "skills": skills}
+
+
+def _short(text: str | None, limit: int = 200) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,271 @@
+"""Aggregate benchmark records into a summary, a markdown report and PNG plots.
+
+Every per-task number is averaged over the tasks of a phase and then over seeds; rates
+are pooled over all tasks (or fetches, or skill runs) of all seeds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean, pstdev
+from typing import Any, Iterable, Sequence
+
+PHASES = ("train", "test")
+
+
+def _rate(num: float, den: float) -> float | None:
+    return round(num / den, 4) if den else None
+
+
+def _aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    if not n:
+        return {"tasks": 0}
+    seeds = sorted({r["seed"] for r in rows})
+    per_seed_success = [mean(r["success"] for r in rows if r["seed"] == s) for s in seeds]
+    invocations = sum(r["skill_invocations"] for r in rows)
+    fetches = sum(r["fetches"] for r in rows)
+    learned = [sum(1 for r in rows if r["seed"] == s and (r.get("learn") or {}).get("status") == "saved") for s in seeds]
+    statuses: dict[str, int] = defaultdict(int)
+    for r in rows:
+        if r.get("learn"):
+            statuses[r["learn"]["status"]] += 1
+    return {
+        "tasks": n // len(seeds),
+        "seeds": len(seeds),
+        "success_rate": round(mean(per_seed_success), 4),
+        "success_rate_sd": round(pstdev(per_seed_success), 4) if len(seeds) > 1 else 0.0,
+        "tool_calls": round(mean(r["tool_calls"] for r in rows), 2),
+        "decisions": round(mean(r["decisions"] for r in rows), 2),
+        "llm_calls": round(mean(r["llm_calls"] for r in rows), 2),
+        "tokens": round(mean(r["tokens"] for r in rows), 1),
+        "wall_ms": round(mean(r["wall_ms"] for r in rows), 2),
+        "learn_ms": round(mean(r.get("learn_ms", 0.0) for r in rows), 2),
+        "skills_learned": round(mean(learned), 2),
+        "learn_statuses": dict(statuses),
+        "skill_invocations": round(invocations / n, 3),
+        "skill_success_rate": _rate(sum(r["skill_successes"] for r in rows), invocations),
+        "reuse_rate": round(sum(1 for r in rows if r["skill_successes"] > 0) / n, 4),
+        "fetches": round(fetches / n, 3),
+        "fetch_hit_rate": _rate(sum(r["fetch_hits"] for r in rows), fetches),
+    }
+
+
+def summarize(records: Sequence[dict[str, Any]], conditions: Iterable[str]) -> dict[str, Any]:
+    """condition -> phase ('train', 'test', 'all') -> aggregated metrics."""
+    out: dict[str, Any] = {}
+    for condition in conditions:
+        rows = [r for r in records if r["condition"] == condition]
+        out[condition] = {phase: _aggregate([r for r in rows if r["phase"] == phase]) for phase in PHASES}
+        out[condition]["all"] = _aggregate(rows)
+    return out
+
+
+def by_workflow(records: Sequence[dict[str, Any]], phase: str = "test") -> dict[str, dict[str, Any]]:
+    """workflow -> condition -> {success_rate, decisions, skill_success_rate}."""
+    groups: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r["phase"] == phase:
+            groups[r["workflow"] or r["task_id"]][r["condition"]].append(r)
+    table: dict[str, dict[str, Any]] = {}
+    for workflow, per_condition in groups.items():
+        table[workflow] = {}
+        for condition, rows in per_condition.items():
+            invocations = sum(r["skill_invocations"] for r in rows)
+            table[workflow][condition] = {
+                "success_rate": round(mean(r["success"] for r in rows), 3),
+                "decisions": round(mean(r["decisions"] for r in rows), 2),
+                "skill_runs": f"{sum(r['skill_successes'] for r in rows)}/{invocations}",
+            }
+    return table
+
+
+# -- markdown -----------------------------------------------------------------------------------
+
+
+def _fmt(value: Any, pct: bool = False) -> str:
+    if value is None:
+        return "–"
+    if pct:
+        return f"{100 * value:.0f}%"
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    return str(value)
+
+
+def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
+    """The results as a markdown report: the side-by-side table, then details."""
+    cfg = results["config"]
+    summary = results["summary"]
+    lines = [
+        f"# Benchmark: {cfg['world']} world, {cfg['agent']} agent",
+        "",
+        f"Conditions: {', '.join(cfg['conditions'])}; seeds: {cfg['seeds']}; "
+        f"tasks: {len(results['tasks']['train'])} train, {len(results['tasks']['test'])} test; "
+        f"run time {results.get('elapsed_s', 0):.1f} s.",
+        "",
+        "| condition | phase | success | tool calls/task | decisions/task | LLM calls/task | "
+        "tokens/task | wall ms/task | skills learned | skill runs ok | reuse | fetch hits |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for condition in cfg["conditions"]:
+        for phase in PHASES:
+            m = summary[condition][phase]
+            if not m.get("tasks"):
+                continue
+            success = _fmt(m["success_rate"], pct=True)
+            if m.get("seeds", 1) > 1:
+                success += f" ± {100 * m['success_rate_sd']:.0f}"
+            lines.append(
+                f"| {condition} | {phase} | {success} | {_fmt(m['tool_calls'])} | "
+                f"{_fmt(m['decisions'])} | {_fmt(m['llm_calls'])} | {_fmt(m['tokens'])} | "
+                f"{_fmt(m['wall_ms'])} | {_fmt(m['skills_learned']) if phase == 'train' and m['learn_statuses'] else '–'} | "
+                f"{_fmt(m['skill_success_rate'], pct=True)} | {_fmt(m['reuse_rate'], pct=True) if m['fetches'] else '–'} | "
+                f"{_fmt(m['fetch_hit_rate'], pct=True)} |"
+            )
+    lines += [
+        "",
+        "*decisions* = primitive calls the agent made itself + skill invocations; *tool calls* "
+        "count every primitive call, including those inside skills; *skill runs ok* = skill "
+        "runs that finished without error; *reuse* = tasks where at least one skill ran "
+        "successfully; *fetch hits* = fetches that gave a skill the agent could bind and run. "
+        "Success is mean ± sd over seeds.",
+    ]
+    table = by_workflow(results["records"], "test")
+    if table:
+        conditions = cfg["conditions"]
+        lines += ["", "## Test tasks by workflow", "",
+                  "| workflow | " + " | ".join(f"{c}: success, decisions" for c in conditions) + " |",
+                  "|---|" + "---|" * len(conditions)]
+        for workflow in sorted(table):
+            cells = []
+            for c in conditions:
+                m = table[workflow].get(c)
+                if m is None:
+                    cells.append("–")
+                    continue
+                cell = f"{100 * m['success_rate']:.0f}%, {m['decisions']:.1f}"
+                if m["skill_runs"] != "0/0":
+                    cell += f" (skill runs ok {m['skill_runs']})"
+                cells.append(cell)
+            lines.append(f"| {workflow} | " + " | ".join(cells) + " |")
+    libraries = results.get("libraries") or {}
+    if libraries:
+        first = sorted(libraries)[0]
+        skills = libraries[first]["skills"]
+        lines += ["", f"## Skills learned ({first}: {len(skills)})", "",
+                  "| skill | when | calls skills | outcomes (ok/fail) |", "|---|---|---|---|"]
+        for s in skills:
+            deps = ", ".join(s["depends_on"]) or "–"
+            lines.append(f"| `{s['name']}` | {s['when']} | {deps} | {s['successes']}/{s['failures']} |")
+    failures = [r for r in results["records"] if not r["success"]]
+    if failures:
+        lines += ["", f"## Failed tasks ({len(failures)})", ""]
+        for r in failures[:20]:
+            why = r.get("stopped") or r.get("evidence") or ""
+            lines.append(f"- {r['condition']} seed {r['seed']} {r['phase']} `{r['task_id']}`: {why}")
+        if len(failures) > 20:
+            lines.append(f"- ... and {len(failures) - 20} more (see results.json)")
+    if plots:
+        lines += ["", "## Plots", ""] + [f"- {p}" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+# -- plots ----------------------------------------------------------------------------------------
+
+
+def _curves(records: Sequence[dict[str, Any]], condition: str) -> tuple[list[float], list[float], int]:
+    """Mean over seeds of cumulative successes and of decisions, by position; train length."""
+    rows = [r for r in records if r["condition"] == condition]
+    seeds = sorted({r["seed"] for r in rows})
+    n_train = len([r for r in rows if r["seed"] == seeds[0] and r["phase"] == "train"]) if seeds else 0
+    sequences = []
+    for s in seeds:
+        seq = [r for r in rows if r["seed"] == s and r["phase"] == "train"]
+        seq += [r for r in rows if r["seed"] == s and r["phase"] == "test"]
+        sequences.append(seq)
+    length = min((len(s) for s in sequences), default=0)
+    cumulative, decisions = [], []
+    for i in range(length):
+        cumulative.append(mean(sum(r["success"] for r in seq[: i + 1]) for seq in sequences))
+        decisions.append(mean(seq[i]["decisions"] for seq in sequences))
+    return cumulative, decisions, n_train
+
+
+def plot(results: dict[str, Any], out: Path) -> list[str]:
+    """Write the learning-curve and with/without plots into ``out``; return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = results["config"]
+    conditions = cfg["conditions"]
+    records = results["records"]
+    colors = {c: f"C{i}" for i, c in enumerate(conditions)}
+    paths = []
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    n_train = 0
+    for c in conditions:
+        cumulative, decisions, n_train = _curves(records, c)
+        x = list(range(1, len(cumulative) + 1))
+        ax1.plot(x, cumulative, label=c, color=colors[c], lw=2)
+        ax2.plot(x, decisions, label=c, color=colors[c], marker="o", ms=3, lw=1.2)
+    for ax in (ax1, ax2):
+        if n_train:
+            ax.axvline(n_train + 0.5, color="grey", ls="--", lw=1)
+            ax.text(n_train + 0.7, ax.get_ylim()[1] * 0.95, "test →", color="grey", va="top")
+        ax.set_xlabel("task (train in order, then test)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    ax1.set_ylabel("cumulative successes")
+    ax1.set_title("Learning curve: cumulative success")
+    ax2.set_ylabel("decisions (primitive calls + skill invocations)")
+    ax2.set_title("Steps per task")
+    fig.suptitle(f"{cfg['world']} / {cfg['agent']} (mean over {cfg['seeds']} seed(s))")
+    fig.tight_layout()
+    path = out / "learning_curve.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths.append(str(path))
+
+    summary = results["summary"]
+    metrics = [("success_rate", "success rate"), ("decisions", "decisions / task"), ("tool_calls", "tool calls / task")]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(13, 4.2))
+    width = 0.8 / max(1, len(conditions))
+    for ax, (key, label) in zip(axes, metrics):
+        for i, c in enumerate(conditions):
+            values = [summary[c][p].get(key) or 0 for p in PHASES]
+            xs = [j + (i - (len(conditions) - 1) / 2) * width for j in range(len(PHASES))]
+            bars = ax.bar(xs, values, width, label=c, color=colors[c])
+            for bar, value in zip(bars, values):
+                text = f"{100 * value:.0f}%" if key == "success_rate" else f"{value:.1f}"
+                ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                            ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(PHASES)), PHASES)
+        ax.set_title(label)
+        if key == "success_rate":
+            ax.set_ylim(0, 1.1)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(f"{cfg['world']} / {cfg['agent']}: " + " vs ".join(conditions))
+    fig.tight_layout()
+    path = out / "with_vs_without.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths.append(str(path))
+    return paths
+
+
+def write(results: dict[str, Any], out: Path) -> tuple[str, list[str]]:
+    """Write results.json, the plots and results.md into ``out``; return (markdown, plots)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+    plots = plot(results, out)
+    text = markdown(results, plots)
+    (out / "results.md").write_text(text, encoding="utf-8")
+    return text, plots

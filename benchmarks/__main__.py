@@ -58,6 +58,21 @@ def _run(config, *, progress: bool, console) -> dict[str, Any]:
     return results
 
 
+def _options(pairs: list[str]) -> dict[str, Any]:
+    import json
+
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--agent-opt expects KEY=VALUE, got {pair!r}")
+        try:
+            options[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key.strip()] = raw
+    return options
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description="Skill-library benchmark harness")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,12 +80,19 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="replay a task suite under several conditions")
     run.add_argument("--world", required=True)
     run.add_argument("--agent", required=True)
-    run.add_argument("--conditions", default="none,skills", help="comma-separated: none, skills")
+    run.add_argument(
+        "--conditions", default="none,skills",
+        help="comma-separated: none, skills (and, for the llm agent, prompt, tools)",
+    )
     run.add_argument("--seeds", type=int, default=1, help="how many seeds (0..N-1)")
     run.add_argument("--out", type=Path, default=Path("bench-output"))
     run.add_argument("--min-reliability", type=float, default=0.6)
     run.add_argument("--max-train", type=int, default=None, help="only the first N train tasks")
     run.add_argument("--max-test", type=int, default=None, help="only the first N test tasks")
+    run.add_argument(
+        "--agent-opt", action="append", default=[], metavar="KEY=VALUE",
+        help="an option for the agent's constructor (VALUE is read as JSON when it parses)",
+    )
     run.add_argument("--no-progress", action="store_true")
 
     demo = sub.add_parser("demo", help="offline showcase: crafting + explorer, with vs without skills")
@@ -114,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             min_reliability=args.min_reliability,
             max_train=args.max_train,
             max_test=args.max_test,
+            agent_options=_options(args.agent_opt),
         )
     start = time.perf_counter()
     try:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from skill_library.models import Outcome
 
-from benchmarks.agents import get_agent
+from benchmarks.agents import agent_for_condition
 from benchmarks.agents.base import Agent, Episode
 from benchmarks.worlds import Task, World, get_world, load_tasks
 
@@ -51,6 +51,10 @@ CONDITIONS: dict[str, Condition] = {
         "skills", skills=True, learn=True,
         description="library learns from verified train traces, frozen for test",
     ),
+    # LLM-agent variants of "skills" (see benchmarks/agents/llm.py): fetched skills shown
+    # in the system prompt, or also offered as callable tools
+    "prompt": Condition("prompt", skills=True, learn=True, description="skills in the prompt (llm agent)"),
+    "tools": Condition("tools", skills=True, learn=True, description="skills as tools (llm agent)"),
 }
 
 
@@ -118,9 +122,10 @@ def run_benchmark(
     if unknown:
         raise ValueError(f"unknown condition(s) {', '.join(unknown)}; conditions are: {', '.join(CONDITIONS)}")
     world = get_world(config.world)
-    agent = get_agent(config.agent, **config.agent_options)
-    if not agent.supports(world):
-        raise ValueError(f"agent {config.agent!r} does not work in world {config.world!r}")
+    agents = {c: agent_for_condition(config.agent, c, **config.agent_options) for c in config.conditions}
+    for agent in agents.values():
+        if not agent.supports(world):
+            raise ValueError(f"agent {config.agent!r} does not work in world {config.world!r}")
     all_tasks = list(tasks) if tasks is not None else load_tasks(config.world)
     train = [t for t in all_tasks if t.split == "train"][: config.max_train]
     test = [t for t in all_tasks if t.split == "test"][: config.max_test]
@@ -154,7 +159,7 @@ def run_benchmark(
                     for index, task in enumerate(phase_tasks):
                         if progress:
                             progress(f"{cname} seed {seed} {phase} {task.id}", done, total)
-                        record = run_task(agent, world, task, library, seed=seed, learning=learning)
+                        record = run_task(agents[cname], world, task, library, seed=seed, learning=learning)
                         record.update(seed=seed, condition=cname, phase=phase, index=index)
                         records.append(record)
                         done += 1

@@ -1,8 +1,10 @@
 """Agents: ``get_agent("explorer")`` / ``get_agent("replay")``; see ``base.Agent``.
 
-An agent class registers itself here by name; the LLM agent plugs in the same way
-(``AGENTS["llm"] = "benchmarks.agents.llm:LLMAgent"``): ``solve(task, world, library)``
-returning an :class:`Episode`.
+An agent class registers itself in ``AGENTS`` by name (``"module:Class"``); it implements
+``solve(task, world, library) -> Episode``. An agent whose behaviour depends on the
+benchmark condition (the LLM agent: skills in the prompt, or as tools) also registers a
+factory in ``CONDITION_FACTORIES`` taking ``(condition, **options)``;
+``agent_for_condition`` uses it, and the plain class otherwise.
 """
 
 from __future__ import annotations
@@ -17,19 +19,44 @@ AGENTS: dict[str, str] = {
     "replay": "benchmarks.agents.replay:ReplayAgent",
     "llm": "benchmarks.agents.llm:LLMAgent",
 }
+CONDITION_FACTORIES: dict[str, str] = {
+    "llm": "benchmarks.agents.llm:make_llm_agent",
+}
 
-__all__ = ["AGENTS", "Agent", "Episode", "Session", "SkillUse", "bind_by_name", "bind_from_text", "get_agent"]
+__all__ = [
+    "AGENTS",
+    "CONDITION_FACTORIES",
+    "Agent",
+    "Episode",
+    "Session",
+    "SkillUse",
+    "agent_for_condition",
+    "bind_by_name",
+    "bind_from_text",
+    "get_agent",
+]
+
+
+def _load(target: str, agent: str) -> Any:
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            raise KeyError(f"agent {agent!r} is not installed yet ({module_name} is missing)") from None
+        raise
+    return getattr(module, attribute)
 
 
 def get_agent(name: str, **options: Any) -> Agent:
     """A new agent called ``name`` (options go to its constructor)."""
     if name not in AGENTS:
         raise KeyError(f"unknown agent {name!r}; agents are: {', '.join(AGENTS)}")
-    module_name, _, class_name = AGENTS[name].partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            raise KeyError(f"agent {name!r} is not installed yet ({module_name} is missing)") from None
-        raise
-    return getattr(module, class_name)(**options)
+    return _load(AGENTS[name], name)(**options)
+
+
+def agent_for_condition(name: str, condition: str, **options: Any) -> Agent:
+    """The agent ``name`` as it runs under benchmark ``condition``."""
+    if name in CONDITION_FACTORIES:
+        return _load(CONDITION_FACTORIES[name], name)(condition, **options)
+    return get_agent(name, **options)

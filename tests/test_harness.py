@@ -1,0 +1,113 @@
+"""The benchmark harness end to end: protocol, metrics, results.json, results.md, plots, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import __main__ as cli
+from benchmarks import report
+from benchmarks.harness import RunConfig, run_benchmark, train_order
+from benchmarks.worlds import load_tasks
+
+
+def small_suite():
+    """Four crafting tasks: two train workflows, then one repeat with another count and one composition."""
+    tasks = {t.id: t for t in load_tasks("crafting")}
+    ids = ["crafting-train-13-iron_ingot-5", "crafting-train-18-iron_pickaxe-1",
+           "crafting-test-08-iron_ingot-3", "crafting-test-14-iron_sword-1"]
+    return [tasks[i] for i in ids]
+
+
+def test_train_order_is_the_file_for_seed_zero_and_a_shuffle_otherwise():
+    tasks = load_tasks("crafting", "train")
+    assert train_order(tasks, 0) == tasks
+    shuffled = train_order(tasks, 1)
+    assert shuffled != tasks and sorted(t.id for t in shuffled) == sorted(t.id for t in tasks)
+    assert train_order(tasks, 1) == shuffled
+
+
+def test_none_condition_end_to_end(tmp_path):
+    config = RunConfig(world="crafting", agent="explorer", conditions=["none"], seeds=2, out=tmp_path)
+    seen = []
+    results = run_benchmark(config, tasks=small_suite(), progress=lambda *a: seen.append(a))
+    records = results["records"]
+    assert len(records) == 8 and seen[-1] == ("done", 8, 8)
+    assert {(r["seed"], r["phase"]) for r in records} == {(0, "train"), (0, "test"), (1, "train"), (1, "test")}
+    assert all(r["success"] and r["tool_calls"] == r["decisions"] > 0 for r in records)
+    assert all(r["llm_calls"] == r["tokens"] == r["fetches"] == 0 and r["learn"] is None for r in records)
+    m = results["summary"]["none"]["test"]
+    assert m["success_rate"] == 1.0 and m["tasks"] == 2 and m["seeds"] == 2
+    assert m["fetch_hit_rate"] is None and m["skills_learned"] == 0
+    text, plots = report.write(results, tmp_path)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["summary"] == json.loads(json.dumps(results["summary"]))
+    assert "| none | test | 100% ± 0 |" in text and (tmp_path / "results.md").read_text() == text
+    for path in plots:
+        with open(path, "rb") as fh:
+            assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_shop_replay_costs_exactly_the_gold_actions(tmp_path):
+    tasks = load_tasks("shop")
+    config = RunConfig(world="shop", agent="replay", conditions=["none"], out=tmp_path, max_train=3, max_test=3)
+    results = run_benchmark(config, tasks=tasks)
+    by_id = {t.id: t for t in tasks}
+    assert len(results["records"]) == 6
+    for r in results["records"]:
+        assert r["success"] and r["decisions"] == len(by_id[r["task_id"]].gold)
+
+
+def test_skills_condition_end_to_end(tmp_path, embedder):
+    config = RunConfig(world="crafting", agent="explorer", conditions=["none", "skills"], seeds=1, out=tmp_path)
+    results = run_benchmark(config, tasks=small_suite(), embedder=embedder)
+    summary = results["summary"]
+    none, skills = summary["none"], summary["skills"]
+    assert none["test"]["success_rate"] == skills["test"]["success_rate"] == 1.0
+    assert skills["train"]["skills_learned"] == 2
+    train = [r for r in results["records"] if r["condition"] == "skills" and r["phase"] == "train"]
+    assert [r["learn"]["status"] for r in train] == ["saved", "saved"]
+    # the pickaxe was learned calling the ingot skill; the test tasks reuse both
+    library = results["libraries"]["skills-seed0"]["skills"]
+    ingot = next(s for s in library if s["when"] == "Smelt {count} iron ingots from ore")
+    assert any(ingot["name"] in s["depends_on"] for s in library)
+    assert skills["test"]["reuse_rate"] == 1.0 and skills["test"]["fetch_hit_rate"] > 0
+    assert skills["test"]["decisions"] < none["test"]["decisions"]
+    # frozen for test: no learning, and learned-skill outcomes come only from training
+    test = [r for r in results["records"] if r["condition"] == "skills" and r["phase"] == "test"]
+    assert all(r["learn"] is None for r in test)
+    assert (tmp_path / "libraries" / "skills-seed0").is_dir()
+    text, _ = report.write(results, tmp_path)
+    assert "| skills | test | 100% |" in text and ingot["name"] in text
+
+
+def test_cli_run_writes_the_report(tmp_path, capsys):
+    code = cli.main(["run", "--world", "crafting", "--agent", "explorer", "--conditions", "none",
+                     "--max-train", "2", "--max-test", "1", "--out", str(tmp_path), "--no-progress",
+                     "--agent-opt", "max_tool_calls=300"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "| condition | phase | success |" in out and "learning_curve.png" in out
+    assert (tmp_path / "results.md").exists() and (tmp_path / "with_vs_without.png").exists()
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["config"]["agent_options"] == {"max_tool_calls": 300}
+
+
+def test_cli_rejects_unknown_names(tmp_path, capsys):
+    assert cli.main(["run", "--world", "mars", "--agent", "explorer", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "unknown world 'mars'" in capsys.readouterr().out
+    assert cli.main(["run", "--world", "shop", "--agent", "explorer", "--conditions", "none",
+                     "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "does not work in world 'shop'" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--world", "shop", "--agent", "replay", "--agent-opt", "oops"])
+
+
+def test_demo_runs_crafting_with_the_explorer_with_and_without_skills(monkeypatch, tmp_path):
+    captured = {}
+    monkeypatch.setattr(cli, "_run", lambda config, **kw: captured.setdefault("config", config))
+    assert cli.main(["demo", "--out", str(tmp_path), "--no-progress"]) == 0
+    config = captured["config"]
+    assert (config.world, config.agent, config.conditions) == ("crafting", "explorer", ["none", "skills"])
+    assert config.seeds == cli.DEMO_SEEDS and config.out == tmp_path

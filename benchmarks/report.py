@@ -208,14 +208,19 @@ def plot(results: dict[str, Any], out: Path) -> list[str]:
     colors = {c: f"C{i}" for i, c in enumerate(conditions)}
     paths = []
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(17, 4.8))
     n_train = 0
     for c in conditions:
         cumulative, decisions, n_train = _curves(records, c)
         x = list(range(1, len(cumulative) + 1))
         ax1.plot(x, cumulative, label=c, color=colors[c], lw=2)
         ax2.plot(x, decisions, label=c, color=colors[c], marker="o", ms=3, lw=1.2)
-    for ax in (ax1, ax2):
+        total, spent = 0.0, []
+        for d in decisions:
+            total += d
+            spent.append(total)
+        ax3.plot(x, spent, label=c, color=colors[c], lw=2)
+    for ax in (ax1, ax2, ax3):
         if n_train:
             ax.axvline(n_train + 0.5, color="grey", ls="--", lw=1)
             ax.text(n_train + 0.7, ax.get_ylim()[1] * 0.95, "test →", color="grey", va="top")
@@ -226,6 +231,8 @@ def plot(results: dict[str, Any], out: Path) -> list[str]:
     ax1.set_title("Learning curve: cumulative success")
     ax2.set_ylabel("decisions (primitive calls + skill invocations)")
     ax2.set_title("Steps per task")
+    ax3.set_ylabel("cumulative decisions")
+    ax3.set_title("Cumulative cost")
     fig.suptitle(f"{cfg['world']} / {cfg['agent']} (mean over {cfg['seeds']} seed(s))")
     fig.tight_layout()
     path = out / "learning_curve.png"

@@ -116,7 +116,7 @@ def test_task_params_bind_by_name():
 
 
 def test_explorer_solves_every_crafting_task_by_trial_and_error():
-    world, agent = get_world("crafting"), get_agent("explorer")
+    world, agent = get_world("crafting"), get_agent("explorer", max_decisions=None)
     for task in load_tasks("crafting"):
         world.reset(0, task)
         episode = agent.solve(task, world)
@@ -148,8 +148,17 @@ def test_explorer_stops_at_its_budget():
     task = crafting_task("iron_pickaxe", 1)
     world.reset(0, task)
     episode = agent.solve(task, world)
-    assert episode.tool_calls == 10 and "budget" in episode.stopped
+    assert episode.tool_calls == 10 and "tool-call budget of 10" in episode.stopped
     assert not world.verify(task).success
+    # by default it has 40 decisions: enough for an iron pickaxe, not for a clock from scratch
+    agent = get_agent("explorer")
+    world.reset(0, task)
+    assert agent.solve(task, world).decisions <= 40 and world.verify(task).success
+    clock = crafting_task("clock", 1)
+    world.reset(0, clock)
+    episode = agent.solve(clock, world)
+    assert episode.decisions == 40 and episode.stopped == "decision budget of 40 used up"
+    assert not world.verify(clock).success
 
 
 def test_replay_makes_exactly_the_gold_calls():

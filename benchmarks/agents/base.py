@@ -118,12 +118,14 @@ class Session:
         *,
         agent: str,
         max_tool_calls: int = 400,
+        max_decisions: int | None = None,
         skill_limits: dict[str, Any] | None = None,
     ) -> None:
         self.task = task
         self.world = world
         self.library = library
         self.max_tool_calls = max_tool_calls
+        self.max_decisions = max_decisions
         self.skill_limits = skill_limits
         self._tools = world.tools()
         self._started = time.perf_counter()
@@ -136,12 +138,17 @@ class Session:
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> tuple[Any, str | None]:
         """Call a world tool as one agent decision; returns ``(result, error)``."""
         arguments = dict(arguments or {})
+        self._decide()
         result, error, ms = self._execute(name, arguments)
-        self.episode.decisions += 1
         self.episode.calls.append(
             ToolCall(name=name, arguments=arguments, result=result, error=error, duration_ms=ms)
         )
         return result, error
+
+    def _decide(self) -> None:
+        if self.max_decisions is not None and self.episode.decisions >= self.max_decisions:
+            raise BudgetExceeded(f"decision budget of {self.max_decisions} used up")
+        self.episode.decisions += 1
 
     def _execute(self, name: str, arguments: dict[str, Any]) -> tuple[Any, str | None, float]:
         if self.episode.tool_calls >= self.max_tool_calls:
@@ -196,7 +203,7 @@ class Session:
         primitive calls the skill made before failing (they changed the world).
         """
         assert self.library is not None, "run_skill needs a library"
-        self.episode.decisions += 1
+        self._decide()
         self._inner = []
         before = self.episode.tool_calls
         start = time.perf_counter()

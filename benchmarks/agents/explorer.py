@@ -12,6 +12,10 @@ With a skill library it first fetches a skill for the task and runs it when the 
 too (worded the way tasks are), so a skill learned for an iron pickaxe calls the skills
 it used for iron ingots and sticks. A failing skill is never retried in the episode; the
 agent falls back to exploring from wherever the skill left the world.
+
+An episode has a budget of decisions (default 40, like an LLM agent's turn limit); the
+deepest items (enchanting table, clock, two goals at once) take more than that to explore
+from scratch, so without skills those tasks fail.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ _NEEDS_IN_INVENTORY = re.compile(r"needs a ([a-z_]+) in the inventory")
 _NEEDS_TIER = re.compile(r"needs a ([a-z_]+) or better")
 _MADE_WITH = re.compile(r"it is made with (mine|craft|smelt)")
 _ARG = {"mine": "block", "craft": "item", "smelt": "item"}
+# Like an LLM agent's turn limit: an episode may take this many decisions (primitive calls
+# plus skill invocations; the calls a skill makes inside are not decisions). Exploring
+# the deepest items from scratch takes more than this, so success depends on skills.
+DEFAULT_MAX_DECISIONS = 40
 
 
 class ExplorerAgent(Agent):
@@ -45,15 +53,21 @@ class ExplorerAgent(Agent):
         k: int = 3,
         subgoal_skills: bool = True,
         max_tool_calls: int = 400,
+        max_decisions: int | None = DEFAULT_MAX_DECISIONS,
         max_depth: int = 12,
     ) -> None:
         self.k = k
         self.subgoal_skills = subgoal_skills
         self.max_tool_calls = max_tool_calls
+        self.max_decisions = max_decisions
         self.max_depth = max_depth
 
     def solve(self, task: Task, world: World, library: "SkillLibrary | None" = None) -> Episode:
-        run = _Run(self, Session(task, world, library, agent=self.name, max_tool_calls=self.max_tool_calls))
+        session = Session(
+            task, world, library, agent=self.name,
+            max_tool_calls=self.max_tool_calls, max_decisions=self.max_decisions,
+        )
+        run = _Run(self, session)
         return run.solve()
 
 

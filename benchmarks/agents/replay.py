@@ -30,7 +30,7 @@ class ReplayAgent(Agent):
     name = "replay"
     worlds = None
 
-    def __init__(self, *, k: int = 3, min_similarity: float = 0.5, max_tool_calls: int = 400) -> None:
+    def __init__(self, *, k: int = 3, min_similarity: float = 0.3, max_tool_calls: int = 400) -> None:
         self.k = k
         self.min_similarity = min_similarity
         self.max_tool_calls = max_tool_calls

@@ -27,7 +27,11 @@ def _aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     per_seed_success = [mean(r["success"] for r in rows if r["seed"] == s) for s in seeds]
     invocations = sum(r["skill_invocations"] for r in rows)
     fetches = sum(r["fetches"] for r in rows)
-    learned = [sum(1 for r in rows if r["seed"] == s and (r.get("learn") or {}).get("status") == "saved") for s in seeds]
+    # distinct skills saved (a later trace of the same workflow may save a new version)
+    learned = [
+        len({r["learn"]["skill"] for r in rows if r["seed"] == s and (r.get("learn") or {}).get("status") == "saved"})
+        for s in seeds
+    ]
     statuses: dict[str, int] = defaultdict(int)
     for r in rows:
         if r.get("learn"):

@@ -1,17 +1,20 @@
 """An offline agent that replays a task's gold actions: the primitive-step baseline.
 
 Without a library it makes exactly the gold calls; its verified traces are what the
-library learns from. With a library it first fetches skills for the instruction, runs the
-best one it can bind (task params passed to the skill's parameters by name), and then
-replays only the gold actions the skill did not already perform. A failed skill leaves
-its completed calls in place and the rest of the gold actions are replayed.
+library learns from. With a library it first fetches skills for the instruction and runs those
+that fit: the skill's parameters bind by name to the task's params, and its ``when`` text
+filled with those params occurs in the instruction (so a return skill never runs for an
+exchange, and a two-part instruction can run two skills). Then it replays only the gold
+actions the skills did not already perform. A failed skill leaves its completed calls in
+place and the rest of the gold actions are replayed.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
-import json
 
 from benchmarks.agents.base import Agent, BudgetExceeded, Episode, Session, bind_by_name
 from benchmarks.worlds.base import Task, World
@@ -25,12 +28,12 @@ def _key(name: str, arguments: dict[str, Any]) -> str:
 
 
 class ReplayAgent(Agent):
-    """Replays gold actions; with skills, lets one fetched skill do what it can first."""
+    """Replays gold actions; with skills, lets fitting skills do their part first."""
 
     name = "replay"
     worlds = None
 
-    def __init__(self, *, k: int = 3, min_similarity: float = 0.3, max_tool_calls: int = 400) -> None:
+    def __init__(self, *, k: int = 6, min_similarity: float = 0.3, max_tool_calls: int = 400) -> None:
         self.k = k
         self.min_similarity = min_similarity
         self.max_tool_calls = max_tool_calls
@@ -46,16 +49,15 @@ class ReplayAgent(Agent):
         stopped = None
         try:
             if library is not None:
-                done = self._use_skill(s, task)
-                if done:
-                    left = []
-                    for name, arguments in remaining:
-                        key = _key(name, arguments)
-                        if done[key] > 0:
-                            done[key] -= 1
-                        else:
-                            left.append((name, arguments))
-                    remaining = left
+                done = self._use_skills(s, task)
+                left = []
+                for name, arguments in remaining:
+                    key = _key(name, arguments)
+                    if done[key] > 0:
+                        done[key] -= 1
+                    else:
+                        left.append((name, arguments))
+                remaining = left
             for name, arguments in remaining:
                 s.call(name, arguments)
         except BudgetExceeded as exc:
@@ -63,20 +65,56 @@ class ReplayAgent(Agent):
         last = next((c.result for c in reversed(s.episode.calls) if c.ok), None)
         return s.finish(result=last, stopped=stopped)
 
-    def _use_skill(self, s: Session, task: Task) -> Counter[str]:
-        """Run the most specific skill that binds; return the calls it completed."""
+    def _use_skills(self, s: Session, task: Task) -> Counter[str]:
+        """Run the fitting skills; return the calls they completed.
+
+        A fetched skill fits when its parameters bind by name to the task's params and its
+        ``when`` text, filled with those params, occurs in the instruction. Of skills whose
+        texts overlap the longest wins, so a two-part instruction can run two skills.
+        """
+        text = _normal(task.instruction)
         candidates = []
         for rank, match in enumerate(s.fetch(task.instruction, k=self.k)):
             if match.similarity < self.min_similarity:
                 continue
             arguments = bind_by_name(match.skill, task.params)
-            if arguments is None:
+            filled = fill_when(match.skill.when, task.params)
+            if arguments is None or filled is None:
                 continue
-            candidates.append((-len(arguments), rank, match, arguments))
-        if not candidates:
-            return Counter()
-        candidates.sort(key=lambda c: (c[0], c[1]))
-        _, _, match, arguments = candidates[0]
-        s.hit()
-        s.run_skill(match.skill, arguments, text=task.instruction)
-        return Counter(_key(c.name, c.arguments) for c in s.last_inner if c.ok)
+            start = text.find(_normal(filled))
+            if start < 0:
+                continue
+            candidates.append((start, start + len(_normal(filled)), rank, match, arguments))
+        chosen: list[tuple[int, int, Any, dict[str, Any]]] = []
+        for start, end, _rank, match, arguments in sorted(candidates, key=lambda c: (c[0] - c[1], c[2])):
+            if all(end <= a or start >= b for a, b, _, _ in chosen):
+                chosen.append((start, end, match, arguments))
+        done: Counter[str] = Counter()
+        if chosen:
+            s.hit()
+        for _start, _end, match, arguments in sorted(chosen, key=lambda c: c[0]):
+            s.run_skill(match.skill, arguments, text=task.instruction)
+            done.update(_key(c.name, c.arguments) for c in s.last_inner if c.ok)
+        return done
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def render_value(value: Any) -> str:
+    """How a param value is written in an instruction (lists comma-separated)."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def fill_when(when: str, params: dict[str, Any]) -> str | None:
+    """``when`` with every ``{param}`` replaced by its value; None when one is missing."""
+    missing = [name for name in _PLACEHOLDER.findall(when) if name not in params]
+    if missing:
+        return None
+    return _PLACEHOLDER.sub(lambda m: render_value(params[m.group(1)]), when)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).lower()

@@ -188,13 +188,14 @@ class SkillLibrary:
         bar = _ProgressBar(progress, "adding skills", len(skills))
         with bar, self._write_lock():
             index = self._index_unlocked()
-            accepted_names: list[str] = []
-            accepted_vectors: list[Any] = []
             for start in range(0, len(skills), batch_size):
                 batch = skills[start : start + batch_size]
                 vectors = self.embedder.embed([s.when for s in batch])
                 neighbours = index.query_many(vectors, min(2, index.count()))
+                # Earlier batches are in the index already; this batch is checked in memory.
                 accepted: list[tuple[Skill, list[float]]] = []
+                accepted_names: list[str] = []
+                accepted_vectors = np.empty((len(batch), len(vectors[0]) if vectors else 0))
                 verdicts: list[tuple[str, float] | None] = []
                 for skill, vector, hits in zip(batch, vectors, neighbours):
                     duplicate = next(
@@ -205,16 +206,16 @@ class SkillLibrary:
                         ),
                         None,
                     )
-                    if duplicate is None and accepted_vectors:
-                        sims = np.asarray(accepted_vectors) @ np.asarray(vector)
+                    if duplicate is None and accepted_names:
+                        sims = accepted_vectors[: len(accepted_names)] @ np.asarray(vector)
                         best = int(np.argmax(sims))
                         if sims[best] > DUPLICATE_SIMILARITY and accepted_names[best] != skill.name:
                             duplicate = (accepted_names[best], float(sims[best]))
                     verdicts.append(duplicate)
                     if duplicate is None:
+                        accepted_vectors[len(accepted_names)] = vector
                         accepted.append((skill, vector))
                         accepted_names.append(skill.name)
-                        accepted_vectors.append(vector)
                 saved = iter(self.store.add_versions([s for s, _ in accepted], initial_success=verified))
                 for duplicate in verdicts:
                     if duplicate is None:

@@ -52,7 +52,7 @@ class ExplorerAgent(Agent):
         *,
         k: int = 3,
         subgoal_skills: bool = True,
-        max_tool_calls: int = 400,
+        max_tool_calls: int = 1000,
         max_decisions: int | None = DEFAULT_MAX_DECISIONS,
         max_depth: int = 12,
     ) -> None:

@@ -1,0 +1,504 @@
+"""The run-time half of the policy: what skill code can reach once compiled.
+
+Used inside the worker process only. Everything here is trusted code that handles
+untrusted objects, so it never calls methods of skill objects except through the
+interpreter's own C-level operations, and it converts results with exact type checks.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+import collections as _collections
+import enum as _enum
+import importlib
+import math
+import operator
+import string as _string
+import types as _types
+from typing import Any, Callable
+
+from RestrictedPython.Guards import safe_builtins
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES
+
+from .models import ToolError
+from .policy import VETTED_MODULES
+
+__all__ = [
+    "ModuleProxy",
+    "build_module_proxies",
+    "RunNamespace",
+    "to_plain",
+    "NotPlainJSON",
+    "guarded_getattr",
+]
+
+
+# --------------------------------------------------------------------------------------
+# Module proxies
+# --------------------------------------------------------------------------------------
+class ModuleProxy:
+    """A read-only stand-in for an allowed module: vetted functions, classes, constants.
+
+    Never the module itself (``json.codecs.open`` and ``statistics.sys.modules`` are the
+    reasons): submodules, other modules' objects that are not functions/classes, mutable
+    containers and unknown callables are simply absent.
+    """
+
+    __slots__ = ("__dict__",)
+
+    def __init__(self, name: str, members: dict[str, Any]) -> None:
+        d = object.__getattribute__(self, "__dict__")
+        d.update(members)
+        d["__name__"] = name
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise TypeError("sandbox modules are read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise TypeError("sandbox modules are read-only")
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when the attribute is missing; a fresh error with no object in it.
+        module = object.__getattribute__(self, "__dict__").get("__name__", "?")
+        raise AttributeError(f"module {module!r} has no attribute {name!r} in the sandbox")
+
+    def __repr__(self) -> str:
+        return f"<sandbox module {object.__getattribute__(self, '__dict__')['__name__']!r}>"
+
+    def __reduce__(self):  # pragma: no cover - never pickled; refuse if it ever is
+        raise TypeError("sandbox modules cannot be pickled")
+
+
+_CONSTANT_TYPES = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _is_constant(value: Any, depth: int = 0) -> bool:
+    if type(value) in _CONSTANT_TYPES:
+        return True
+    if type(value) in (tuple, frozenset) and depth < 3:
+        return all(_is_constant(v, depth + 1) for v in value)
+    return False
+
+
+def _vetted_member(value: Any) -> bool:
+    if isinstance(value, _types.ModuleType):
+        return False
+    if isinstance(value, type):
+        return not issubclass(value, type)  # no metaclasses: no 3-argument type()
+    if isinstance(value, (_types.FunctionType, _types.BuiltinFunctionType)):
+        return True
+    if isinstance(value, _enum.Enum):  # re.IGNORECASE and friends
+        return True
+    return _is_constant(value)
+
+
+def build_module_proxy(name: str) -> ModuleProxy:
+    if name not in VETTED_MODULES:
+        raise ValueError(f"module {name!r} has not been vetted for the sandbox")
+    module = importlib.import_module(name)
+    rule = VETTED_MODULES[name]
+    only = set(rule) - {"*"} if "*" in rule else None
+    members: dict[str, Any] = {}
+    for attr in dir(module):
+        if attr.startswith("_"):
+            continue
+        if only is not None and attr not in only:
+            continue
+        if only is None and attr in rule:
+            continue
+        value = getattr(module, attr)
+        if _vetted_member(value):
+            members[attr] = value
+    return ModuleProxy(name, members)
+
+
+def build_module_proxies(names: tuple[str, ...]) -> dict[str, ModuleProxy]:
+    return {name: build_module_proxy(name) for name in names}
+
+
+# --------------------------------------------------------------------------------------
+# Attribute guards
+# --------------------------------------------------------------------------------------
+_FORMATTER_METHODS = frozenset({"format", "get_field", "get_value", "vformat"})
+
+
+def check_attribute(obj: Any, name: Any) -> None:
+    """Raise if skill code may not read ``obj.<name>``.
+
+    The checks of RestrictedPython's ``safer_getattr`` (no ``_`` names, no frame/code
+    attributes, no ``str.format``/``format_map``, no ``string.Formatter``), plus no
+    ``.obj`` on exceptions (CVE-2024-47532).
+    """
+    if type(name) is not str:
+        raise TypeError("attribute name must be a str")
+    if name.startswith("_"):
+        raise AttributeError(
+            f'"{name}" is an invalid attribute name because it starts with "_"'
+        )
+    if name.endswith("__roles__"):
+        raise AttributeError(f'"{name}" is an invalid attribute name')
+    if name in INSPECT_ATTRIBUTES:
+        raise AttributeError(f'"{name}" is a restricted name, forbidden in the sandbox')
+    if name in ("format", "format_map") and (
+        isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+    ):
+        raise NotImplementedError("Using the format*() methods of `str` is not safe")
+    if name == "Formatter" and (
+        obj is _string or (type(obj) is ModuleProxy and obj.__name__ == "string")
+    ):
+        raise NotImplementedError("string.Formatter is not safe")
+    if name in _FORMATTER_METHODS and (
+        isinstance(obj, _string.Formatter)
+        or (isinstance(obj, type) and issubclass(obj, _string.Formatter))
+    ):
+        raise NotImplementedError("Using string.Formatter methods is not safe")
+    if name == "obj" and isinstance(obj, BaseException):
+        raise AttributeError('"obj" of exceptions is not accessible in the sandbox')
+
+
+def guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
+    """``getattr`` for skill code (and the ``_getattr_`` hook): policy checks first, then
+    Python semantics (a missing attribute raises unless a default is given)."""
+    check_attribute(obj, name)
+    if default:
+        if len(default) > 1:
+            raise TypeError("getattr expected at most 3 arguments")
+        return getattr(obj, name, default[0])
+    return getattr(obj, name)
+
+
+def guarded_hasattr(obj: Any, name: Any) -> bool:
+    try:
+        guarded_getattr(obj, name)
+    except AttributeError:
+        return False
+    except NotImplementedError:
+        return False
+    return True
+
+
+class _ReadOnly:
+    """What ``_write_`` returns for objects skill code may not modify."""
+
+    __slots__ = ("_ob",)
+
+    def __init__(self, ob: Any) -> None:
+        object.__setattr__(self, "_ob", ob)
+
+    def _deny(self, what: str) -> TypeError:
+        kind = type(object.__getattribute__(self, "_ob")).__name__
+        return TypeError(f"cannot {what} of {kind!r} objects in the sandbox")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise self._deny(f"set attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise self._deny(f"delete attribute {name!r}")
+
+    def __getattr__(self, name: str) -> Any:
+        raise self._deny(f"modify attribute {name!r}")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise self._deny("assign items")
+
+    def __delitem__(self, key: Any) -> None:
+        raise self._deny("delete items")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise self._deny("modify items")
+
+
+class _ItemWriter:
+    """Item writes allowed (dict/list subclasses, deque...), attribute writes refused."""
+
+    __slots__ = ("_ob",)
+
+    def __init__(self, ob: Any) -> None:
+        object.__setattr__(self, "_ob", ob)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        object.__getattribute__(self, "_ob")[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del object.__getattribute__(self, "_ob")[key]
+
+    def __getitem__(self, key: Any) -> Any:
+        return object.__getattribute__(self, "_ob")[key]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        kind = type(object.__getattribute__(self, "_ob")).__name__
+        raise TypeError(f"cannot set attribute {name!r} of {kind!r} objects in the sandbox")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
+
+    def __getattr__(self, name: str) -> Any:
+        kind = type(object.__getattribute__(self, "_ob")).__name__
+        raise TypeError(f"cannot modify attribute {name!r} of {kind!r} objects in the sandbox")
+
+
+_ITEM_WRITABLE = (
+    dict,
+    list,
+    bytearray,
+    _collections.deque,
+    _collections.UserDict,
+    _collections.UserList,
+    _collections.ChainMap,
+)
+
+_HIDDEN_TYPES: set[type] = {ModuleProxy, _ReadOnly, _ItemWriter}
+
+
+def _check_public(name: Any) -> None:
+    if type(name) is not str:
+        raise TypeError("attribute name must be a str")
+    if name.startswith("_") or name.endswith("__roles__"):
+        raise AttributeError(f'"{name}" is an invalid attribute name because it starts with "_"')
+
+
+# --------------------------------------------------------------------------------------
+# Result conversion
+# --------------------------------------------------------------------------------------
+class NotPlainJSON(TypeError):
+    pass
+
+
+MAX_DEPTH = 100
+
+
+def to_plain(value: Any, depth: int = 0) -> Any:
+    """A copy of ``value`` made of exact JSON types only (tuples become lists).
+
+    Exact type checks, never ``isinstance``: a ``str`` subclass with an ``__eq__`` is not
+    a string here. Nothing of the input object survives into the output.
+    """
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float:
+        if not math.isfinite(value):
+            raise NotPlainJSON(f"{value!r} is not a JSON number")
+        return value
+    if depth >= MAX_DEPTH:
+        raise NotPlainJSON(f"value is nested more than {MAX_DEPTH} levels deep")
+    if t is list or t is tuple:
+        return [to_plain(item, depth + 1) for item in value]
+    if t is dict:
+        out = {}
+        for key, item in value.items():
+            kt = type(key)
+            if kt is str:
+                pass
+            elif kt is int:
+                key = str(key)
+            elif kt is bool or key is None:
+                key = "true" if key is True else "false" if key is False else "null"
+            elif kt is float and math.isfinite(key):
+                key = repr(key)
+            else:
+                raise NotPlainJSON(f"dict key of type {kt.__name__} is not JSON")
+            out[key] = to_plain(item, depth + 1)
+        return out
+    raise NotPlainJSON(
+        f"value of type {t.__name__} is not plain JSON (return dict, list, str, int, "
+        "float, bool or None)"
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Builtins
+# --------------------------------------------------------------------------------------
+_EXTRA_BUILTINS = {
+    name: getattr(_builtins, name)
+    for name in (
+        "list dict set frozenset tuple sorted min max sum enumerate zip map filter any all "
+        "reversed range iter next format bin bytes bytearray object property staticmethod "
+        "classmethod NotImplemented ExceptionGroup BaseExceptionGroup StopAsyncIteration "
+        "RecursionError ConnectionError TimeoutError LookupError ArithmeticError"
+    ).split()
+}
+
+_FORBIDDEN = {"__import__", "setattr", "delattr", "_getattr_"}
+
+
+def _base_builtins() -> dict[str, Any]:
+    base = {k: v for k, v in safe_builtins.items() if k not in _FORBIDDEN}
+    base.update(_EXTRA_BUILTINS)
+    base["getattr"] = guarded_getattr
+    base["hasattr"] = guarded_hasattr
+    base["ToolError"] = ToolError
+    return base
+
+
+BASE_BUILTINS = _base_builtins()
+
+
+class _Abort(Exception):
+    """Never raised into skill code; the worker ends the process instead."""
+
+
+class PrintCollector:
+    """``print`` for one run: shared by every function, capped, abort on overflow."""
+
+    __slots__ = ("parts", "size", "cap", "closed", "on_overflow")
+
+    def __init__(self, cap: int, on_overflow: Callable[[str], None]) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.cap = cap
+        self.closed = False
+        self.on_overflow = on_overflow
+
+    def __call__(self) -> str:  # ``printed``
+        return "".join(self.parts)
+
+    def write(self, text: str) -> None:
+        if self.closed:
+            return
+        if type(text) is not str:
+            text = str(text)
+        room = self.cap - self.size
+        if len(text) > room:
+            self.parts.append(text[: max(room, 0)])
+            self.size = self.cap
+            self.on_overflow("".join(self.parts))
+            return
+        self.parts.append(text)
+        self.size += len(text)
+
+    def _call_print(self, *objects: Any, sep: Any = " ", end: Any = "\n", file: Any = None,
+                    flush: Any = False) -> None:
+        if file is not None:
+            raise TypeError("print(file=...) is not available in the sandbox")
+        if sep is None:
+            sep = " "
+        if end is None:
+            end = "\n"
+        if type(sep) is not str or type(end) is not str:
+            raise TypeError("sep and end must be str")
+        self.write(sep.join([str(o) for o in objects]) + end)
+
+
+class RunNamespace:
+    """Builds the globals of one run and keeps its per-run state (classes, output)."""
+
+    def __init__(
+        self,
+        proxies: dict[str, ModuleProxy],
+        tools: dict[str, Callable[..., Any]],
+        output_cap: int,
+        on_output_overflow: Callable[[str], None],
+    ) -> None:
+        self.classes: set[type] = set()
+        self.output = PrintCollector(output_cap, on_output_overflow)
+        self.proxies = proxies
+        classes = self.classes
+
+        def _write_(ob: Any) -> Any:
+            t = type(ob)
+            if t is dict or t is list or t in classes:
+                return ob
+            if t is type and ob in classes:
+                return ob
+            if isinstance(ob, _ITEM_WRITABLE):
+                return _ItemWriter(ob)
+            return _ReadOnly(ob)
+
+        def guarded_setattr(obj: Any, name: Any, value: Any) -> None:
+            _check_public(name)
+            setattr(_write_(obj), name, value)
+
+        def guarded_delattr(obj: Any, name: Any) -> None:
+            _check_public(name)
+            delattr(_write_(obj), name)
+
+        def metaclass(name: str, bases: tuple, ns: dict) -> type:
+            for base in bases:
+                if not isinstance(base, type) or issubclass(base, type):
+                    raise TypeError("classes in the sandbox must derive from plain classes")
+                if base in _HIDDEN_TYPES:
+                    raise TypeError(f"cannot subclass {base.__name__} in the sandbox")
+            cls = type(name, bases, ns)
+            classes.add(cls)
+            return cls
+
+        def guarded_type(*args: Any) -> type:
+            if len(args) != 1:
+                raise TypeError("type() takes exactly one argument in the sandbox")
+            t = type(args[0])
+            if issubclass(t, type) or t in _HIDDEN_TYPES:
+                raise TypeError("type() of this object is not available in the sandbox")
+            return t
+
+        def guarded_import(name: Any, globals: Any = None, locals: Any = None,
+                           fromlist: Any = (), level: Any = 0) -> ModuleProxy:
+            if level != 0 or type(name) is not str or name not in proxies:
+                allowed = ", ".join(sorted(proxies)) or "none"
+                raise ImportError(f"import of {name!r} is not allowed (allowed: {allowed})")
+            return proxies[name]
+
+        def apply(f: Any, *args: Any, **kwargs: Any) -> Any:
+            return f(*args, **kwargs)
+
+        def inplacevar(op: str, x: Any, y: Any) -> Any:
+            fn = _INPLACE.get(op)
+            if fn is None:
+                raise SyntaxError(f"unsupported in-place operator {op!r}")
+            return fn(x, y)
+
+        output = self.output
+
+        def print_factory(_getattr_: Any = None) -> PrintCollector:
+            return output
+
+        b = dict(BASE_BUILTINS)
+        b.update(tools)
+        b["__import__"] = guarded_import
+        b["setattr"] = guarded_setattr
+        b["delattr"] = guarded_delattr
+        b["type"] = guarded_type
+        self.globals: dict[str, Any] = {
+            "__builtins__": b,
+            "__name__": "skill",
+            "__metaclass__": metaclass,
+            "_getattr_": guarded_getattr,
+            "_getitem_": operator.getitem,
+            "_getiter_": iter,
+            "_iter_unpack_sequence_": _iter_unpack_sequence,
+            "_unpack_sequence_": _unpack_sequence,
+            "_write_": _write_,
+            "_inplacevar_": inplacevar,
+            "_apply_": apply,
+            "_print_": print_factory,
+        }
+
+    def close(self) -> None:
+        self.output.closed = True
+        self.globals.clear()
+        self.classes.clear()
+
+
+def _iter_unpack_sequence(it: Any, spec: Any, _getiter_: Any) -> Any:
+    # Our _getiter_ is ``iter``: guarding each element's unpacking adds nothing.
+    return iter(it)
+
+
+def _unpack_sequence(it: Any, spec: Any, _getiter_: Any) -> Any:
+    return list(iter(it))
+
+
+_INPLACE = {
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+    "&=": operator.iand,
+    "@=": operator.imatmul,
+}

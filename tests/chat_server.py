@@ -94,10 +94,11 @@ class ScriptedChatServer:
 
     def start(self) -> "ScriptedChatServer":
         handler = _handler_for(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _QuietServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="ScriptedChatServer", daemon=True
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+            name="ScriptedChatServer", daemon=True,
         )
         self._thread.start()
         return self
@@ -198,6 +199,17 @@ class ScriptedChatServer:
                 "total_tokens": prompt + completion,
             },
         }
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Does not print a traceback when a client hung up (for example after a timeout)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def _error_body(message: str, kind: str) -> dict[str, Any]:

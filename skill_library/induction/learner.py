@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from skill_library.errors import GeneralizationError, TraceError
 from skill_library.induction.candidate import Candidate, Generalizer
-from skill_library.induction.validation import validate_candidate
+from skill_library.induction.validation import complete_candidate, validate_candidate
 from skill_library.induction.verify import LiveVerifier, replay_verify, run_live_verifier
 from skill_library.models import Skill, Trace, VerificationReport
 
@@ -112,7 +112,9 @@ class _CachedVerify:
         self.runs = 0
 
     def __call__(self, candidate: Candidate) -> VerificationReport:
-        key = candidate.fingerprint()
+        # replay reads the calls from the code: key on the completed form, so a candidate
+        # and its completed copy share one verdict
+        key = complete_candidate(candidate, self.trace, self.related).fingerprint()
         if key not in self.reports:
             self.runs += 1
             self.reports[key] = replay_verify(
@@ -152,6 +154,7 @@ def learn_from_trace(
     problems = validate_candidate(candidate, checked, related)
     if problems:
         return candidate, None, problems
+    candidate = complete_candidate(candidate, checked, related)
     report = verify(candidate)
     if report.passed and live_verifier is not None:
         report = run_live_verifier(candidate, report, live_verifier)

@@ -18,10 +18,9 @@ import re
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
-import openai
 
 from skill_library import signature
 from skill_library.errors import GeneralizationError, LLMError
@@ -33,6 +32,9 @@ from skill_library.induction.validation import (
     validate_candidate,
 )
 from skill_library.models import Skill, Trace
+
+if TYPE_CHECKING:  # pragma: no cover - importing openai takes ~2 s: done on first use
+    import openai
 
 DEFAULT_MODEL = "gpt-4o-mini"
 PROMPTS = Path(__file__).with_name("prompts")
@@ -92,7 +94,7 @@ class LLMGeneralizer:
         api_key: str | None = None,
         model: str | None = None,
         *,
-        client: openai.OpenAI | None = None,
+        client: "openai.OpenAI | None" = None,
         max_retries: int = 2,
         timeout: float = 30.0,
         max_result_chars: int = 2000,
@@ -108,6 +110,8 @@ class LLMGeneralizer:
         if client is not None:
             self.client = client
         else:
+            import openai
+
             base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
             api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
             if api_key is None:
@@ -189,6 +193,8 @@ class LLMGeneralizer:
     # --- the model ------------------------------------------------------------------------
 
     def _complete(self, messages: list[dict[str, str]], usage: dict[str, int]) -> tuple[str, str]:
+        import openai
+
         options: dict[str, Any] = {"response_format": {"type": "json_object"}}
         if self.temperature is not None:
             options["temperature"] = self.temperature

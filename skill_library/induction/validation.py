@@ -42,6 +42,7 @@ SAFE_BUILTINS = frozenset(
 _MIN_CONSTANT_CHARS = 3  # shorter strings ("id", "ok", "x") carry no instruction
 _PHRASE_WORDS = 4  # a run of this many words copied from a result is flagged
 _TOKEN_RE = re.compile(r"[\w@.:/+\-]+")
+_EDGE_PUNCT = ".:/+-"
 
 
 def identifier_problem(name: Any, *, shadowed: Iterable[str] = ()) -> str | None:
@@ -206,8 +207,13 @@ def _strings(value: Any, *, keys: bool = True) -> Iterable[str]:
 
 
 def _norm(text: str) -> str:
-    """Case-folded tokens joined by single spaces, padded so ``" w "`` tests whole words."""
-    return " " + " ".join(_TOKEN_RE.findall(text.casefold())) + " "
+    """Case-folded tokens joined by single spaces, padded so ``" w "`` tests whole words.
+
+    Punctuation around a token is dropped (``x@evil.com.`` at the end of a sentence is
+    ``x@evil.com``); inside it is kept (addresses, URLs, paths stay one token).
+    """
+    tokens = (t.strip(_EDGE_PUNCT) for t in _TOKEN_RE.findall(text.casefold()))
+    return " " + " ".join(t for t in tokens if t) + " "
 
 
 def _suspicious(token: str) -> bool:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import copy
 import inspect
+import keyword
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skill_library.induction.candidate import Candidate
-from skill_library.induction.validation import derived_parameters_safe
+from skill_library.induction.validation import complete_candidate, derived_parameters_safe
 from skill_library.models import Skill, ToolCall, Trace, VerificationReport
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,8 +102,17 @@ class _Replay:
 
         replay.__name__ = name
         replay.__doc__ = f"Replay stub for {name}: answers with the recorded result."
-        params = [inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in order]
-        if all(a.isidentifier() for a in order):
+        # a signature lets the sandbox name positional arguments in the recorded order;
+        # defaults and **kwargs let every call through to the stub, which judges it
+        if all(a.isidentifier() and not keyword.iskeyword(a) for a in order):
+            params = [
+                inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+                for a in order
+            ]
+            extra = "more_arguments"
+            while extra in order:
+                extra += "_"
+            params.append(inspect.Parameter(extra, inspect.Parameter.VAR_KEYWORD))
             replay.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         return replay
 
@@ -157,7 +167,11 @@ def replay_verify(
     *,
     related: Sequence[Skill] = (),
 ) -> VerificationReport:
-    """Run ``candidate`` against replay stubs of ``trace`` and compare (no live check)."""
+    """Run ``candidate`` against replay stubs of ``trace`` and compare (no live check).
+
+    The tools and skills the candidate calls are read from its code, not its declaration.
+    """
+    candidate = complete_candidate(candidate, trace, related)
     expected = [c for c in trace.calls if c.ok]
     replay = _Replay(expected)
     stubs: dict[str, Callable[..., Any]] = {}
@@ -179,7 +193,12 @@ def replay_verify(
             expected_calls=expected,
             actual_calls=replay.actual,
         )
-    actual = replay.actual
+    # every call the skill made, including those refused before reaching a stub
+    actual = [
+        ToolCall(name=c.name, arguments=dict(c.arguments), result=c.result, error=c.error,
+                 kind=kinds.get(c.name, "tool"), duration_ms=c.duration_ms)
+        for c in run.calls
+    ]
     report = dict(expected_calls=expected, actual_calls=actual, value=_plain(run.value))
     failure = None if run.ok else _error_text(run.error)
     if run.limit:

@@ -46,6 +46,10 @@ PROMPTS = Path(__file__).with_name("prompts")
 _FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the API accepts as a tool name
 
 
+class LLMNotConfigured(LLMError, ValueError):
+    """No endpoint or key was given or found in the environment."""
+
+
 def _templates() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(PROMPTS)),
@@ -88,6 +92,7 @@ class LLMAgent(Agent):
         temperature: float | None = 0,
         timeout: float = 60.0,
         max_tool_calls: int = 400,
+        max_decisions: int | None = None,
         max_result_chars: int = 16000,
     ) -> None:
         if mode not in CONDITIONS:
@@ -101,6 +106,7 @@ class LLMAgent(Agent):
         self.max_turns = max_turns
         self.temperature = temperature
         self.max_tool_calls = max_tool_calls
+        self.max_decisions = max_decisions
         self.max_result_chars = max_result_chars
         self.model = model or os.environ.get("SKILL_LIBRARY_MODEL") or DEFAULT_MODEL
         if client is None:
@@ -108,7 +114,7 @@ class LLMAgent(Agent):
             api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
             if api_key is None:
                 if base_url is None:
-                    raise LLMError(
+                    raise LLMNotConfigured(
                         "no LLM endpoint configured for the llm agent: pass base_url/api_key "
                         "or set OPENAI_BASE_URL or OPENAI_API_KEY"
                     )
@@ -166,7 +172,10 @@ class LLMAgent(Agent):
     # -- solving -----------------------------------------------------------------------------
 
     def solve(self, task: Task, world: World, library: "SkillLibrary | None" = None) -> Episode:
-        s = Session(task, world, library, agent=self.name, max_tool_calls=self.max_tool_calls)
+        s = Session(
+            task, world, library, agent=self.name,
+            max_tool_calls=self.max_tool_calls, max_decisions=self.max_decisions,
+        )
         skills: list[Skill] = []
         if self.mode != "none" and library is not None:
             skills = [m.skill for m in s.fetch(task.instruction, k=self.k)]
@@ -243,7 +252,8 @@ class LLMAgent(Agent):
         """Run one tool call of the model; return the tool message's content."""
         function = getattr(call, "function", None)
         if function is None:
-            return f"Error: unsupported tool call of type {getattr(call, 'type', '?')!r}; call a function tool"
+            kind = getattr(call, "type", "?")
+            return f"Error: unsupported tool call of type {kind!r}; call a function tool"
         name = function.name
         try:
             arguments = json.loads(function.arguments or "{}")
@@ -265,7 +275,8 @@ class LLMAgent(Agent):
     def _clip(self, text: str) -> str:
         if len(text) <= self.max_result_chars:
             return text
-        return text[: self.max_result_chars] + f"\n... [{len(text) - self.max_result_chars} more characters not shown]"
+        hidden = len(text) - self.max_result_chars
+        return text[: self.max_result_chars] + f"\n... [{hidden} more characters not shown]"
 
 
 class _LLMFailure(Exception):
@@ -287,5 +298,12 @@ def _call_dict(call: Any) -> dict[str, Any]:
 def make_llm_agent(condition: str, **options: Any) -> LLMAgent:
     """The LLM agent for a benchmark condition: ``none``, ``prompt`` or ``tools``."""
     if condition not in CONDITIONS:
-        raise ValueError(f"unknown condition {condition!r} for the llm agent; conditions are: {', '.join(CONDITIONS)}")
+        if condition == "skills":
+            raise ValueError(
+                "the llm agent has no 'skills' condition: use 'prompt' (skills in the system "
+                "prompt) or 'tools' (skills also as callable tools), e.g. --conditions none,prompt,tools"
+            )
+        raise ValueError(
+            f"unknown condition {condition!r} for the llm agent; conditions are: {', '.join(CONDITIONS)}"
+        )
     return LLMAgent(condition, **options)  # type: ignore[arg-type]

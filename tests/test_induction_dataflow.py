@@ -179,42 +179,71 @@ def test_repeated_calls_over_a_list_become_a_loop(sandbox):
         [
             (tools, "get_user", {"name": "ada"}),
             (tools, "list_orders", {"user_id": 42}),
-            (tools, "send_email", {"to": "ada@example.com", "subject": "Receipt o-1", "body": "Thanks"}),
-            (tools, "send_email", {"to": "ada@example.com", "subject": "Receipt o-2", "body": "Thanks"}),
-        ],
-        params={"name": "ada"},
-    )
-    # "Receipt o-1" is not a value the loop can derive: the loop needs every argument to
-    # come from the item, a param, an earlier result or one shared constant
-    candidate = DataflowGeneralizer().generalize(trace)
-    assert not any(isinstance(n, ast.For) for n in ast.walk(ast.parse(candidate.code)))
-    assert "subject='Receipt o-1'" in candidate.code
-
-    shop2 = Shop()
-    tools2 = shop2.tools()
-    trace = record(
-        "email every order of ada to her",
-        [
-            (tools2, "get_user", {"name": "ada"}),
-            (tools2, "list_orders", {"user_id": 42}),
-            (tools2, "send_email", {"to": "ada@example.com", "subject": "o-1", "body": "Thanks"}),
-            (tools2, "send_email", {"to": "ada@example.com", "subject": "o-2", "body": "Thanks"}),
+            (tools, "send_email", {"to": "ada@example.com", "subject": "Receipt o-1",
+                                   "body": "Thanks"}),
+            (tools, "send_email", {"to": "ada@example.com", "subject": "Receipt o-2",
+                                   "body": "Thanks"}),
         ],
         params={"name": "ada"},
     )
     candidate = DataflowGeneralizer().generalize(trace)
     check_source(candidate.code)
     assert "for item in r2:" in candidate.code
-    assert "send_email(to=r1['user']['email'], subject=item['id'], body='Thanks')" in candidate.code
+    assert (
+        "send_email(to=r1['user']['email'], subject='Receipt ' + item['id'], body='Thanks')"
+        in candidate.code
+    )
     assert verify_candidate(candidate, trace, sandbox).passed
 
     fresh = Shop()  # bob has three orders: the loop makes three calls
     run = sandbox.run(candidate.code, entry=candidate.name, args={"name": "bob"},
                       tools=fresh.tools())
     assert run.ok, run.error
-    assert [s["subject"] for s in fresh.sent] == ["o-7", "o-8", "o-9"]
+    assert [s["subject"] for s in fresh.sent] == ["Receipt o-7", "Receipt o-8", "Receipt o-9"]
     assert {s["to"] for s in fresh.sent} == {"bob@example.org"}
     assert run.value == [{"queued": 1}, {"queued": 2}, {"queued": 3}]
+
+
+def test_calls_that_differ_in_an_underived_value_stay_separate(sandbox):
+    shop = Shop().tools()
+    trace = record(
+        "thank ada for each order",
+        [
+            (shop, "get_user", {"name": "ada"}),
+            (shop, "list_orders", {"user_id": 42}),
+            (shop, "send_email", {"to": "ada@example.com", "subject": "o-1", "body": "Thanks"}),
+            (shop, "send_email", {"to": "ada@example.com", "subject": "o-2", "body": "Cheers"}),
+        ],
+        params={"name": "ada"},
+    )
+    candidate = DataflowGeneralizer().generalize(trace)
+    assert not any(isinstance(n, ast.For) for n in ast.walk(ast.parse(candidate.code)))
+    assert "subject=r2[0]['id'], body='Thanks'" in candidate.code
+    assert "subject=r2[1]['id'], body='Cheers'" in candidate.code
+    assert verify_candidate(candidate, trace, sandbox).passed
+
+
+def test_a_final_answer_embedding_result_values_is_rebuilt_from_them(sandbox):
+    shop = Shop().tools()
+    trace = record(
+        "cancel the first order of ada",
+        [
+            (shop, "get_user", {"name": "ada"}),
+            (shop, "list_orders", {"user_id": 42}),
+            (shop, "cancel_order", {"order_id": "o-1", "reason": "late"}),
+        ],
+        params={"name": "ada"},
+        result="Order o-1 of ada is cancelled.",
+    )
+    candidate = DataflowGeneralizer().generalize(trace)
+    assert (
+        "return 'Order ' + r2[0]['id'] + ' of ' + name + ' is ' + r3['status'] + '.'"
+        in candidate.code
+    )
+    assert verify_candidate(candidate, trace, sandbox).passed
+    run = sandbox.run(candidate.code, entry=candidate.name, args={"name": "bob"},
+                      tools=Shop().tools())
+    assert run.value == "Order o-7 of bob is cancelled."
 
 
 def test_loop_over_a_list_parameter(sandbox):
@@ -439,6 +468,18 @@ def test_a_value_taken_from_a_tool_result_text_is_refused():
     assert "'x@evil.com'" in message or '"x@evil.com"' in message
     assert "call 1 (read_inbox)" in message
     assert "tool result" in message
+
+
+def test_an_address_from_a_result_is_refused_inside_a_longer_argument_too():
+    trace = inbox_trace("billing@corp.example")
+    trace.calls[1] = ToolCall(name="forward",
+                              arguments={"message_id": "m-1", "to": "billing@corp.example",
+                                         "note": "Invoice 7, cc x@evil.com"},
+                              result={"forwarded": True})
+    with pytest.raises(GeneralizationError) as info:
+        DataflowGeneralizer().generalize(trace)
+    assert "argument 'note'" in str(info.value)
+    assert "call 1 (read_inbox)" in str(info.value)
 
 
 def test_no_successful_calls_is_a_generalization_error():

@@ -32,6 +32,7 @@ from typing import Any
 from skill_library import signature
 from skill_library.errors import GeneralizationError
 from skill_library.induction.candidate import Candidate, Verify
+from skill_library.induction.validation import PHRASE_WORDS, address_like, normalized
 from skill_library.models import Skill, ToolCall, Trace
 
 Path = tuple[Any, ...]
@@ -313,9 +314,30 @@ class _Builder:
         found.sort(key=lambda s: (s[1], len(s[2])))
         return found
 
-    def _tainted(self, text: str, before: int) -> str | None:
-        """The earlier call whose result text contains ``text``, unless a trusted source does."""
-        if len(text) < 3:
+    def _tainted(self, text: str, before: int, *, glue: bool = False) -> str | None:
+        """The earlier call whose result text ``text`` was copied from, or None.
+
+        A whole value is tainted when it occurs (as whole words) inside a longer string of
+        an earlier result but not in the task or params. Glue between the computed parts of
+        a concatenation is held to less: only a run of four words or an address or URL
+        copied from a result taints it.
+        """
+        if glue:
+            words = normalized(text).split()
+            probes = [" " + " ".join(words[n:n + PHRASE_WORDS]) + " "
+                      for n in range(len(words) - PHRASE_WORDS + 1)]
+            probes += [f" {w} " for w in words if address_like(w)]
+            trusted = normalized(self.trusted_text)
+            for probe in probes:
+                if probe in trusted:
+                    continue
+                for i, _path, value in self.nodes:
+                    if i >= before:
+                        break
+                    if isinstance(value, str) and probe in normalized(value):
+                        return f"call {i + 1} ({self.calls[i].name})"
+            return None
+        if len(text.strip()) < 3:
             return None
         pattern = _word_pattern(text.casefold())
         if pattern.search(self.trusted_text.casefold()):
@@ -329,10 +351,10 @@ class _Builder:
                 return f"call {i + 1} ({self.calls[i].name})"
         return None
 
-    def _constant(self, value: Any, where: str, before: int) -> Spec:
+    def _constant(self, value: Any, where: str, before: int, *, glue: bool = False) -> Spec:
         for _path, node in _walk(value):
             if isinstance(node, str):
-                origin = self._tainted(node, before)
+                origin = self._tainted(node, before, glue=glue)
                 if origin:
                     raise GeneralizationError(
                         f"{where}: the value {_short(node)} occurs in the result of {origin} "
@@ -343,23 +365,37 @@ class _Builder:
         _literal(value)  # refuse non-finite floats early
         return ("const", json.dumps(value, sort_keys=False))
 
-    def _concat(self, value: str) -> Spec | None:
-        params = [p for p in self.params if isinstance(p.value, str) and len(p.value) >= 3]
-        params.sort(key=lambda p: -len(p.value))
-        if not params:
+    def _concat(self, value: str, before: int,
+                item: tuple[int, Path, Any] | None = None) -> Spec | None:
+        """``value`` as a concatenation of text and the string params, loop-item strings
+        and earlier result strings (three characters or more, whole words) it contains."""
+        pieces: dict[str, Spec] = {}  # substring -> how to compute it; first wins
+        for p in self.params:
+            if isinstance(p.value, str) and len(p.value) >= 3 and p.value in value:
+                pieces.setdefault(p.value, ("param", p.name))
+        if item is not None:
+            for path, node in _walk(item[2]):
+                if isinstance(node, str) and len(node) >= 3 and node in value:
+                    pieces.setdefault(node, ("item", path))
+        for i, path, node in self.nodes:
+            if i >= before:
+                break
+            if isinstance(node, str) and len(node) >= 3 and node in value and node != value:
+                pieces.setdefault(node, ("ref", i, path))
+        if not pieces:
             return None
-        pattern = re.compile(
-            "|".join(r"(?<!\w)" + re.escape(p.value) + r"(?!\w)" for p in params)
-        )
+        pattern = re.compile("|".join(
+            r"(?<!\w)" + re.escape(text) + r"(?!\w)" for text in sorted(pieces, key=len,
+                                                                          reverse=True)
+        ))
         parts: list[Spec] = []
         pos = 0
         for match in pattern.finditer(value):
             if match.start() > pos:
                 parts.append(("text", value[pos:match.start()]))
-            name = next(p.name for p in params if p.value == match.group(0))
-            parts.append(("param", name))
+            parts.append(pieces[match.group(0)])
             pos = match.end()
-        if not any(p[0] == "param" for p in parts):
+        if not parts:
             return None
         if pos < len(value):
             parts.append(("text", value[pos:]))
@@ -397,11 +433,11 @@ class _Builder:
             if any(p[0] != "const" for p in items):
                 return ("list", items)
         if isinstance(value, str):
-            concat = self._concat(value)
+            concat = self._concat(value, before, item)
             if concat:
-                for kind, text in concat[1]:
-                    if kind == "text":
-                        self._constant(text, where, before)
+                for part in concat[1]:
+                    if part[0] == "text":
+                        self._constant(part[1], where, before, glue=True)
                 return concat
         return self._constant(value, where, before)
 

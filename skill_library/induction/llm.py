@@ -159,12 +159,13 @@ class LLMGeneralizer:
                 "index": index,
                 "kind": call.kind,
                 "name": call.name,
-                "arguments": json.dumps(call.arguments, ensure_ascii=False, default=repr),
+                "arguments": _clip(call.arguments, self.max_result_chars)[0],
                 "result": (result or "").replace(nonce, "[marker removed]"),
                 "error": None if text is None else text.replace(nonce, "[marker removed]"),
                 "truncated": truncated,
             })
         result_text, result_truncated = _clip(trace.result, self.max_result_chars)
+        result_text = result_text.replace(nonce, "[marker removed]")
         tools, _skills = allowed_names(trace)
         context = {
             "task": trace.task,

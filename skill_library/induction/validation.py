@@ -40,7 +40,7 @@ SAFE_BUILTINS = frozenset(
 )
 
 _MIN_CONSTANT_CHARS = 3  # shorter strings ("id", "ok", "x") carry no instruction
-_PHRASE_WORDS = 4  # a run of this many words copied from a result is flagged
+PHRASE_WORDS = 4  # a run of this many words copied from a result is flagged
 _TOKEN_RE = re.compile(r"[\w@.:/+\-]+")
 _EDGE_PUNCT = ".:/+-"
 
@@ -206,7 +206,7 @@ def _strings(value: Any, *, keys: bool = True) -> Iterable[str]:
         yield str(value)
 
 
-def _norm(text: str) -> str:
+def normalized(text: str) -> str:
     """Case-folded tokens joined by single spaces, padded so ``" w "`` tests whole words.
 
     Punctuation around a token is dropped (``x@evil.com.`` at the end of a sentence is
@@ -216,7 +216,7 @@ def _norm(text: str) -> str:
     return " " + " ".join(t for t in tokens if t) + " "
 
 
-def _suspicious(token: str) -> bool:
+def address_like(token: str) -> bool:
     """Addresses, URLs, domains and paths: single tokens that can redirect an action."""
     return len(token) >= 5 and (
         "@" in token or "://" in token or "/" in token or re.search(r"[a-z]\.[a-z]{2,}", token)
@@ -241,7 +241,7 @@ class TrustedText:
         for skill in related:
             trusted.append(skill.name)
             trusted.extend(skill.tools)
-        self._trusted = " ".join(_norm(t) for t in trusted)
+        self._trusted = " ".join(normalized(t) for t in trusted)
         self._trusted_tokens = set(self._trusted.split())
         self._sources: list[tuple[str, str]] = []  # (label, normalized text)
         for index, call in enumerate(trace.calls, start=1):
@@ -250,11 +250,11 @@ class TrustedText:
                 texts.append(call.error)
             if texts:
                 label = f"call {index} ({call.name})"
-                self._sources.append((label, " ".join(_norm(t) for t in texts)))
+                self._sources.append((label, " ".join(normalized(t) for t in texts)))
 
     def is_trusted(self, text: str) -> bool:
         """True when ``text`` (as whole words) occurs in a trusted source."""
-        norm = _norm(text)
+        norm = normalized(text)
         return not norm.strip() or norm in self._trusted
 
     def untrusted_origin(self, text: str, *, whole: bool = True) -> str | None:
@@ -263,16 +263,16 @@ class TrustedText:
         Flags ``text`` when (``whole``) all of it, or any run of four words, or any address
         or URL in it, occurs in a tool result but not in a trusted source.
         """
-        norm = _norm(text)
+        norm = normalized(text)
         words = norm.split()
         if not words:
             return None
         probes: list[str] = []
         if whole and len(norm.strip()) >= _MIN_CONSTANT_CHARS:
             probes.append(norm)
-        for start in range(0, max(0, len(words) - _PHRASE_WORDS + 1)):
-            probes.append(" " + " ".join(words[start:start + _PHRASE_WORDS]) + " ")
-        probes.extend(f" {w} " for w in words if _suspicious(w))
+        for start in range(0, max(0, len(words) - PHRASE_WORDS + 1)):
+            probes.append(" " + " ".join(words[start:start + PHRASE_WORDS]) + " ")
+        probes.extend(f" {w} " for w in words if address_like(w))
         for probe in probes:
             if probe in self._trusted:
                 continue

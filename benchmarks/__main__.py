@@ -19,10 +19,12 @@ for _key, _value in (
     ("TRANSFORMERS_OFFLINE", "1"),
     ("ANONYMIZED_TELEMETRY", "False"),
     ("TOKENIZERS_PARALLELISM", "false"),
+    ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
+    ("TRANSFORMERS_VERBOSITY", "error"),
 ):
     os.environ.setdefault(_key, _value)
 
-DEMO_SEEDS = 2
+DEMO_SEEDS = 3
 
 
 def _run(config, *, progress: bool, console) -> dict[str, Any]:
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                            seeds=args.seeds, out=args.out)
         console.print(
             "Demo: the crafting suite with the offline explorer agent, without and with a skill "
-            f"library ({args.seeds} seed(s)). Output in {args.out}/", markup=False
+            f"library ({args.seeds} seed(s)). Output in {args.out}/", markup=False, soft_wrap=True
         )
     else:
         config = RunConfig(

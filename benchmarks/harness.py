@@ -118,6 +118,7 @@ def run_benchmark(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run ``config``; return the results (also what ``results.json`` holds)."""
+    started = time.perf_counter()
     unknown = [c for c in config.conditions if c not in CONDITIONS]
     if unknown:
         raise ValueError(f"unknown condition(s) {', '.join(unknown)}; conditions are: {', '.join(CONDITIONS)}")
@@ -141,7 +142,6 @@ def run_benchmark(
     libraries: dict[str, Any] = {}
     total = config.seeds * len(config.conditions) * (len(train) + len(test))
     done = 0
-    started = time.perf_counter()
     for seed in range(config.seeds):
         for cname in config.conditions:
             condition = CONDITIONS[cname]

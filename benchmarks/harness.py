@@ -217,8 +217,8 @@ def run_task(
         "wall_ms": round(solve_ms, 2),
         "stopped": episode.stopped,
         "skills_used": [
-            {"name": u.name, "version": u.version, "ok": u.ok, "arguments": u.arguments,
-             "tool_calls": u.tool_calls, "error": _short(u.error)}
+            {"name": u.name, "version": u.version, "ok": u.ok, "verified": u.verified,
+             "arguments": u.arguments, "tool_calls": u.tool_calls, "error": _short(u.error)}
             for u in episode.skill_uses
         ],
         "learn": None,

@@ -216,6 +216,36 @@ def test_explorer_falls_back_to_exploring_when_a_skill_fails():
     assert all(c.kind == "tool" for c in episode.calls)
 
 
+def test_explorer_checks_what_a_skill_made_and_asks_for_the_rest():
+    world, agent = get_world("crafting"), get_agent("explorer")
+    four_torches = skill(
+        """
+        def prepare_torches(count: int):
+            mine(block="log", count=3)
+            craft(item="planks", count=12)
+            craft(item="crafting_table", count=1)
+            craft(item="stick", count=4)
+            craft(item="wooden_pickaxe", count=1)
+            mine(block="coal", count=1)
+            return craft(item="torch", count=4)
+        """,
+        when="Prepare {count} torches for lighting caves",
+    )
+    library = ScriptedLibrary([four_torches])
+    task = crafting_task("torch", 8)
+    world.reset(0, task)
+    episode = agent.solve(task, world, library)
+    assert world.verify(task).success
+    first, second = episode.skill_uses
+    assert first.ok and first.verified is False  # it ran, but made 4 of the 8 torches
+    # the missing four are a new sub-goal, which the same skill does fit
+    assert (second.arguments, second.ok, second.verified) == ({"count": 4}, True, True)
+    task = crafting_task("torch", 3)
+    world.reset(0, task)
+    episode = agent.solve(task, world, library)
+    assert episode.skill_uses[0].verified is True and episode.decisions == 2
+
+
 def test_replay_lets_a_skill_do_its_part_and_replays_the_rest():
     world, agent = get_world("shop"), get_agent("replay")
     combo = next(t for t in load_tasks("shop", "test") if t.workflow == "cancel_by_email+user_address")

@@ -87,7 +87,10 @@ class _Run:
         stopped = None
         try:
             if self.s.library is not None:
-                self.try_skill(self.s.task.instruction)
+                self.try_skill(
+                    self.s.task.instruction,
+                    done=lambda: all(self.have(i) >= n for i, n in goal.items()),
+                )
             for _ in range(3):  # goals may consume each other's items; re-check
                 for item, count in goal.items():
                     self.obtain(item, count, ())
@@ -104,8 +107,12 @@ class _Run:
 
     # -- skills ----------------------------------------------------------------------------
 
-    def try_skill(self, text: str) -> bool:
-        """Fetch skills for ``text`` and run the first whose ``when`` binds; True if one ran."""
+    def try_skill(self, text: str, done) -> bool:
+        """Fetch skills for ``text`` and run the first whose ``when`` binds; True if one ran.
+
+        ``done()`` checks the skill's post-condition on the refreshed inventory; its answer
+        is recorded as the run's verified outcome (reported to the library in training).
+        """
         if text in self.fetched:
             return False
         self.fetched.add(text)
@@ -119,7 +126,9 @@ class _Run:
             self.s.hit()
             use = self.s.run_skill(skill, arguments, text=text)
             self.refresh()
-            if not use.ok:
+            if use.ok:
+                use.verified = bool(done())
+            else:
                 self.failed_skills.add(skill.name)
             return use.ok
         return False
@@ -140,7 +149,7 @@ class _Run:
         stack = stack + (item,)
         if self.s.library is not None and (self.agent.subgoal_skills or len(stack) == 1):
             text = phrase(item, count - self.have(item))
-            if self.try_skill(text) and self.have(item) >= count:
+            if self.try_skill(text, done=lambda: self.have(item) >= count) and self.have(item) >= count:
                 return True
         tool = self.known.get(item, "craft")
         for _ in range(12):

@@ -246,6 +246,35 @@ def test_a_final_answer_embedding_result_values_is_rebuilt_from_them(sandbox):
     assert run.value == "Order o-7 of bob is cancelled."
 
 
+def test_the_last_result_of_a_loop_is_referenced_from_the_end(sandbox):
+    shop = Shop().tools()
+    trace = record(
+        "cancel all orders of ada",
+        [
+            (shop, "get_user", {"name": "ada"}),
+            (shop, "list_orders", {"user_id": 42}),
+            (shop, "cancel_order", {"order_id": "o-1", "reason": "closing account"}),
+            (shop, "cancel_order", {"order_id": "o-2", "reason": "closing account"}),
+        ],
+        params={"name": "ada"},
+        result={"order_id": "o-2", "status": "cancelled"},
+    )
+    candidate = DataflowGeneralizer().generalize(trace)
+    assert "return r3s[-1]" in candidate.code
+    assert verify_candidate(candidate, trace, sandbox).passed
+    run = sandbox.run(candidate.code, entry=candidate.name, args={"name": "bob"},
+                      tools=Shop().tools())
+    assert run.value == {"order_id": "o-9", "status": "cancelled"}
+
+
+def test_the_final_result_never_invents_a_parameter():
+    trace = Trace(task="say done", outcome=VERIFIED, result="done",
+                  calls=[ToolCall(name="ping", arguments={}, result="pong")])
+    candidate = DataflowGeneralizer().generalize(trace)
+    assert function_args(candidate.code, candidate.name) == []
+    assert "return 'done'" in candidate.code
+
+
 def test_loop_over_a_list_parameter(sandbox):
     shop = Shop()
     tools = shop.tools()

@@ -57,8 +57,10 @@ def _typed_key(value: Any) -> str:
     def tag(v: Any) -> Any:
         if isinstance(v, bool) or v is None:
             return ["b", v]
-        if isinstance(v, (int, float)):
-            return ["n", float(v) if math.isfinite(v) else repr(v)]
+        if isinstance(v, int):
+            return ["n", str(v)]
+        if isinstance(v, float):  # 2.0 is 2; no float rounding of large ints
+            return ["n", str(int(v)) if math.isfinite(v) and v.is_integer() else repr(v)]
         if isinstance(v, str):
             return ["s", v]
         if isinstance(v, dict):
@@ -271,12 +273,12 @@ class _Builder:
 
     # value resolution ------------------------------------------------------------------
 
-    def _param_for(self, value: Any, arg: str) -> Spec | None:
+    def _param_for(self, value: Any, arg: str, *, invent: bool = True) -> Spec | None:
         key = _typed_key(value)
         for param in self.params:
             if _typed_key(param.value) == key:
                 return ("param", param.name)
-        if not self.text_params or isinstance(value, bool):
+        if not invent or not self.text_params or isinstance(value, bool):
             return None
         if isinstance(value, str) and len(value) >= 2:
             text = value
@@ -293,7 +295,9 @@ class _Builder:
     def _number_ok(self, value: Any, arg: str, path: Path) -> bool:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return True
-        if not path or abs(value) >= self.min_number or float(value) != int(value):
+        if not path or not math.isfinite(value) or abs(value) >= self.min_number:
+            return True
+        if float(value) != int(value):
             return True
         last = str(path[-1]).lower() if not isinstance(path[-1], int) else ""
         arg = arg.lower()
@@ -363,7 +367,12 @@ class _Builder:
                         "instructions)"
                     )
         _literal(value)  # refuse non-finite floats early
-        return ("const", json.dumps(value, sort_keys=False))
+        try:
+            return ("const", json.dumps(value, sort_keys=False, allow_nan=False))
+        except (TypeError, ValueError):
+            raise GeneralizationError(
+                f"{where}: the value {value!r:.60} is not plain JSON and cannot become a constant"
+            ) from None
 
     def _concat(self, value: str, before: int,
                 item: tuple[int, Path, Any] | None = None) -> Spec | None:
@@ -402,10 +411,14 @@ class _Builder:
         return ("concat", tuple(parts))
 
     def options(self, value: Any, arg: str, before: int, *,
-                item: tuple[int, Path, Any] | None = None, lenient: bool = False) -> list[Spec]:
-        """Every dataflow explanation of ``value`` (param, item path, reference), best first."""
+                item: tuple[int, Path, Any] | None = None, lenient: bool = False,
+                invent: bool = True) -> list[Spec]:
+        """Every dataflow explanation of ``value`` (param, item path, reference), best first.
+
+        ``invent``: a value found in the task text may become a new parameter.
+        """
         opts: list[Spec] = []
-        param = self._param_for(value, arg)
+        param = self._param_for(value, arg, invent=invent)
         if param:
             opts.append(param)
         if item is not None:
@@ -537,7 +550,7 @@ class _Builder:
         if self.trace.result is not None:
             last = len(self.calls) - 1
             result = self.trace.result
-            opts = self.options(result, "result", len(self.calls), lenient=True)
+            opts = self.options(result, "result", len(self.calls), lenient=True, invent=False)
             refs = sorted((o for o in opts if o[0] == "ref"), key=lambda o: (-o[1], len(o[2])))
             exact_last = [o for o in refs if o[1] == last and o[2] == ()]
             chosen = exact_last or [o for o in opts if o[0] == "param"] or refs
@@ -595,8 +608,10 @@ class _Builder:
                 return repr(spec[1])
             if kind == "ref":
                 base = call_var[spec[1]]
-                if spec[1] in plan.loop_call:
-                    base += f"[{plan.loop_call[spec[1]][1]}]"
+                if spec[1] in plan.loop_call:  # one result of a loop: first, last or by index
+                    step_index, m = plan.loop_call[spec[1]]
+                    last = len(plan.steps[step_index].calls) - 1
+                    base += "[-1]" if m == last else f"[{m}]"
                 return base + "".join(f"[{k!r}]" for k in spec[2])
             if kind == "item":
                 return loop_var + "".join(f"[{k!r}]" for k in spec[1])

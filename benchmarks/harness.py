@@ -7,8 +7,8 @@ Protocol, for every seed and condition:
 2. the train tasks, with learning on: every verified success goes through
    ``library.learn(trace)``, and every skill run that the agent checked (or, failing
    that, the task's verdict) is reported with ``library.feedback``;
-3. the test tasks with the library frozen (no learning, no feedback; the library still
-   records a skill run that raises as a failure, as it always does).
+3. the test tasks with the library frozen: agents see it through a ``FrozenLibrary``
+   (fetch and run only; no learning, no feedback, no outcome recorded by a failing run).
 
 The world is reset before every task with the same seed in every condition. Seed 0 runs
 the train tasks in file order (the suite's curriculum); seed s > 0 shuffles them with
@@ -29,6 +29,7 @@ from skill_library.models import Outcome
 
 from benchmarks.agents import agent_for_condition
 from benchmarks.agents.base import Agent, Episode
+from benchmarks.frozen_library import FrozenLibrary
 from benchmarks.worlds import Task, World, get_world, load_tasks
 
 if TYPE_CHECKING:
@@ -159,7 +160,8 @@ def run_benchmark(
                     for index, task in enumerate(phase_tasks):
                         if progress:
                             progress(f"{cname} seed {seed} {phase} {task.id}", done, total)
-                        record = run_task(agents[cname], world, task, library, seed=seed, learning=learning)
+                        view = library if library is None or learning else FrozenLibrary(library)
+                        record = run_task(agents[cname], world, task, view, seed=seed, learning=learning)
                         record.update(seed=seed, condition=cname, phase=phase, index=index)
                         records.append(record)
                         done += 1

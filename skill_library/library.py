@@ -436,13 +436,15 @@ class SkillLibrary:
         tool_schemas: Mapping[str, dict[str, Any]] | None = None,
         limits: "Limits | None" = None,
         verifier: Callable[[SkillRun], bool] | None = None,
+        record: bool = True,
     ) -> SkillRun:
         """Run the active version of ``name`` in the sandbox with its dependencies.
 
         Only the tools the skill (and its dependencies) declare are reachable. The calls
         it makes come back as a new, stored :class:`Trace`. An exception or a limit hit
         records a failure; a success is recorded by ``verifier`` (when given) or later
-        through :meth:`feedback`.
+        through :meth:`feedback`. ``record=False`` writes nothing (no trace, no outcome),
+        for evaluating a frozen library.
         """
         skill = self.get(name)
         if skill.kind != "code" or not skill.code:
@@ -505,6 +507,8 @@ class SkillLibrary:
             outcome = None
         trace = trace.model_copy(update={"outcome": outcome})
         run = run.model_copy(update={"trace": trace})
+        if not record:
+            return run
         self.store.save_trace(trace)
         if outcome is not None:
             self.store.record_outcome(

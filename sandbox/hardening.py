@@ -152,9 +152,24 @@ def _set(limit: int, soft: int, hard: int) -> None:
     resource.setrlimit(limit, (soft, hard))
 
 
-def harden(root_dir: str, *, keep_fds: tuple[int, ...]) -> dict[str, Any]:
-    """Lock the current process down. Returns what was applied (for the host to report)."""
+def _fd_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def harden(root_dir: str, *, keep_fds: tuple[int, ...], seccomp: bool = True) -> dict[str, Any]:
+    """Lock the current process down. Returns what was applied (for the host to report).
+
+    ``seccomp=False`` exists only so the tests can probe the other layers on their own.
+    """
     report: dict[str, Any] = {}
+    try:  # before chroot: /proc is not visible afterwards
+        open_fds: list[int] | None = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+    except OSError:
+        open_fds = None
     libc = _libc() if platform.system() == "Linux" else None
     is_root = os.geteuid() == 0
 
@@ -224,5 +239,9 @@ def harden(root_dir: str, *, keep_fds: tuple[int, ...]) -> dict[str, Any]:
             applied[name] = f"failed: {exc}"
     report["rlimits"] = applied
 
-    report["seccomp"] = install_seccomp(libc) if libc is not None else "unsupported"
+    report["fds"] = [fd for fd in (open_fds or []) if _fd_open(fd)]
+    if not seccomp:
+        report["seccomp"] = "off (test only)"
+    else:
+        report["seccomp"] = install_seccomp(libc) if libc is not None else "unsupported"
     return report

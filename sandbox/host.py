@@ -248,6 +248,13 @@ class _Pool:
         self.workers: set[_Worker] = set()
         self.closed = False
         self.spawned = 0
+        self.stats = {"runs": 0, "compiled": 0, "cache_hits": 0, "limits_hit": 0}
+        self.stats_lock = threading.Lock()
+
+    def count(self, **deltas: int) -> None:
+        with self.stats_lock:
+            for key, value in deltas.items():
+                self.stats[key] += value
 
     def _spawn_locked(self) -> _Worker:
         worker = _Worker(self.config, self.debug)
@@ -452,6 +459,13 @@ class Sandbox:
         """How many worker processes this Sandbox has started (recycling included)."""
         return self._pool.spawned
 
+    def stats(self) -> dict[str, int]:
+        """Counters: runs, sources compiled, compile-cache hits, limits hit, workers started."""
+        with self._pool.stats_lock:
+            out = dict(self._pool.stats)
+        out["workers_started"] = self._pool.spawned
+        return out
+
     def hardening(self) -> dict[str, Any]:
         """What process hardening a worker reported it applied (starts one if needed)."""
         worker = self._pool.acquire()
@@ -519,6 +533,7 @@ class Sandbox:
                                         f"could not start a sandbox worker: {exc}")
                 result, retire = self._execute(worker, request, limits, tools, schemas, calls)
                 result.duration_ms = (time.perf_counter() - started) * 1000.0
+                self._pool.count(runs=1, limits_hit=int(result.limit is not None))
                 finished = True
                 return result
             finally:
@@ -631,6 +646,9 @@ class Sandbox:
             raise _Protocol("malformed limit from worker")
         stdout = stdout[: limits.max_output_bytes]
         retire = bool(msg.get("recycle")) or limit is not None
+        compiled, hits = msg.get("compiled"), msg.get("cache_hits")
+        if isinstance(compiled, int) and isinstance(hits, int):
+            self._pool.count(compiled=compiled, cache_hits=hits)
         if ok:
             if "value" not in msg:
                 raise _Protocol("result without a value")

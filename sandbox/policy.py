@@ -152,12 +152,12 @@ class SandboxPolicy(RestrictingNodeTransformer):
     def visit_Attribute(self, node: ast.Attribute):  # type: ignore[override]
         if isinstance(node.ctx, ast.Load) and _plain_attr(node.attr):
             return self.node_contents_visit(node)
-        return super().visit_Attribute(node)
+        return _inline_write_guard(super().visit_Attribute(node), "_sandbox_classes_")
 
     def visit_Subscript(self, node: ast.Subscript):  # type: ignore[override]
         if isinstance(node.ctx, ast.Load):
             return self.node_contents_visit(node)
-        return super().visit_Subscript(node)
+        return _inline_write_guard(super().visit_Subscript(node), None)
 
     def visit_Assign(self, node: ast.Assign):  # type: ignore[override]
         # Targets are still visited: item/attribute stores get the write guard.
@@ -192,8 +192,52 @@ class SandboxPolicy(RestrictingNodeTransformer):
             )
             copy_locations(guarded, target.value)
             target.value = guarded
+            _inline_write_guard(
+                target, "_sandbox_classes_" if isinstance(target, ast.Attribute) else None
+            )
             return node
         return super().visit_AugAssign(node)
+
+
+def _inline_write_guard(node, classes_name):  # type: ignore[no-untyped-def]
+    """Turn ``_write_(x)`` (``x`` a plain name) into an inline fast path.
+
+    Item stores: ``(x if _type_(x) is _dict_ or _type_(x) is _list_ else _write_(x))``.
+    Attribute stores: ``(x if _type_(x) in _sandbox_classes_ else _write_(x))``.
+    ``_write_`` returns exactly those objects unchanged, so this is the guard itself,
+    without a Python-level call; every other object still goes through ``_write_``.
+    Skill code cannot rebind these names (they start with ``_``).
+    """
+    if not isinstance(node, (ast.Attribute, ast.Subscript)):
+        return node
+    call = node.value
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == "_write_"
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Name)
+    ):
+        return node
+    name = call.args[0].id
+
+    def load(n: str) -> ast.Name:
+        return ast.Name(n, ast.Load())
+
+    def type_of() -> ast.Call:
+        return ast.Call(func=load("_type_"), args=[load(name)], keywords=[])
+
+    if classes_name is None:
+        test: ast.expr = ast.BoolOp(op=ast.Or(), values=[
+            ast.Compare(left=type_of(), ops=[ast.Is()], comparators=[load("_dict_")]),
+            ast.Compare(left=type_of(), ops=[ast.Is()], comparators=[load("_list_")]),
+        ])
+    else:
+        test = ast.Compare(left=type_of(), ops=[ast.In()], comparators=[load(classes_name)])
+    fast = ast.IfExp(test=test, body=load(name), orelse=call)
+    copy_locations(fast, call)
+    node.value = fast
+    return node
 
 
 _POLICIES: dict[frozenset[str], type[SandboxPolicy]] = {}

@@ -467,6 +467,11 @@ class RunNamespace:
             "_iter_unpack_sequence_": _iter_unpack_sequence,
             "_unpack_sequence_": _unpack_sequence,
             "_write_": _write_,
+            # Names of the inline fast path of _write_ (see policy._inline_write_guard).
+            "_type_": type,
+            "_dict_": dict,
+            "_list_": list,
+            "_sandbox_classes_": classes,
             "_inplacevar_": inplacevar,
             "_apply_": apply,
             "_print_": print_factory,

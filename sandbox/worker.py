@@ -33,9 +33,28 @@ _MB = 1024 * 1024
 _FILE_PREFIX = "<skill:"
 
 
+# Modules that the vetted modules import lazily, inside functions (found by scanning
+# their sources for function-level imports), and codecs skill code may name: after
+# hardening nothing can be opened, so they are imported up front.
+_LAZY_IMPORTS = (
+    "_strptime", "heapq", "copy", "decimal", "fractions", "unicodedata", "warnings",
+    "statistics", "random", "time", "typing", "weakref", "types", "locale", "bisect",
+    "encodings.ascii", "encodings.latin_1", "encodings.utf_16", "encodings.utf_32",
+    "encodings.utf_8_sig", "encodings.cp1252", "encodings.idna",
+    "encodings.unicode_escape", "encodings.raw_unicode_escape", "encodings.base64_codec",
+    "encodings.hex_codec",
+)
+
+
 def _prewarm(modules: tuple[str, ...]) -> None:
     """Load lazily imported pieces now: after hardening nothing can be opened."""
-    import _strptime  # noqa: F401  (datetime.strptime imports it on first use)
+    import importlib
+
+    for name in _LAZY_IMPORTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     import datetime
     import re
     import statistics
@@ -46,8 +65,9 @@ def _prewarm(modules: tuple[str, ...]) -> None:
     statistics.mean([1, 2])
     statistics.median([1, 2, 3])
     json.loads(json.dumps({"a": [1.5, "x", None]}))
-    "warm".encode("utf-8").decode("utf-8")
-    "warm".encode("latin-1").decode("ascii", "replace")
+    for codec in ("utf-8", "ascii", "latin-1", "utf-16", "utf-32", "utf-8-sig", "cp1252"):
+        "warm".encode(codec).decode(codec, "replace")
+    re.compile(r"\N{LATIN SMALL LETTER A}")  # re's parser imports unicodedata lazily
     for name in modules:
         __import__(name)
     if "decimal" in modules:
@@ -71,9 +91,11 @@ def _short(text: str) -> str:
 class _Run:
     """Per-run state shared by the tool stubs and the output collector."""
 
-    __slots__ = ("closed", "limits", "files", "namespace")
+    __slots__ = ("closed", "limits", "files", "namespace", "compiled", "cache_hits")
 
     def __init__(self, limits: dict[str, Any]) -> None:
+        self.compiled = 0
+        self.cache_hits = 0
         self.closed = False
         self.limits = limits
         self.files: dict[str, int] = {}
@@ -111,12 +133,14 @@ class Worker:
             os._exit(0)
 
     # -- compile ---------------------------------------------------------------------------
-    def compiled(self, source: str) -> tuple[str, Any]:
+    def compiled(self, run: _Run, source: str) -> tuple[str, Any]:
         digest = source_digest(source)
         hit = self.cache.get(digest)
         if hit is not None:
             self.cache.move_to_end(digest)
+            run.cache_hits += 1
             return digest, hit
+        run.compiled += 1
         filename = f"{_FILE_PREFIX}{digest[:16]}>"
         compiled = compile_source(source, filename, self.modules)
         self.cache[digest] = compiled
@@ -237,6 +261,8 @@ class Worker:
         result["stdout"] = stdout
         usage = resource.getrusage(resource.RUSAGE_SELF)
         result["cpu"] = usage.ru_utime + usage.ru_stime
+        result["compiled"] = run.compiled
+        result["cache_hits"] = run.cache_hits
         text = protocol.dumps(result)
         if value_text is not None:
             text = text[:-1] + ',"value":' + value_text + "}"
@@ -252,7 +278,7 @@ class Worker:
             defined: set[str] = set()
             codes = []
             for index, source in enumerate(sources):
-                digest, compiled = self.compiled(source)
+                digest, compiled = self.compiled(run, source)
                 run.files[f"{_FILE_PREFIX}{digest[:16]}>"] = index
                 codes.append(compiled.code)
                 called |= compiled.called
@@ -340,7 +366,7 @@ def main(argv: list[str]) -> int:
     selftest = bool(config.get("selftest"))
     if selftest:
         from .selftest import probe  # imported before hardening: nothing opens after
-    report = harden(root, keep_fds=(rfd, wfd))
+    report = harden(root, keep_fds=(rfd, wfd), seccomp=not config.get("no_seccomp"))
     report["env"] = sorted(os.environ)
     report["python"] = sys.version.split()[0]
     gc.collect()

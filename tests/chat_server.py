@@ -12,8 +12,9 @@ it received, so tests drive the real ``openai`` client over real HTTP::
         server.requests[1]["messages"][-1]["content"]   # what the client sent
 
 A scripted reply is a string (assistant content), a :class:`Reply` (content and/or tool
-calls, finish reason, usage), an :class:`HTTPErrorReply`, or a callable taking the request
-body and returning one of those. When the script runs out the server answers HTTP 500 with
+calls, finish reason, usage numbers, or ``usage=False`` for a response without a ``usage``
+object), an :class:`HTTPErrorReply`, or a callable taking the request body and returning
+one of those. When the script runs out the server answers HTTP 500 with
 a message saying so.
 """
 
@@ -30,7 +31,11 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """An assistant message: ``content`` and/or ``tool_calls`` as (name, arguments) pairs."""
+    """An assistant message: ``content`` and/or ``tool_calls`` as (name, arguments) pairs.
+
+    ``usage=False`` leaves ``usage`` out of the response (as some servers do); otherwise it
+    reports ``prompt_tokens``/``completion_tokens`` (the server's defaults when None).
+    """
 
     content: str | None = None
     tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
@@ -38,6 +43,7 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     model: str | None = None
+    usage: bool = True
 
 
 @dataclass
@@ -187,18 +193,20 @@ class ScriptedChatServer:
         completion = (
             self.completion_tokens if reply.completion_tokens is None else reply.completion_tokens
         )
-        return {
+        completion_body: dict[str, Any] = {
             "id": f"chatcmpl-scripted-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": reply.model or body.get("model") or self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {
+        }
+        if reply.usage:
+            completion_body["usage"] = {
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
-            },
-        }
+            }
+        return completion_body
 
 
 class _QuietServer(ThreadingHTTPServer):

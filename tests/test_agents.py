@@ -281,6 +281,22 @@ def test_session_counts_skill_calls_and_budget():
     episode = session.finish()
     assert (episode.decisions, episode.tool_calls, episode.skill_invocations) == (2, 2, 1)
     assert episode.calls[0].kind == "skill" and episode.calls[1].error
+    assert use.value == episode.calls[0].result == {"mined": "log", "added": 2, "inventory": {"log": 2}}
+
+
+def test_session_counts_model_calls_and_their_tokens():
+    from types import SimpleNamespace
+
+    world = get_world("crafting")
+    task = crafting_task("log", 1)
+    world.reset(0, task)
+    session = Session(task, world, None, agent="test")
+    session.count_llm(SimpleNamespace(prompt_tokens=120, completion_tokens=7))
+    session.count_llm(None)  # the server reported no usage
+    session.count_llm(SimpleNamespace(prompt_tokens=30, completion_tokens=None))
+    episode = session.finish()
+    assert (episode.llm_calls, episode.prompt_tokens, episode.completion_tokens) == (3, 150, 7)
+    assert episode.decisions == episode.tool_calls == 0
 
 
 # -- with the real library -------------------------------------------------------------------------

@@ -137,6 +137,42 @@ def test_none_mode_solves_a_shop_task_with_scripted_tool_calls(shop):
     assert user_id not in system
 
 
+def test_the_system_prompt_describes_the_world_for_the_model_not_for_developers(shop):
+    world, task = shop
+    with ScriptedChatServer(["ok"]) as server:
+        agent_for(server).solve(task, world, None)
+        system = server.requests[0]["messages"][0]["content"]
+    assert world.description and world_description(world) == " ".join(world.description.split())
+    assert f"About this world: {world_description(world)}" in system
+    assert ShopWorld.__doc__.strip() not in system
+
+    class Undescribed(ShopWorld):
+        """Developer notes that must not reach the model."""
+
+        description = ""
+
+    bare = Undescribed()
+    bare.reset(task.seed, task)
+    with ScriptedChatServer(["ok"]) as server:
+        agent_for(server).solve(task, bare, None)
+        system = server.requests[0]["messages"][0]["content"]
+    assert world_description(bare) == ""
+    assert "About this world" not in system and "Developer notes" not in system
+
+
+def test_replies_without_usage_count_the_call_and_no_tokens(shop):
+    world, task = shop
+    script = [
+        Reply(tool_calls=[("get_order_details", {"order_id": task.params["order_id"]})], usage=False),
+        Reply(content="It is pending.", usage=False),
+    ]
+    with ScriptedChatServer(script) as server:
+        episode = agent_for(server).solve(task, world, None)
+    assert episode.stopped is None and episode.result == "It is pending."
+    assert (episode.llm_calls, episode.prompt_tokens, episode.completion_tokens) == (2, 0, 0)
+    assert episode.tool_calls == 1
+
+
 def test_prompt_mode_renders_the_fetched_skill_into_the_system_prompt(shop, library):
     world, task = shop
     skill = add_cancel_skill(library)
@@ -183,6 +219,7 @@ def test_tools_mode_offers_the_skill_as_a_tool_and_runs_it_in_the_sandbox(shop, 
     assert episode.decisions == 1 and episode.tool_calls == 3
     assert len(episode.skill_uses) == 1 and episode.skill_uses[0].ok
     assert episode.skill_uses[0].arguments == args
+    assert json.loads(answer["content"]) == episode.skill_uses[0].value  # the skill's return value
     assert [(c.name, c.kind) for c in episode.calls] == [(skill.name, "skill")]
 
 

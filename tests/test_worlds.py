@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import textwrap
 
@@ -82,6 +83,12 @@ def test_every_tool_has_an_object_schema_and_a_description(name):
         assert isinstance(schema.get("properties"), dict), tool
         assert descriptions[tool].strip(), tool
     assert len(world.openai_tools()) == len(tools)
+    # a description for the agent (1-3 sentences), not the developer docstring
+    description = world.description.strip()
+    assert description and description != (type(world).__doc__ or "").strip()
+    assert 1 <= len(re.split(r"(?<=\.)\s+", description)) <= 3, description
+    if name == "crafting":
+        assert all(f"`{tool}`" in description for tool in tools)
     if name == "shop":
         assert len(tools) >= 10
 

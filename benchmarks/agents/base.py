@@ -8,14 +8,18 @@ and returns an :class:`Episode`: the calls it made (its trace, at the agent's le
 it ran is one call with ``kind="skill"``), and its costs. The harness verifies the world's
 final state, turns the episode into a :class:`~skill_library.Trace`, learns from it and
 records metrics. Agents do their tool calls, skill fetches and skill runs through a
-:class:`Session`, which counts everything the same way for every agent:
+:class:`Session`, and report their model calls to it, so that everything is counted the
+same way for every agent:
 
 * ``tool_calls``: primitive world-tool calls executed, including those made inside skills;
 * ``decisions``: what the agent itself chose to do: primitive calls it made directly plus
   skill invocations (a skill run is one decision, however many calls it makes);
-* ``fetches`` / ``fetch_hits``: library look-ups, and those that gave a skill the agent
-  could bind and run;
-* ``llm_calls`` / ``prompt_tokens`` / ``completion_tokens``: for LLM agents (0 offline).
+* ``fetches`` / ``fetch_hits``: library look-ups, and those the agent counted as hits
+  (:meth:`Session.hit`): the offline agents when a fetched skill bound to the task and
+  ran, the LLM agent when the fetch gave skills to show the model;
+* ``llm_calls`` / ``prompt_tokens`` / ``completion_tokens``: model calls that got an
+  answer (:meth:`Session.count_llm`) and the tokens the server reported for them (0 when
+  it reports no usage; all 0 for offline agents).
 """
 
 from __future__ import annotations
@@ -40,13 +44,17 @@ class BudgetExceeded(Exception):
 
 
 class SkillUse(BaseModel):
-    """One skill the agent ran: what for, with which arguments, and how it went."""
+    """One skill the agent ran: what for, with which arguments, and how it went.
+
+    ``value`` is what the skill returned (None when it failed).
+    """
 
     name: str
     version: int | None = None
     text: str = ""
     arguments: dict[str, Any] = Field(default_factory=dict)
     ok: bool = False
+    value: Any = None
     error: str | None = None
     tool_calls: int = 0
     duration_ms: float = 0.0
@@ -108,7 +116,8 @@ class Agent(abc.ABC):
 
 
 class Session:
-    """Runs an agent's tool calls, fetches and skill runs, recording trace and costs."""
+    """Runs an agent's tool calls, fetches and skill runs, recording trace and costs
+    (model calls too, which the agent makes itself and reports with :meth:`count_llm`)."""
 
     def __init__(
         self,
@@ -193,7 +202,7 @@ class Session:
         return list(self.library.fetch(text, k=k))
 
     def hit(self) -> None:
-        """Count the last fetch as a hit (it gave a skill the agent could run)."""
+        """Count the last fetch as a hit (it gave the agent a skill it could use)."""
         self.episode.fetch_hits += 1
 
     def run_skill(self, skill: "Skill", arguments: dict[str, Any], *, text: str = "") -> SkillUse:
@@ -231,6 +240,7 @@ class Session:
             text=text,
             arguments=dict(arguments),
             ok=ok,
+            value=value if ok else None,
             error=error,
             tool_calls=self.episode.tool_calls - before,
             duration_ms=ms,
@@ -244,6 +254,20 @@ class Session:
             self.episode.calls.extend(inner)
         self.last_inner = inner
         return use
+
+    # -- model calls ------------------------------------------------------------------------
+
+    def count_llm(self, usage: Any = None) -> None:
+        """Count one model call and its tokens (no decision, no tool call).
+
+        ``usage`` is the ``usage`` of an ``openai`` chat completion (anything with
+        ``prompt_tokens`` / ``completion_tokens``), or None when the server reported none:
+        the call is counted, its tokens count 0.
+        """
+        self.episode.llm_calls += 1
+        if usage is not None:
+            self.episode.prompt_tokens += getattr(usage, "prompt_tokens", None) or 0
+            self.episode.completion_tokens += getattr(usage, "completion_tokens", None) or 0
 
     # -- the end --------------------------------------------------------------------------
 

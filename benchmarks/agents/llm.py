@@ -6,14 +6,21 @@ Three conditions compare what a skill library gives a model:
 * ``prompt``: the ``k`` best skills fetched for the task's instruction are rendered into the
   system prompt (name, ``when``, parameters, code) as suggestions the model may deviate from;
 * ``tools``: as ``prompt``, and each fetched code skill is also offered as a function tool
-  (its name, its parameters' JSON Schema); a call to it runs the skill in the sandbox
-  through :meth:`Session.run_skill` (one decision, however many tool calls it makes).
+  (its name, its parameters' JSON Schema) unless its name is not a valid function name or
+  is a world tool's; a call to it runs the skill in the sandbox through
+  :meth:`Session.run_skill` (one decision, however many tool calls it makes) and is
+  answered with the skill's return value.
+
+The system prompt describes the world with its ``World.description`` (text written for the
+model), never with developer docstrings. A fetch that gave skills counts as a fetch hit.
 
 The loop: ``[system, user(instruction)]`` -> ``chat.completions.create(tools=...)`` -> every
 tool call is executed through the :class:`Session` and answered with a ``tool`` message
 (the JSON result, or ``"Error: ..."``) -> again, until the model answers without tool calls
-(its content is the episode's result) or ``max_turns`` model calls have been made. Tool
-results are untrusted: they reach the model only as tool-message content.
+(its content is the episode's result) or ``max_turns`` model calls have been made. Every
+answered model call is counted with :meth:`Session.count_llm` (tokens from the response's
+``usage``; 0 when the server sends none). Tool results are untrusted: they reach the
+model only as tool-message content.
 
 Configuration comes from the arguments or from ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and
 ``SKILL_LIBRARY_MODEL``. A failure to reach the model (connection, HTTP status, timeout)
@@ -22,7 +29,6 @@ ends the episode with ``stopped="llm error: ..."``; ``solve`` never raises for i
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
@@ -66,11 +72,11 @@ def _to_json(value: Any) -> str:
 
 
 def world_description(world: World) -> str:
-    """What the system prompt says about ``world``: its ``description``, else its class docstring."""
-    text = getattr(world, "description", None)
-    if not isinstance(text, str) or not text.strip():
-        text = inspect.getdoc(type(world)) or ""
-    return " ".join(text.split())
+    """What the system prompt says about ``world``: its ``description`` (written for the
+    model; class docstrings are developer text and never reach it), whitespace-normalized.
+    Empty when the world has none; the prompt then names the world and its tools only."""
+    text = getattr(world, "description", "")
+    return " ".join(text.split()) if isinstance(text, str) else ""
 
 
 class LLMAgent(Agent):
@@ -239,11 +245,7 @@ class LLMAgent(Agent):
             raise _LLMFailure(f"cannot reach {self.client.base_url}: {exc}") from exc
         except openai.OpenAIError as exc:
             raise _LLMFailure(f"{type(exc).__name__}: {exc}") from exc
-        s.episode.llm_calls += 1
-        usage = getattr(response, "usage", None)
-        if usage is not None:
-            s.episode.prompt_tokens += usage.prompt_tokens or 0
-            s.episode.completion_tokens += usage.completion_tokens or 0
+        s.count_llm(getattr(response, "usage", None))
         if not response.choices:
             raise _LLMFailure("the model's response has no choices")
         return response.choices[0].message
@@ -265,8 +267,7 @@ class LLMAgent(Agent):
             use = s.run_skill(runnable[name], arguments, text=task.instruction)
             if not use.ok:
                 return f"Error: skill {name} failed: {use.error}"
-            last = s.episode.calls[-1]
-            return self._clip(_to_json(last.result if last.kind == "skill" else None))
+            return self._clip(_to_json(use.value))
         result, error = s.call(name, arguments)
         if error is not None:
             return self._clip(f"Error: {error}")

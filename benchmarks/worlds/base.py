@@ -68,12 +68,16 @@ class ToolError(Exception):
 class World(abc.ABC):
     """A deterministic environment with tools.
 
-    Subclasses set ``name`` and implement ``reset``, ``tool_functions``, ``tool_schemas``,
-    ``tool_descriptions``, ``state`` and ``verify``. ``reset(seed)`` must put the world in
-    the same state for the same seed; ``verify(task)`` judges the current state.
+    Subclasses set ``name`` and ``description`` and implement ``reset``,
+    ``tool_functions``, ``tool_schemas``, ``tool_descriptions``, ``state`` and ``verify``.
+    ``reset(seed)`` must put the world in the same state for the same seed; ``verify(task)``
+    judges the current state.
     """
 
     name: str = ""
+    # What the world is and what its tools do, in 1-3 sentences written for the agent (an
+    # LLM agent puts it into its system prompt); docstrings are for developers.
+    description: str = ""
 
     def __init__(self) -> None:
         self.seed: int = 0

@@ -130,6 +130,13 @@ class CraftingWorld(World):
     """Inventory-only crafting: four tools, a tech tree of 34 items."""
 
     name = "crafting"
+    description = (
+        "A Minecraft-like crafting game played through an inventory; every task starts with "
+        "an empty one. `mine` gathers blocks (harder blocks need a better pickaxe), `craft` "
+        "makes items from ingredients you hold (most recipes need a crafting_table in the "
+        "inventory), `smelt` turns ores and raw materials into ingots, glass or bricks (needs "
+        "a furnace and burns one coal per item), and `inventory` lists what you hold."
+    )
 
     def __init__(self) -> None:
         super().__init__()

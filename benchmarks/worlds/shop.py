@@ -78,6 +78,14 @@ class ShopWorld(World):
     """An online shop's support back office, generated from a seed."""
 
     name = "shop"
+    description = (
+        "The customer-support back office of an online shop: users with addresses and "
+        "payment methods, products with variants, and orders. The tools look users up (by "
+        "email, or by name and zip code), read user, order and product details, and change "
+        "data on a customer's behalf: cancel a pending order or change its address, items or "
+        "payment method, change a user's address, and return or exchange items of a "
+        "delivered order."
+    )
 
     def __init__(self) -> None:
         super().__init__()

@@ -1,6 +1,7 @@
 """``python -m benchmarks``: run benchmark suites and the offline demo.
 
     python -m benchmarks run --world crafting --agent explorer --conditions none,skills --seeds 3 --out DIR
+    python -m benchmarks run --world shop --agent llm --max-test 5 --out DIR   # none,prompt,tools
     python -m benchmarks demo [--out demo-output]
     python -m benchmarks list
 """
@@ -75,20 +76,33 @@ def _options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
+def _conditions_help() -> str:
+    """Which conditions apply to which agents (without importing the agents)."""
+    from benchmarks.agents import AGENTS, conditions_for
+    from benchmarks.harness import CONDITIONS
+
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name in AGENTS:
+        groups.setdefault(conditions_for(name), []).append(name)
+    applies = "; ".join(f"{', '.join(agents)}: {','.join(conds)}" for conds, agents in groups.items())
+    meanings = "; ".join(f"{c} = {CONDITIONS[c].description}" for c in CONDITIONS)
+    return f"comma-separated; default: all of the agent's conditions ({applies}). {meanings}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description="Skill-library benchmark harness")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="replay a task suite under several conditions")
-    run.add_argument("--world", required=True)
-    run.add_argument("--agent", required=True)
-    run.add_argument(
-        "--conditions", default="none,skills",
-        help="comma-separated: none, skills (and, for the llm agent, prompt, tools)",
-    )
+    run.add_argument("--world", required=True, help="a world (see `list`)")
+    run.add_argument("--agent", required=True, help="an agent (see `list`)")
+    run.add_argument("--conditions", default=None, help=_conditions_help())
     run.add_argument("--seeds", type=int, default=1, help="how many seeds (0..N-1)")
-    run.add_argument("--out", type=Path, default=Path("bench-output"))
-    run.add_argument("--min-reliability", type=float, default=0.6)
+    run.add_argument("--out", type=Path, default=Path("bench-output"), help="output folder (default: bench-output)")
+    run.add_argument(
+        "--min-reliability", type=float, default=0.6,
+        help="the libraries' fetch threshold on a skill's reliability (default: 0.6)",
+    )
     run.add_argument("--max-train", type=int, default=None, help="only the first N train tasks")
     run.add_argument("--max-test", type=int, default=None, help="only the first N test tasks")
     run.add_argument(
@@ -109,14 +123,15 @@ def main(argv: list[str] | None = None) -> int:
 
     console = Console(stderr=False)
     if args.command == "list":
-        from benchmarks.agents import AGENTS
+        from benchmarks.agents import AGENTS, conditions_for
         from benchmarks.worlds import load_tasks, world_names
 
         for name in world_names():
             tasks = load_tasks(name)
             train = sum(1 for t in tasks if t.split == "train")
             console.print(f"world {name}: {len(tasks)} tasks ({train} train, {len(tasks) - train} test)", markup=False)
-        console.print("agents: " + ", ".join(AGENTS), markup=False)
+        for name in AGENTS:
+            console.print(f"agent {name}: conditions {', '.join(conditions_for(name))}", markup=False)
         return 0
 
     from benchmarks.harness import RunConfig
@@ -132,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         config = RunConfig(
             world=args.world,
             agent=args.agent,
-            conditions=[c.strip() for c in args.conditions.split(",") if c.strip()],
+            conditions=None if args.conditions is None
+            else [c.strip() for c in args.conditions.split(",") if c.strip()],
             seeds=args.seeds,
             out=args.out,
             min_reliability=args.min_reliability,

@@ -5,14 +5,19 @@ Protocol, for every seed and condition:
 1. a fresh library (conditions with skills) in ``<out>/libraries/<condition>-seed<seed>``;
    all libraries share one embedder, loaded once per process;
 2. the train tasks, with learning on: every verified success goes through
-   ``library.learn(trace)``, and every skill run that the agent checked (or, failing
-   that, the task's verdict) is reported with ``library.feedback``;
+   ``library.learn(trace)``; every skill run that finished without error is reported
+   with ``library.feedback`` (the agent's own check of it where it made one, else the
+   task's verdict), and a run that raised is recorded as a failure by ``library.run``;
 3. the test tasks with the library frozen: agents see it through a ``FrozenLibrary``
    (fetch and run only; no learning, no feedback, no outcome recorded by a failing run).
 
 The world is reset before every task with the same seed in every condition. Seed 0 runs
 the train tasks in file order (the suite's curriculum); seed s > 0 shuffles them with
 ``random.Random(s)``. Test tasks always run in file order.
+
+Which conditions apply depends on the agent (``benchmarks.agents.conditions_for``): the
+offline agents run under ``none`` and ``skills``, the LLM agent under ``none``, ``prompt``
+and ``tools``; a run's default is all of its agent's conditions.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from skill_library.models import Outcome
 
-from benchmarks.agents import agent_for_condition
+from benchmarks.agents import AGENTS, agent_for_condition, conditions_for
 from benchmarks.agents.base import Agent, Episode
 from benchmarks.frozen_library import FrozenLibrary
 from benchmarks.worlds import Task, World, get_world, load_tasks
@@ -52,24 +57,36 @@ CONDITIONS: dict[str, Condition] = {
         "skills", skills=True, learn=True,
         description="library learns from verified train traces, frozen for test",
     ),
-    # LLM-agent variants of "skills" (see benchmarks/agents/llm.py): fetched skills shown
-    # in the system prompt, or also offered as callable tools
-    "prompt": Condition("prompt", skills=True, learn=True, description="skills in the prompt (llm agent)"),
-    "tools": Condition("tools", skills=True, learn=True, description="skills as tools (llm agent)"),
+    # LLM-agent variants of "skills" (see benchmarks/agents/llm.py): the same library
+    # protocol; fetched skills shown in the system prompt, or also offered as callable tools
+    "prompt": Condition(
+        "prompt", skills=True, learn=True,
+        description="like skills, with the fetched skills shown in the llm agent's system prompt",
+    ),
+    "tools": Condition(
+        "tools", skills=True, learn=True,
+        description="like prompt, with the fetched code skills also offered as callable tools",
+    ),
 }
 
 
 @dataclass
 class RunConfig:
+    """One benchmark run; ``conditions`` defaults to every condition of the agent."""
+
     world: str
     agent: str
-    conditions: list[str] = field(default_factory=lambda: ["none", "skills"])
+    conditions: list[str] | None = None
     seeds: int = 1
     out: Path = Path("bench-output")
     min_reliability: float = 0.6
     max_train: int | None = None
     max_test: int | None = None
     agent_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.conditions is None:
+            self.conditions = list(conditions_for(self.agent))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,9 +137,7 @@ def run_benchmark(
 ) -> dict[str, Any]:
     """Run ``config``; return the results (also what ``results.json`` holds)."""
     started = time.perf_counter()
-    unknown = [c for c in config.conditions if c not in CONDITIONS]
-    if unknown:
-        raise ValueError(f"unknown condition(s) {', '.join(unknown)}; conditions are: {', '.join(CONDITIONS)}")
+    check_conditions(config.agent, config.conditions)
     world = get_world(config.world)
     agents = {c: agent_for_condition(config.agent, c, **config.agent_options) for c in config.conditions}
     for agent in agents.values():
@@ -182,6 +197,26 @@ def run_benchmark(
         "summary": summarize(records, config.conditions),
         "elapsed_s": round(time.perf_counter() - started, 2),
     }
+
+
+def check_conditions(agent: str, conditions: Sequence[str]) -> None:
+    """Raise (naming the valid ones) unless ``agent`` runs under every one of ``conditions``."""
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        raise ValueError(f"unknown condition(s) {', '.join(unknown)}; conditions are: {', '.join(CONDITIONS)}")
+    if agent not in AGENTS:
+        raise KeyError(f"unknown agent {agent!r}; agents are: {', '.join(AGENTS)}")
+    valid = conditions_for(agent)
+    wrong = [c for c in conditions if c not in valid]
+    if wrong:
+        raise ValueError(
+            f"the {agent} agent does not run under condition(s) {', '.join(wrong)}; its conditions "
+            f"are: {', '.join(valid)} ("
+            + "; ".join(f"{c}: {CONDITIONS[c].description}" for c in valid)
+            + ")"
+        )
+    if not conditions:
+        raise ValueError(f"no conditions given; the {agent} agent's are: {', '.join(valid)}")
 
 
 def run_task(

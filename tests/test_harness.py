@@ -111,3 +111,50 @@ def test_demo_runs_crafting_with_the_explorer_with_and_without_skills(monkeypatc
     config = captured["config"]
     assert (config.world, config.agent, config.conditions) == ("crafting", "explorer", ["none", "skills"])
     assert config.seeds == cli.DEMO_SEEDS and config.out == tmp_path
+
+
+def test_cli_conditions_default_to_the_agents_and_wrong_ones_are_named(monkeypatch, tmp_path, capsys):
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    base = ["run", "--world", "shop", "--out", str(tmp_path), "--no-progress"]
+    # a condition the agent does not run under is refused before any agent is built (so not
+    # hidden by the llm agent's missing endpoint), naming the agent's conditions
+    assert cli.main(base + ["--agent", "llm", "--conditions", "none,skills"]) == 2
+    out = " ".join(capsys.readouterr().out.split())
+    assert "the llm agent does not run under condition(s) skills" in out
+    assert "its conditions are: none, prompt, tools" in out
+    assert cli.main(base + ["--agent", "replay", "--conditions", "prompt"]) == 2
+    assert "its conditions are: none, skills" in " ".join(capsys.readouterr().out.split())
+    # the help says which conditions apply to which agent
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "explorer, replay: none,skills" in help_text and "llm: none,prompt,tools" in help_text
+
+    configs = []
+    monkeypatch.setattr(cli, "_run", lambda config, **kw: configs.append(config))
+    for agent in ("llm", "replay"):
+        assert cli.main(base + ["--agent", agent]) == 0
+    assert cli.main(base + ["--agent", "llm", "--conditions", "none,tools"]) == 0
+    assert [c.conditions for c in configs] == [["none", "prompt", "tools"], ["none", "skills"], ["none", "tools"]]
+
+
+def test_llm_agent_runs_under_its_default_conditions(tmp_path, embedder):
+    from tests.chat_server import ScriptedChatServer
+
+    tasks = [next(t for t in load_tasks("shop", split) if t.workflow == "cancel_by_email")
+             for split in ("train", "test")]
+    with ScriptedChatServer([lambda body: "Done."] * 6, prompt_tokens=50, completion_tokens=5) as server:
+        config = RunConfig(world="shop", agent="llm", out=tmp_path,
+                           agent_options={"base_url": server.base_url, "api_key": "test"})
+        assert config.conditions == ["none", "prompt", "tools"]
+        results = run_benchmark(config, tasks=tasks, embedder=embedder)
+        assert server.remaining == 0
+    records = results["records"]
+    assert [(r["condition"], r["phase"]) for r in records] == [
+        (c, p) for c in ("none", "prompt", "tools") for p in ("train", "test")
+    ]
+    # the scripted model answers without acting: every task fails, each cost one call
+    assert all(not r["success"] and r["llm_calls"] == 1 and r["tokens"] == 55 for r in records)
+    assert all(r["fetches"] == (0 if r["condition"] == "none" else 1) for r in records)
+    assert set(results["libraries"]) == {"prompt-seed0", "tools-seed0"}

@@ -1,10 +1,12 @@
-"""Agents: ``get_agent("explorer")`` / ``get_agent("replay")``; see ``base.Agent``.
+"""Agents: ``get_agent("explorer")``, ``get_agent("replay")``, ``get_agent("llm")``; see ``base.Agent``.
 
 An agent class registers itself in ``AGENTS`` by name (``"module:Class"``); it implements
-``solve(task, world, library) -> Episode``. An agent whose behaviour depends on the
-benchmark condition (the LLM agent: skills in the prompt, or as tools) also registers a
-factory in ``CONDITION_FACTORIES`` taking ``(condition, **options)``;
-``agent_for_condition`` uses it, and the plain class otherwise.
+``solve(task, world, library) -> Episode``. An agent runs under the benchmark conditions
+``none`` and ``skills`` unless ``AGENT_CONDITIONS`` lists others for it
+(:func:`conditions_for`). An agent whose behaviour depends on the condition (the LLM agent:
+skills in the prompt, or also as tools) registers a factory in ``CONDITION_FACTORIES``
+taking ``(condition, **options)``; ``agent_for_condition`` uses it, and the plain class
+otherwise.
 """
 
 from __future__ import annotations
@@ -22,10 +24,18 @@ AGENTS: dict[str, str] = {
 CONDITION_FACTORIES: dict[str, str] = {
     "llm": "benchmarks.agents.llm:make_llm_agent",
 }
+# the benchmark conditions an agent runs under, when not DEFAULT_CONDITIONS (kept here so
+# that listing them does not import the agent; llm.CONDITIONS must agree)
+DEFAULT_CONDITIONS: tuple[str, ...] = ("none", "skills")
+AGENT_CONDITIONS: dict[str, tuple[str, ...]] = {
+    "llm": ("none", "prompt", "tools"),
+}
 
 __all__ = [
     "AGENTS",
+    "AGENT_CONDITIONS",
     "CONDITION_FACTORIES",
+    "DEFAULT_CONDITIONS",
     "Agent",
     "Episode",
     "Session",
@@ -33,6 +43,7 @@ __all__ = [
     "agent_for_condition",
     "bind_by_name",
     "bind_from_text",
+    "conditions_for",
     "get_agent",
 ]
 
@@ -46,6 +57,11 @@ def _load(target: str, agent: str) -> Any:
             raise KeyError(f"agent {agent!r} is not installed yet ({module_name} is missing)") from None
         raise
     return getattr(module, attribute)
+
+
+def conditions_for(name: str) -> tuple[str, ...]:
+    """The benchmark conditions agent ``name`` runs under (also the harness's default)."""
+    return AGENT_CONDITIONS.get(name, DEFAULT_CONDITIONS)
 
 
 def get_agent(name: str, **options: Any) -> Agent:

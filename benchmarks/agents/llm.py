@@ -302,7 +302,8 @@ def make_llm_agent(condition: str, **options: Any) -> LLMAgent:
         if condition == "skills":
             raise ValueError(
                 "the llm agent has no 'skills' condition: use 'prompt' (skills in the system "
-                "prompt) or 'tools' (skills also as callable tools), e.g. --conditions none,prompt,tools"
+                "prompt) or 'tools' (skills also as callable tools); its conditions are: "
+                f"{', '.join(CONDITIONS)}, e.g. --conditions none,prompt,tools"
             )
         raise ValueError(
             f"unknown condition {condition!r} for the llm agent; conditions are: {', '.join(CONDITIONS)}"

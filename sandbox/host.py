@@ -82,6 +82,11 @@ class _Worker:
         self.wfd = self.proc.stdin.fileno()  # type: ignore[union-attr]
         os.set_blocking(self.rfd, False)
         os.set_blocking(self.wfd, False)
+        # poll, not select: a big host process can hold fds numbered above FD_SETSIZE.
+        self._rpoll = select.poll()
+        self._rpoll.register(self.rfd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        self._wpoll = select.poll()
+        self._wpoll.register(self.wfd, select.POLLOUT | select.POLLERR | select.POLLHUP)
         self.buf = bytearray()
         self.ready = False
         self.hardening: dict[str, Any] | None = None
@@ -170,7 +175,7 @@ class _Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _Deadline
-            select.select([], [self.wfd], [], min(remaining, _TICK))
+            self._wpoll.poll(int(min(remaining, _TICK) * 1000) + 1)
 
     def recv(self, deadline: float, max_bytes: int, tick: Callable[[], None] | None) -> dict:
         while True:
@@ -190,9 +195,7 @@ class _Worker:
                     return msg
             remaining = deadline - time.monotonic()
             try:
-                readable, _, _ = select.select(
-                    [self.rfd], [], [], max(0.0, min(remaining, _TICK))
-                )
+                readable = self._rpoll.poll(max(0, int(min(remaining, _TICK) * 1000)))
             except (OSError, ValueError) as exc:
                 raise _Died(str(exc)) from None
             if not readable:
@@ -579,6 +582,8 @@ class Sandbox:
                 op = msg.get("op")
                 if op == "call":
                     reply = self._dispatch(msg, tools, schemas, calls, limits)
+                    if time.monotonic() > deadline:  # the tool itself used up the time
+                        raise _Deadline
                     worker.send(reply, deadline)
                 elif op == "done":
                     return self._finish(msg, calls, limits)

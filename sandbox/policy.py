@@ -81,7 +81,8 @@ VETTED_MODULES: dict[str, frozenset[str]] = {
     "base64": frozenset(),
     "hashlib": frozenset({"file_digest"}),
     "random": frozenset({"SystemRandom"}),
-    "time": frozenset(),
+    # Process-global clock/timezone changes (seccomp and the dropped uid refuse them too).
+    "time": frozenset({"clock_settime", "clock_settime_ns", "tzset"}),
     # attrgetter/methodcaller read any attribute by name; setitem/delitem bypass _write_.
     "operator": frozenset({"attrgetter", "methodcaller", "setitem", "delitem"}),
     # update_wrapper/wraps copy arbitrary (dunder) attributes between objects.
@@ -90,10 +91,12 @@ VETTED_MODULES: dict[str, frozenset[str]] = {
 
 #: Attribute names that always go through ``_getattr_`` (their safety depends on the
 #: object): str.format/format_map and the Formatter methods (CVE-2023-41039), frame and
-#: code attributes (CVE-2023-37271; most are also refused at compile time), and
-#: ``obj`` (AttributeError.obj, CVE-2024-47532).
+#: code attributes (CVE-2023-37271; most are also refused at compile time),
+#: ``obj`` (AttributeError.obj, CVE-2024-47532) and ``register`` (ABC registration would
+#: change ``isinstance`` for later runs in the same worker).
 SENSITIVE_ATTRS: frozenset[str] = frozenset(INSPECT_ATTRIBUTES) | frozenset(
-    {"format", "format_map", "Formatter", "get_field", "get_value", "vformat", "obj"}
+    {"format", "format_map", "Formatter", "get_field", "get_value", "vformat", "obj",
+     "register"}
 )
 
 MAX_SOURCE_CHARS = 512 * 1024

@@ -80,9 +80,14 @@ def _is_constant(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _vetted_member(value: Any) -> bool:
+def _vetted_member(value: Any, module: str) -> bool:
     if isinstance(value, _types.ModuleType):
         return False
+    if isinstance(value, _types.MethodType):
+        # random.random and friends: methods of the module's own hidden instance (whose
+        # ``__self__`` stays out of reach: dunder).
+        owner = value.__self__
+        return not isinstance(owner, type) and type(owner).__module__ == module
     if isinstance(value, type):
         return not issubclass(value, type)  # no metaclasses: no 3-argument type()
     if isinstance(value, (_types.FunctionType, _types.BuiltinFunctionType)):
@@ -107,7 +112,7 @@ def build_module_proxy(name: str) -> ModuleProxy:
         if only is None and attr in rule:
             continue
         value = getattr(module, attr)
-        if _vetted_member(value):
+        if _vetted_member(value, name):
             members[attr] = value
     return ModuleProxy(name, members)
 
@@ -154,6 +159,9 @@ def check_attribute(obj: Any, name: Any) -> None:
         raise NotImplementedError("Using string.Formatter methods is not safe")
     if name == "obj" and isinstance(obj, BaseException):
         raise AttributeError('"obj" of exceptions is not accessible in the sandbox')
+    if name == "register" and isinstance(obj, type):
+        # ABCMeta.register would change isinstance() for every later run in the worker.
+        raise AttributeError('"register" of classes is not accessible in the sandbox')
 
 
 def guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
@@ -236,7 +244,9 @@ class _ItemWriter:
         raise TypeError(f"cannot modify attribute {name!r} of {kind!r} objects in the sandbox")
 
 
-_ITEM_WRITABLE = (
+#: Item writes are allowed on these and their *real* subclasses (checked through the
+#: MRO, never ``isinstance``: ABC ``register`` must not be able to widen the set).
+_ITEM_WRITABLE = frozenset({
     dict,
     list,
     bytearray,
@@ -244,7 +254,14 @@ _ITEM_WRITABLE = (
     _collections.UserDict,
     _collections.UserList,
     _collections.ChainMap,
-)
+})
+
+
+def _item_writable(t: type) -> bool:
+    for base in type.__dict__["__mro__"].__get__(t):
+        if base in _ITEM_WRITABLE:
+            return True
+    return False
 
 _HIDDEN_TYPES: set[type] = {ModuleProxy, _ReadOnly, _ItemWriter}
 
@@ -400,7 +417,7 @@ class RunNamespace:
                 return ob
             if t is type and ob in classes:
                 return ob
-            if isinstance(ob, _ITEM_WRITABLE):
+            if _item_writable(t):
                 return _ItemWriter(ob)
             return _ReadOnly(ob)
 

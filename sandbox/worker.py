@@ -227,9 +227,21 @@ class Worker:
         return {"type": _short(kind), "message": _short(message), "line": line,
                 "source_index": index}
 
+    def reset_shared_state(self) -> None:
+        """Per-worker module state a previous run may have changed through public API."""
+        if "decimal" in self.modules:
+            import decimal
+
+            decimal.setcontext(decimal.Context())
+        if "random" in self.modules:
+            import random
+
+            random.seed()
+
     def run(self, msg: dict[str, Any]) -> None:
         limits = msg["limits"]
         run = _Run(limits)
+        self.reset_shared_state()
         self.arm(limits)
         result: dict[str, Any]
         value_text = None

@@ -534,3 +534,23 @@ def test_sandbox_package_never_imports_skill_library():
     for path in root.glob("*.py"):
         text = path.read_text()
         assert "import skill_library" not in text and "from skill_library" not in text, path
+
+
+def test_host_with_many_open_fds():
+    """Worker pipes numbered above FD_SETSIZE (1024) still work (poll, not select)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        with Sandbox(workers=1) as box:
+            worker = next(iter(box._pool.workers))
+            assert worker.rfd > 1024
+            r = box.run("def f():\n    return 7\n", entry="f")
+            assert r.ok and r.value == 7
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

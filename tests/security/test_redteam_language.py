@@ -183,6 +183,12 @@ DUNDER_ACCESS = [
     Attack("vars_builtin", "def f():\n    return vars()\n", ("NameError",), "vars"),
     Attack("dict_of_class", "def f():\n    return getattr(int, '__dict__')\n", ATTR,
            "starts with"),
+    Attack("abc_register_widens_isinstance",
+           "import collections\ndef f():\n    collections.UserDict.register(type)\n", ATTR,
+           '"register" of classes'),
+    Attack("abc_register_getattr",
+           "import collections\ndef f():\n    getattr(collections.UserList, 'register')(int)\n",
+           ATTR, '"register" of classes'),
     Attack("tool_stub_closure",
            "def f():\n    return getattr(search, '__closure__')\n", ATTR, "starts with",
            tools={"search": lambda q: q}),
@@ -347,6 +353,14 @@ def test_module_state_cannot_be_poisoned_across_runs(sandbox, extended_sandbox):
     assert not r.ok and r.error.type == "TypeError"
     r = extended_sandbox.run("import decimal\ndef f():\n    decimal.setcontext(None)\n", entry="f")
     assert not r.ok and r.error.type == "AttributeError"
+    # Public per-worker state is reset between runs: a seeded generator does not carry over.
+    seeded = extended_sandbox.run("import random\ndef f():\n    random.seed(7)\n"
+                                  "    return 1\n", entry="f")
+    assert seeded.ok
+    nxt = extended_sandbox.run("import random\ndef f():\n    return random.random()\n",
+                               entry="f")
+    first_after_seed_7 = 0.32383276483316237
+    assert nxt.ok and nxt.value != first_after_seed_7
 
 
 def test_host_receives_only_plain_json(sandbox):

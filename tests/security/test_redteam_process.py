@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import select
 import signal
 import struct
 import subprocess
@@ -138,6 +139,8 @@ def _fake_worker() -> tuple[_Worker, int]:
     worker = _Worker.__new__(_Worker)
     worker.rfd = r
     worker.buf = bytearray()
+    worker._rpoll = select.poll()
+    worker._rpoll.register(r, select.POLLIN)
     return worker, w
 
 

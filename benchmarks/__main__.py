@@ -97,7 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--world", required=True, help="a world (see `list`)")
     run.add_argument("--agent", required=True, help="an agent (see `list`)")
     run.add_argument("--conditions", default=None, help=_conditions_help())
-    run.add_argument("--seeds", type=int, default=1, help="how many seeds (0..N-1)")
+    run.add_argument(
+        "--seeds", type=int, default=1,
+        help="how many seeds (0..N-1); seed 0 runs the train tasks in file order, seed s a "
+        "random.Random(s) shuffle of them",
+    )
     run.add_argument("--out", type=Path, default=Path("bench-output"), help="output folder (default: bench-output)")
     run.add_argument(
         "--min-reliability", type=float, default=0.6,

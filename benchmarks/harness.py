@@ -13,7 +13,9 @@ Protocol, for every seed and condition:
 
 The world is reset before every task with the same seed in every condition. Seed 0 runs
 the train tasks in file order (the suite's curriculum); seed s > 0 shuffles them with
-``random.Random(s)``. Test tasks always run in file order.
+``random.Random(s)``. Test tasks always run in file order. (Crafting ignores the seed and
+shop builds its database from each task's own seed, so in these worlds seeds differ only
+in the train order.)
 
 Which conditions apply depends on the agent (``benchmarks.agents.conditions_for``): the
 offline agents run under ``none`` and ``skills``, the LLM agent under ``none``, ``prompt``

@@ -134,7 +134,9 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
         "*decisions* = primitive calls the agent made itself + skill invocations; *tool calls* "
         "count every primitive call, including those inside skills; *skill runs ok* = skill "
         "runs that finished without error; *reuse* = tasks where at least one skill ran "
-        "successfully; *fetch hits* = fetches that gave a skill the agent could bind and run. "
+        "successfully; *fetch hits* = fetches that gave the agent a skill it could use (offline "
+        "agents: one whose arguments bound, which then ran; llm agent: any skill shown to the "
+        "model). *tokens* are as the model server reported them (0 without usage data). "
         "Success is mean ± sd over seeds.",
     ]
     table = by_workflow(results["records"], "test")

@@ -10,8 +10,9 @@ With a skill library it first fetches a skill for the task and runs it when the 
 ``when`` text binds to the task (``"Smelt {count} iron ingots from ore"`` binds count=3 in
 ``"Smelt 3 iron ingots from ore"``). While exploring it fetches a skill for each sub-goal
 too (worded the way tasks are), so a skill learned for an iron pickaxe calls the skills
-it used for iron ingots and sticks. A failing skill is never retried in the episode; the
-agent falls back to exploring from wherever the skill left the world.
+it used for its sub-goals (in the demo: the crafting table and the iron ingots). A failing
+skill is never retried in the episode; the agent falls back to exploring from wherever the
+skill left the world.
 
 An episode has a budget of decisions (default 40, like an LLM agent's turn limit); the
 deepest items (enchanting table, clock, two goals at once) take more than that to explore

@@ -31,6 +31,7 @@ from .schema import arguments_schema, schema_errors
 __all__ = ["Sandbox"]
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_WORKER_MODULE = "sandbox.worker"
 _TICK = 0.05  # seconds between CPU checks of a busy worker
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _KNOWN_LIMITS = {"cpu", "wall", "memory", "tool_calls", "output", "result_size"}
@@ -64,13 +65,16 @@ def _short(text: str) -> str:
 # One worker process
 # --------------------------------------------------------------------------------------
 class _Worker:
-    def __init__(self, config: dict[str, Any], debug: bool) -> None:
-        argv = [sys.executable, "-E", "-s", "-B", "-m", "sandbox.worker", json.dumps(config)]
+    def __init__(self, config: dict[str, Any], debug: bool, errlog: Any = None) -> None:
+        argv = [sys.executable, "-E", "-s", "-B", "-m", _WORKER_MODULE, json.dumps(config)]
+        self.errlog = errlog
         self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=None if debug else subprocess.DEVNULL,
+            # Until it hardens itself the worker's stderr goes to a log the host reads
+            # when a worker fails to start; then the worker points fd 2 at /dev/null.
+            stderr=None if debug else (errlog if errlog is not None else subprocess.DEVNULL),
             cwd=_PACKAGE_PARENT,
             env={},
             close_fds=True,
@@ -214,6 +218,18 @@ class _Worker:
                 raise _Died("worker closed its pipe")
             self.buf += data
 
+    def _stderr_tail(self) -> str:
+        if self.errlog is None:
+            return ""
+        try:
+            self.errlog.seek(0, os.SEEK_END)
+            size = self.errlog.tell()
+            self.errlog.seek(max(0, size - 1500))
+            tail = self.errlog.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return f"; worker stderr: {tail}" if tail else ""
+
     def poll_ready(self) -> bool:
         """True when the worker has said ready (never blocks)."""
         if not self.ready:
@@ -229,7 +245,11 @@ class _Worker:
         try:
             msg = self.recv(time.monotonic() + timeout, 1 << 20, None)
         except _Deadline:
+            if timeout <= 0:
+                raise _Died("not ready yet") from None
             raise _Died(f"worker did not start within {timeout:.0f} s") from None
+        except _Died as exc:
+            raise _Died(f"{exc}{self._stderr_tail()}") from None
         if msg.get("op") != "ready":
             raise _Died("worker did not say ready")
         self.hardening = msg.get("hardening") if isinstance(msg.get("hardening"), dict) else {}
@@ -246,6 +266,8 @@ class _Pool:
         self.debug = debug
         self.root = tempfile.mkdtemp(prefix="sandbox-root-")
         self.config = {"modules": list(modules), "root": self.root, "debug": debug}
+        self.errlog = tempfile.TemporaryFile(prefix="sandbox-worker-stderr-")
+        self.local = threading.local()
         self.cond = threading.Condition()
         self.idle: list[_Worker] = []
         self.workers: set[_Worker] = set()
@@ -260,7 +282,7 @@ class _Pool:
                 self.stats[key] += value
 
     def _spawn_locked(self) -> _Worker:
-        worker = _Worker(self.config, self.debug)
+        worker = _Worker(self.config, self.debug, self.errlog)
         self.workers.add(worker)
         self.spawned += 1
         return worker
@@ -272,6 +294,9 @@ class _Pool:
 
     def acquire(self) -> _Worker:
         dead: list[_Worker] = []
+        # A tool that runs another skill on the same Sandbox (this thread already holds a
+        # worker) gets an extra worker instead of waiting for itself forever.
+        nested = getattr(self.local, "held", 0) > 0
         try:
             with self.cond:
                 while True:
@@ -287,17 +312,23 @@ class _Pool:
                         ready = [w for w in self.idle if w.poll_ready()]
                         worker = ready[-1] if ready else self.idle[-1]
                         self.idle.remove(worker)
-                        return worker
-                    if len(self.workers) < self.size:
-                        return self._spawn_locked()
+                        break
+                    if len(self.workers) < self.size or nested:
+                        worker = self._spawn_locked()
+                        break
                     self.cond.wait()
         finally:
-            for worker in dead:
-                worker.close()
+            for w in dead:
+                w.close()
+        self.local.held = getattr(self.local, "held", 0) + 1
+        return worker
 
     def release(self, worker: _Worker, retire: bool) -> None:
+        self.local.held = max(0, getattr(self.local, "held", 1) - 1)
         retire = retire or worker.runs >= self.max_runs or worker.status is not None
         with self.cond:
+            if len(self.workers) > self.size:  # an extra worker lent to a nested run
+                retire = True
             if self.closed or retire:
                 self.workers.discard(worker)
                 if not self.closed and len(self.workers) < self.size:
@@ -321,6 +352,10 @@ class _Pool:
         for worker in idle:
             worker.close()
         shutil.rmtree(self.root, ignore_errors=True)
+        try:
+            self.errlog.close()
+        except OSError:
+            pass
 
 
 # --------------------------------------------------------------------------------------

@@ -316,8 +316,8 @@ class Worker:
         g = ns.globals
         for code in codes:
             exec(code, g)  # noqa: S102 - restricted code in a restricted namespace
-        fn = g.get(entry)
-        if fn is None or entry in tools:
+        fn = g.get(entry)  # the globals only: tools and builtins live in __builtins__
+        if fn is None:
             return {"ok": False, "limit": None, "error": {
                 "type": "NameError", "line": None,
                 "message": f"entry function {entry!r} is not defined by the skill code"}}, None

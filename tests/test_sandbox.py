@@ -554,3 +554,32 @@ def test_host_with_many_open_fds():
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_skill_may_shadow_a_tool_name(sb):
+    code = "def search(q):\n    return 'skill:' + q\n"
+    r = sb.run(code, entry="search", args={"q": "x"}, tools={"search": lambda q: "tool"})
+    assert r.ok and r.value == "skill:x" and r.calls == []
+
+
+def test_a_tool_may_run_another_skill_on_the_same_sandbox():
+    with Sandbox(workers=1) as box:
+        def sub_skill(x):
+            inner = box.run("def g(x):\n    return x * 2\n", entry="g", args={"x": x})
+            assert inner.ok
+            return inner.value
+
+        r = box.run("def f():\n    return sub_skill(21)\n", entry="f",
+                    tools={"sub_skill": sub_skill})
+        assert r.ok and r.value == 42
+        assert len(box._pool.workers) == 1  # the lent worker was given back and retired
+
+
+def test_a_worker_that_cannot_start_is_reported(monkeypatch):
+    import sandbox.host as host
+
+    monkeypatch.setattr(host, "_WORKER_MODULE", "sandbox.no_such_worker")
+    with Sandbox(workers=1, start_timeout=20) as box:
+        r = box.run("def f():\n    return 1\n", entry="f")
+    assert not r.ok and r.error.type == "SandboxUnavailable"
+    assert "No module named" in r.error.message

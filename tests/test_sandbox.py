@@ -583,3 +583,25 @@ def test_a_worker_that_cannot_start_is_reported(monkeypatch):
         r = box.run("def f():\n    return 1\n", entry="f")
     assert not r.ok and r.error.type == "SandboxUnavailable"
     assert "No module named" in r.error.message
+
+
+def test_workers_are_reaped_at_interpreter_exit_without_close():
+    import subprocess
+    import sys
+
+    script = (
+        "from sandbox import Sandbox\n"
+        "sb = Sandbox(workers=2)\n"
+        "assert sb.run('def f():\\n    return 1\\n', entry='f').ok\n"
+        "print(' '.join(str(w.pid) for w in sb._pool.workers))\n"
+    )
+    root = pathlib.Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)

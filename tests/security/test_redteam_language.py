@@ -376,3 +376,59 @@ def test_host_receives_only_plain_json(sandbox):
         return {type(v)}
 
     assert kinds(r.value) <= {list, dict, int}
+
+
+def test_public_attribute_graph_reaches_no_module_frame_or_code():
+    """Native attribute loads are emitted for public, non-sensitive names. Walk every
+    object reachable that way (depth 4) from the sandbox's builtins, every vetted module
+    proxy and instances of common types: none may be a module, frame, code object,
+    traceback, or a namespace dict (one holding __builtins__/__name__/open)."""
+    import collections
+    import datetime
+    import re
+    import types
+
+    from sandbox.policy import SENSITIVE_ATTRS, VETTED_MODULES
+    from sandbox.runtime import RunNamespace, build_module_proxies
+
+    proxies = build_module_proxies(tuple(VETTED_MODULES))
+    ns = RunNamespace(proxies, {}, 1000, lambda text: None)
+    roots = {f"builtins.{k}": v for k, v in ns.globals["__builtins__"].items()
+             if not k.startswith("_")}
+    roots.update({f"module.{k}": v for k, v in proxies.items()})
+    samples = {"str": "x", "int": 1, "list": [1], "dict": {"a": 1}, "exc": ValueError("x"),
+               "gen": (x for x in [1]), "range": range(3), "bytes": b"x", "set": {1},
+               "func": lambda: 1, "match": re.match("a", "a"), "print": ns.output._call_print,
+               "datetime": datetime.datetime(2020, 1, 1)}
+    roots.update({f"sample.{k}": v for k, v in samples.items()})
+    bad_types = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType)
+    seen: set[int] = set()
+    queue = collections.deque((path, obj, 0) for path, obj in roots.items())
+    found = []
+    while queue:
+        path, obj, depth = queue.popleft()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, bad_types) or (
+            isinstance(obj, dict) and {"__builtins__", "__name__", "open"} & set(obj)
+        ):
+            found.append(path)
+            continue
+        if depth >= 4:
+            continue
+        try:
+            names = dir(obj)
+        except Exception:  # noqa: BLE001
+            continue
+        for name in names:
+            if name.startswith("_") or name in SENSITIVE_ATTRS:
+                continue
+            try:
+                value = getattr(obj, name)
+            except Exception:  # noqa: BLE001
+                continue
+            if not isinstance(value, (int, float, str, bytes, bool, type(None))):
+                queue.append((f"{path}.{name}", value, depth + 1))
+    assert len(seen) > 1000
+    assert found == []

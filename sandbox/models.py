@@ -15,7 +15,7 @@ class Limits:
     ``cpu_seconds``: CPU time of the run in the worker (checked by the parent every 50 ms
     and, as a backstop, by ``RLIMIT_CPU``). ``wall_seconds``: wall-clock time of the whole
     run, including tool calls executed in the host. ``memory_mb``: the worker's whole
-    address space (``RLIMIT_AS``), interpreter included (about 30 MB of it).
+    address space (``RLIMIT_AS``), interpreter included (about 26 MB of it).
     ``max_tool_calls``: tool calls per run. ``max_output_bytes``: captured ``print`` output.
     ``max_result_bytes``: the JSON encoding of the returned value (and of one tool call's
     arguments).
@@ -46,7 +46,7 @@ class Limits:
                 f"Limits.max_tool_calls must be an int >= 0, got {self.max_tool_calls!r}"
             )
         if self.memory_mb < 64:
-            raise ValueError("Limits.memory_mb must be at least 64 (the interpreter needs ~30 MB)")
+            raise ValueError("Limits.memory_mb must be at least 64 (the interpreter needs ~26 MB)")
 
 
 @dataclass

@@ -243,6 +243,22 @@ def _inline_write_guard(node, classes_name):  # type: ignore[no-untyped-def]
     return node
 
 
+def _self_check() -> None:
+    """Fail closed on a RestrictedPython that lacks fixes this policy relies on."""
+    must_fail = {
+        "positional-only parameters shadowing a guard (fixed in RestrictedPython 8.3)":
+            "def f(_getattr_=None, /):\n    return 1\n",
+        "try/except* (refused since RestrictedPython 8.0)":
+            "try:\n    pass\nexcept* Exception:\n    pass\n",
+    }
+    for what, source in must_fail.items():
+        result = compile_restricted_exec(source, "<self-check>")
+        if not result.errors:
+            raise ImportError(f"the installed RestrictedPython accepts {what}; upgrade it")
+
+
+_self_check()
+
 _POLICIES: dict[frozenset[str], type[SandboxPolicy]] = {}
 _POLICIES_LOCK = threading.Lock()
 

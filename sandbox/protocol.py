@@ -29,23 +29,29 @@ class ProtocolError(Exception):
     pass
 
 
-def read_exact(fd: int, n: int) -> bytes:
-    """Blocking read of exactly ``n`` bytes (worker side). EOF raises EOFError."""
-    chunks = []
-    while n:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+class FrameReader:
+    """Buffered, blocking frame reader (worker side): usually one ``read`` per frame."""
 
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = bytearray()
 
-def read_frame(fd: int, max_bytes: int) -> Any:
-    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
-    if size > max_bytes:
-        raise ProtocolError(f"frame of {size} bytes exceeds {max_bytes}")
-    return json.loads(read_exact(fd, size).decode("utf-8", "surrogatepass"))
+    def _fill(self, need: int) -> None:
+        while len(self.buf) < need:
+            chunk = os.read(self.fd, max(need - len(self.buf), 1 << 16))
+            if not chunk:
+                raise EOFError
+            self.buf += chunk
+
+    def read(self, max_bytes: int) -> Any:
+        self._fill(HEADER.size)
+        (size,) = HEADER.unpack_from(self.buf)
+        if size > max_bytes:
+            raise ProtocolError(f"frame of {size} bytes exceeds {max_bytes}")
+        self._fill(HEADER.size + size)
+        payload = bytes(self.buf[HEADER.size : HEADER.size + size])
+        del self.buf[: HEADER.size + size]
+        return json.loads(payload.decode("utf-8", "surrogatepass"))
 
 
 def write_all(fd: int, data: bytes) -> None:

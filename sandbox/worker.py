@@ -106,6 +106,7 @@ class Worker:
     def __init__(self, rfd: int, wfd: int, modules: tuple[str, ...]) -> None:
         self.rfd = rfd
         self.wfd = wfd
+        self.reader = protocol.FrameReader(rfd)
         self.modules = modules
         self.proxies = build_module_proxies(modules)
         self.cache: OrderedDict[str, Any] = OrderedDict()
@@ -177,7 +178,7 @@ class Worker:
                 "invalid": _short(str(exc)),
             })
         self.send_text(text)
-        reply = protocol.read_frame(self.rfd, MAX_REQUEST_BYTES)
+        reply = self.reader.read(MAX_REQUEST_BYTES)
         if reply.get("op") != "tool_result":
             os._exit(3)  # the host wants this run over
         if reply.get("ok"):
@@ -389,7 +390,7 @@ def main(argv: list[str]) -> int:
 
     while True:
         try:
-            msg = protocol.read_frame(rfd, MAX_REQUEST_BYTES)
+            msg = worker.reader.read(MAX_REQUEST_BYTES)
         except (EOFError, OSError):
             return 0
         op = msg.get("op") if isinstance(msg, dict) else None

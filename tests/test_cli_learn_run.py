@@ -1,0 +1,100 @@
+"""`skills learn TRACE.json` and `skills run NAME --args JSON --tools MODULE` end to end."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from skill_library.cli import app
+
+runner = CliRunner()
+
+TOOLS_MODULE = '''
+STOCK = {"apple": 5, "pear": 2}
+LOG = []
+
+def check_stock(item: str) -> dict:
+    return {"item": item, "available": STOCK[item]}
+
+def reserve(item: str, quantity: int) -> dict:
+    LOG.append((item, quantity))
+    return {"reserved": quantity, "item": item}
+'''
+
+TRACE = {
+    "task": "reserve 3 apple for the market stall",
+    "params": {"item": "apple", "quantity": 3},
+    "calls": [
+        {"name": "check_stock", "arguments": {"item": "apple"}, "result": {"item": "apple", "available": 5}},
+        {"name": "reserve", "arguments": {"item": "apple", "quantity": 3}, "result": {"reserved": 3, "item": "apple"}},
+    ],
+    "outcome": {"success": True, "verifier": "stock-audit"},
+}
+
+
+def invoke(*args: str, lib) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), env={"SKILLS_DIR": str(lib)})
+    return result.exit_code, result.output
+
+
+def test_learn_then_run_with_new_arguments(tmp_path, embedder):
+    lib = tmp_path / "lib"
+    trace_file = tmp_path / "trace.json"
+    trace_file.write_text(json.dumps(TRACE))
+    tools_file = tmp_path / "stall_tools.py"
+    tools_file.write_text(TOOLS_MODULE)
+
+    code, out = invoke("learn", str(trace_file), "--json", lib=lib)
+    assert code == 0, out
+    learned = json.loads(out)
+    assert learned["status"] == "saved"
+    skill = learned["skill"]
+    assert set(skill["parameters"]["properties"]) == {"item", "quantity"}
+    assert skill["when"] == "reserve {quantity} {item} for the market stall"
+
+    code, out = invoke("run", skill["name"], "--args", '{"item": "pear", "quantity": 2}',
+                       "--tools", str(tools_file), "--json", lib=lib)
+    assert code == 0, out
+    run = json.loads(out)
+    assert run["ok"] and run["value"] == {"reserved": 2, "item": "pear"}
+    assert [(c["name"], c["arguments"]) for c in run["trace"]["calls"]] == [
+        ("check_stock", {"item": "pear"}),
+        ("reserve", {"item": "pear", "quantity": 2}),
+    ]
+
+    # a failing run exits non-zero and is recorded as a failure
+    code, out = invoke("run", skill["name"], "--args", '{"item": "plum", "quantity": 1}',
+                       "--tools", str(tools_file), lib=lib)
+    assert code == 4 and "plum" in out
+    code, out = invoke("show", skill["name"], "--json", lib=lib)
+    assert json.loads(out)["failures"] == 1
+
+
+def test_learn_rejects_unverified_and_malformed_traces(tmp_path, embedder):
+    lib = tmp_path / "lib"
+    unverified = dict(TRACE, outcome={"success": True})
+    path = tmp_path / "unverified.json"
+    path.write_text(json.dumps(unverified))
+    code, out = invoke("learn", str(path), lib=lib)
+    assert code == 3 and "verifier" in out
+    code, out = invoke("list", "--json", lib=lib)
+    assert json.loads(out) == []
+
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    code, out = invoke("learn", str(broken), lib=lib)
+    assert code == 1 and "is not JSON" in out
+
+    no_task = tmp_path / "no_task.json"
+    no_task.write_text(json.dumps({"calls": []}))
+    code, out = invoke("learn", str(no_task), lib=lib)
+    assert code == 1 and "task" in out
+
+
+def test_run_argument_errors(tmp_path, embedder):
+    lib = tmp_path / "lib"
+    code, out = invoke("run", "ghost", "--args", "[1]", lib=lib)
+    assert code == 1 and "--args must be a JSON object" in out
+    code, out = invoke("run", "ghost", "--args", "{}", lib=lib)
+    assert code == 1 and "no skill named 'ghost'" in out

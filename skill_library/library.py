@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ast
 import fcntl
+import json
 import os
+import re
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -552,11 +554,25 @@ def _check_args(skill: Skill, args: dict[str, Any]) -> None:
         raise ValueError(f"skill {skill.name!r} needs argument(s) {', '.join(missing)}")
 
 
+_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 def _task_text(skill: Skill, args: Mapping[str, Any]) -> str:
-    try:
-        return skill.when.format(**args)
-    except (KeyError, IndexError, ValueError, AttributeError):
-        return skill.when
+    """``skill.when`` with each ``{name}`` placeholder replaced by that argument's value.
+
+    Plain substitution, not ``str.format``: ``when`` may come from a model and may hold
+    any braces (``{x[0]}``, ``{x.__class__}``), which must neither raise nor reach into
+    the arguments' attributes.
+    """
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in args:
+            return match.group(0)
+        found = args[name]
+        return found if isinstance(found, str) else json.dumps(found, default=str)
+
+    return _PLACEHOLDER_RE.sub(value, skill.when)
 
 
 def _renamed(skill: Skill, new_name: str) -> Skill:

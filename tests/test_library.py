@@ -279,3 +279,15 @@ def test_add_many_dedupes_within_the_batch_and_against_the_index(library):
     assert [r.duplicate_of for r in results] == [None, "water_plants", None, "cancel_order"]
     assert library.index.count() == 3
     assert [m.skill.name for m in library.fetch("book a flight", k=1)] == ["book_flight"]
+
+
+def test_run_task_text_fills_placeholders_and_tolerates_any_braces(library):
+    code = 'def count_items(count: int, label: str = "box") -> int:\n    return count\n'
+    when = "count the {count} items in {label} ({count[0]} {count.__class__} {missing})"
+    library.add(Skill.from_function(code, when=when), verified=True)
+    run = library.run("count_items", {"count": 3, "label": "the red box"})
+    assert run.ok and run.value == 3
+    assert run.trace.task == (
+        "count the 3 items in the red box ({count[0]} {count.__class__} {missing})"
+    )
+    assert library.store.get_trace(run.trace.id).task == run.trace.task

@@ -165,7 +165,8 @@ class SkillLibrary:
                     status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1]
                 )
             stored = self.store.add_version(skill, initial_success=verified)
-            index.upsert(entries_for([stored]), [embedding])
+            with self._index_write():
+                index.upsert(entries_for([stored]), [embedding])
         return AddResult(status="added", skill=stored)
 
     def add_many(
@@ -226,12 +227,33 @@ class SkillLibrary:
                         results.append(
                             AddResult(status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1])
                         )
-                index.upsert(
-                    entries_for([r.skill for r in results[-len(batch):] if r.skill is not None]),
-                    [v for _, v in accepted],
-                )
+                # one index entry per name: a name added twice in a batch keeps its newest
+                latest: dict[str, tuple[Skill, list[float]]] = {}
+                for result, (_, vector) in zip(
+                    [r for r in results[-len(batch):] if r.skill is not None], accepted
+                ):
+                    assert result.skill is not None
+                    latest[result.skill.name] = (result.skill, vector)
+                with self._index_write():
+                    index.upsert(
+                        entries_for([s for s, _ in latest.values()]),
+                        [v for _, v in latest.values()],
+                    )
                 bar.advance(len(batch))
         return results
+
+    @contextmanager
+    def _index_write(self) -> Iterator[None]:
+        """Around an index write that follows a committed record change: should it fail,
+        forget the index, so that the next use checks it against the records and rebuilds
+        it (instead of serving a stale index until the process ends)."""
+        try:
+            yield
+        except BaseException:
+            index, self._index = self._index, None
+            if index is not None:
+                index.close()
+            raise
 
     def _index_unlocked(self) -> VectorIndex:
         if self._index is None:
@@ -267,7 +289,8 @@ class SkillLibrary:
         with self._write_lock():
             index = self._index_unlocked()  # check it against the records before changing them
             skill = self.store.set_status(name, "retired")
-            index.delete(name)
+            with self._index_write():
+                index.delete(name)
         return skill
 
     def reindex(self, *, progress: bool = False) -> int:
@@ -282,7 +305,8 @@ class SkillLibrary:
                     self._index = VectorIndex(self.index_path, self.embedder)
             entries = entries_for(skills)
             with _ProgressBar(progress, "embedding skills", len(entries)) as bar:
-                self._index.rebuild(entries, progress=bar.advance)
+                with self._index_write():
+                    self._index.rebuild(entries, progress=bar.advance)
         return len(entries)
 
     # -- fetch and feedback -------------------------------------------------------------

@@ -291,3 +291,36 @@ def test_run_task_text_fills_placeholders_and_tolerates_any_braces(library):
         "count the 3 items in the red box ({count[0]} {count.__class__} {missing})"
     )
     assert library.store.get_trace(run.trace.id).task == run.trace.task
+
+
+def test_add_many_with_two_versions_of_one_name_indexes_the_newest(library):
+    code = 'def water(bed: str) -> str:\n    return bed\n'
+    results = library.add_many(
+        [
+            Skill.from_function(code, when="water the plants in the garden"),
+            Skill.from_function(code, when="water the plants in the garden at night"),
+        ],
+        verified=True,
+    )
+    assert [(r.status, r.skill.version) for r in results] == [("added", 1), ("added", 2)]
+    assert library.index.entries() == {"water": 2}
+    assert [(m.skill.name, m.skill.version) for m in library.fetch("water the plants")] == [
+        ("water", 2)
+    ]
+
+
+def test_a_failed_index_write_makes_the_next_use_rebuild_the_index(library, monkeypatch):
+    library.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(type(library.index), "upsert", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        library.add(make_skill("book_flight", WORKFLOWS["book_flight"]), verified=True)
+    monkeypatch.undo()
+    assert library.get("book_flight").version == 1  # the record was committed
+    with pytest.warns(IndexRebuiltWarning, match="out of step"):
+        names = [m.skill.name for m in library.fetch("book a flight ticket", k=1)]
+    assert names == ["book_flight"]
+

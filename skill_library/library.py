@@ -113,7 +113,8 @@ class SkillLibrary:
         """The vector index, opened (and checked against the records) on first use."""
         if self._index is None:
             with self._write_lock():
-                self._index = self._open_checked_index()
+                if self._index is None:  # another thread may have opened it meanwhile
+                    self._index = self._open_checked_index()
         return self._index
 
     def _open_checked_index(self) -> VectorIndex:
@@ -295,8 +296,9 @@ class SkillLibrary:
 
     def reindex(self, *, progress: bool = False) -> int:
         """Rebuild the vector index from the records; returns how many skills it holds."""
-        skills = self.store.list(status="active")
         with self._write_lock():
+            # read the records under the lock: a writer in between would be lost otherwise
+            skills = self.store.list(status="active")
             if self._index is None:
                 try:
                     self._index = VectorIndex(self.index_path, self.embedder)

@@ -324,3 +324,28 @@ def test_a_failed_index_write_makes_the_next_use_rebuild_the_index(library, monk
         names = [m.skill.name for m in library.fetch("book a flight ticket", k=1)]
     assert names == ["book_flight"]
 
+
+def test_reindex_reads_the_records_under_the_write_lock(tmp_path, embedder):
+    import threading
+
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib, _reopen(path, embedder) as other:
+        lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+        real_list = lib.store.list
+        writer = threading.Thread(
+            target=lambda: other.add(make_skill("book_flight", WORKFLOWS["book_flight"]),
+                                     verified=True)
+        )
+
+        def list_while_another_writer_adds(**kwargs):
+            found = real_list(**kwargs)
+            if writer.ident is None:  # another writer right after reindex read the records
+                writer.start()
+                writer.join(timeout=3)  # done unless reindex holds the write lock
+            return found
+
+        lib.store.list = list_while_another_writer_adds
+        lib.reindex()
+        writer.join(timeout=60)
+        lib.store.list = real_list
+        assert lib.index.entries() == {"water_plants": 1, "book_flight": 1}

@@ -380,7 +380,7 @@ class SkillLibrary:
 
     def learn(
         self,
-        trace: Trace,
+        trace: Trace | Mapping[str, Any],
         *,
         generalizer: "Generalizer | None" = None,
         verifier: Callable[..., Any] | None = None,
@@ -388,13 +388,17 @@ class SkillLibrary:
         """Turn a verified successful trace into a stored, re-verified skill.
 
         The candidate is replayed against the trace in the sandbox before it is saved;
-        ``verifier`` is an optional extra live check. Returns status ``saved``,
-        ``duplicate`` (an equivalent skill exists) or ``rejected`` (with reasons).
+        ``verifier`` is an optional extra live check. ``trace`` may also be a mapping of
+        trace fields or ``{"messages": [...], "task": ..., "outcome": ...}`` (an OpenAI
+        transcript). Returns status ``saved``, ``duplicate`` (an equivalent skill exists)
+        or ``rejected`` (with reasons; a malformed or unverified trace stores nothing).
         """
-        from skill_library.induction import learn_from_trace
+        from skill_library.induction import check_trace, coerce_trace, learn_from_trace
 
-        if not isinstance(trace, Trace):
-            trace = Trace.model_validate(trace)
+        checked, reasons = coerce_trace(trace)  # a Trace, its fields, or an OpenAI transcript
+        if checked is None or (reasons := check_trace(checked)):
+            return LearnResult(status="rejected", reasons=reasons)
+        trace = checked
         related = self._related_skills(trace)
         candidate, report, reasons = learn_from_trace(
             trace,

@@ -349,3 +349,46 @@ def test_reindex_reads_the_records_under_the_write_lock(tmp_path, embedder):
         writer.join(timeout=60)
         lib.store.list = real_list
         assert lib.index.entries() == {"water_plants": 1, "book_flight": 1}
+
+
+VERIFIED = {"success": True, "verifier": "garden-check"}
+TRANSCRIPT = [
+    {"role": "user", "content": "water the tomato bed"},
+    {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "pour", "arguments": '{"bed": "tomato", "litres": 20}'}},
+    ]},
+]
+
+
+@pytest.mark.parametrize(
+    "trace, reason",
+    [
+        ({"task": "water the tomato bed", "calls": [
+            {"name": "pour", "arguments": {"bed": "tomato"}, "result": {"ok": True}}],
+          "outcome": {"success": True}}, "no verifier named"),
+        ({"task": "water the tomato bed", "calls": [
+            {"name": "pour", "arguments": {"bed": "tomato"}, "error": "no water"}],
+          "outcome": VERIFIED}, "no successful tool calls"),
+        ({"messages": TRANSCRIPT, "task": "water the tomato bed", "outcome": VERIFIED},
+         "message 1: tool_call id 'c1' has no tool message answering it"),
+        ({"calls": []}, "trace is malformed: task"),
+    ],
+)
+def test_learn_rejects_bad_traces_clearly_and_stores_nothing(library, trace, reason):
+    result = library.learn(trace)
+    assert result.status == "rejected" and result.skill is None
+    assert any(reason in r for r in result.reasons), result.reasons
+    assert library.list() == []
+    assert library._sandbox is None  # rejected before any candidate could run
+
+
+def test_learn_accepts_an_openai_transcript(library):
+    messages = TRANSCRIPT + [{"role": "tool", "tool_call_id": "c1", "content": '{"poured": 20}'}]
+    result = library.learn(
+        {"messages": messages, "task": "water the tomato bed with 20 litres",
+         "outcome": VERIFIED}
+    )
+    assert result.status == "saved", result.reasons
+    assert result.skill.tools == ["pour"] and result.skill.successes == 1
+    assert library.store.get_trace(result.skill.provenance.trace_ids[0]).calls[0].name == "pour"

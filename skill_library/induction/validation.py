@@ -8,8 +8,8 @@ generalizer can send them back to a model and the learner can report them as rea
 * the function's signature matches the declared parameter schema;
 * the code calls only tools seen in the trace, related skills, its own helpers and
   harmless builtins;
-* no string constant, comment, docstring, ``when`` or ``description`` text was taken from
-  a tool result (tool results are untrusted data): text that appears in a result but in no
+* no string constant, comment, docstring, ``when``, ``description`` or parameter
+  description was taken from a tool result (tool results are untrusted data): text that appears in a result but in no
   trusted source (task text, params, tool and skill names, call argument values) is named
   together with the call whose result it came from.
 """
@@ -347,6 +347,13 @@ def provenance_problems(
         origin = trusted.untrusted_origin(text) if text else None
         if origin:
             flag(field, text, origin)
+    # declared parameter descriptions are kept in the stored schema (merged_parameters)
+    properties = (candidate.parameters or {}).get("properties")
+    for prop, spec in (properties.items() if isinstance(properties, dict) else ()):
+        text = spec.get("description") if isinstance(spec, dict) else None
+        origin = trusted.untrusted_origin(text) if isinstance(text, str) and text else None
+        if origin:
+            flag(f"description of parameter {prop!r}", text, origin)
     return problems
 
 

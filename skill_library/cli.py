@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from skill_library.errors import SkillLibraryError
-from skill_library.models import Skill, Trace
+from skill_library.models import Skill
 
 app = typer.Typer(
     add_completion=False,
@@ -279,12 +279,11 @@ def learn(
         data = json.loads(trace_file.read_text())
     except json.JSONDecodeError as exc:
         _fail(f"{trace_file} is not JSON: {exc}")
-    from pydantic import ValidationError
+    from skill_library.induction import coerce_trace
 
-    try:
-        trace = Trace.model_validate(data)
-    except ValidationError as exc:
-        _fail(f"{trace_file} is not a valid trace: {exc}")
+    trace, problems = coerce_trace(data)  # trace fields, or an OpenAI transcript with task
+    if trace is None:
+        _fail(f"{trace_file} is not a valid trace: {'; '.join(problems)}")
     lib = _open(directory)
     try:
         generalizer = None
@@ -306,16 +305,26 @@ def learn(
 
 
 def load_tools(spec: str) -> dict[str, Callable[..., Any]]:
-    """Tools from a module name or .py path: its ``TOOLS`` dict, else its public functions."""
-    if spec.endswith(".py") or os.sep in spec:
-        path = Path(spec)
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        if module_spec is None or module_spec.loader is None:
-            raise ValueError(f"cannot load tools from {spec}")
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(spec)
+    """Tools from a module name or .py path: its ``TOOLS`` dict, else its public functions.
+
+    A module that cannot be found or fails to import is a ValueError naming it.
+    """
+    try:
+        if spec.endswith(".py") or os.sep in spec:
+            path = Path(spec)
+            if not path.is_file():
+                raise ValueError(f"cannot load tools from {spec}: no such file")
+            module_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if module_spec is None or module_spec.loader is None:
+                raise ValueError(f"cannot load tools from {spec}")
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec)
+    except ValueError:
+        raise
+    except Exception as exc:  # the tools module is the user's code: any import failure
+        raise ValueError(f"cannot load tools from {spec}: {type(exc).__name__}: {exc}") from None
     tools = getattr(module, "TOOLS", None)
     if isinstance(tools, dict):
         return dict(tools)

@@ -100,3 +100,37 @@ def test_console_script_is_installed(tmp_path):
     done = subprocess.run([str(script), "list", "--json"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
+
+
+def test_tools_that_cannot_be_loaded_are_one_line_errors(tmp_path):
+    lib = tmp_path / "lib"
+    code, out = invoke("run", "ghost", "--tools", "no_such_tools_module_xyz", env_dir=lib)
+    assert code == 1 and "cannot load tools from no_such_tools_module_xyz" in " ".join(out.split())
+    code, out = invoke("run", "ghost", "--tools", str(tmp_path / "missing.py"), env_dir=lib)
+    assert code == 1 and "missing.py: no such file" in " ".join(out.split())
+    broken = tmp_path / "broken_tools.py"
+    broken.write_text("def pour(:\n")
+    code, out = invoke("run", "ghost", "--tools", str(broken), env_dir=lib)
+    assert code == 1 and "SyntaxError" in out
+
+
+def test_learn_reads_an_openai_transcript(tmp_path, embedder):
+    lib = tmp_path / "lib"
+    transcript = {
+        "task": "water the tomato bed with 20 litres",
+        "outcome": {"success": True, "verifier": "garden-check"},
+        "messages": [
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "pour", "arguments": '{"bed": "tomato", "litres": 20}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": '{"poured": 20}'},
+        ],
+    }
+    path = tmp_path / "transcript.json"
+    path.write_text(json.dumps(transcript))
+    code, out = invoke("learn", str(path), "--json", env_dir=lib)
+    assert code == 0, out
+    assert as_json(out)["status"] == "saved" and as_json(out)["skill"]["tools"] == ["pour"]
+    del transcript["messages"][1]
+    path.write_text(json.dumps(transcript))
+    code, out = invoke("learn", str(path), env_dir=lib)
+    assert code == 1 and "has no tool message answering it" in " ".join(out.split())

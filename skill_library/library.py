@@ -8,18 +8,15 @@ index is derived and rebuilt from it whenever it is missing, damaged or out of s
 from __future__ import annotations
 
 import ast
-import fcntl
 import json
 import os
 import re
-import warnings
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from skill_library import ranking
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
-from skill_library.errors import IndexCorruptError, SkillLibraryError, SkillNotFoundError
+from skill_library.errors import SkillLibraryError, SkillNotFoundError
 from skill_library.models import (
     AddResult,
     LearnResult,
@@ -33,19 +30,18 @@ from skill_library.models import (
     Trace,
 )
 from skill_library.record_store import RecordStore, SQLRecordStore
-from skill_library.vector_index import VectorIndex, entries_for, remove_index_folder
+from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
+from skill_library.vector_index import VectorIndex, entries_for
 
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
 
     from skill_library.induction import Generalizer
 
+__all__ = ["IndexRebuiltWarning", "SkillLibrary"]
+
 DUPLICATE_SIMILARITY = 0.9
 DEFAULT_MIN_RELIABILITY = 0.6
-
-
-class IndexRebuiltWarning(UserWarning):
-    """The vector index was missing, damaged or stale and has been rebuilt from the records."""
 
 
 class SkillLibrary:
@@ -71,7 +67,7 @@ class SkillLibrary:
         self.min_reliability = min_reliability
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
         self.store: RecordStore = store or SQLRecordStore.in_folder(self.path)
-        self._index: VectorIndex | None = None
+        self._index = SyncedIndex(self.path, self.store, self.embedder)
         self._sandbox: Sandbox | None = None
         self._closed = False
 
@@ -87,64 +83,24 @@ class SkillLibrary:
         if self._closed:
             return
         self._closed = True
-        if self._sandbox is not None:
-            self._sandbox.close()
-        if self._index is not None:
-            self._index.close()
-        self.store.close()
+        try:
+            if self._sandbox is not None:
+                self._sandbox.close()
+        finally:
+            try:
+                self._index.close()
+            finally:
+                self.store.close()
 
     @property
     def index_path(self) -> Path:
         """Folder of the derived Chroma index."""
         return self.path / "chroma"
 
-    @contextmanager
-    def _write_lock(self) -> Iterator[None]:
-        """Serialise index writes and duplicate checks across threads and processes."""
-        with open(self.path / "write.lock", "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
     @property
     def index(self) -> VectorIndex:
-        """The vector index, opened (and checked against the records) on first use."""
-        if self._index is None:
-            with self._write_lock():
-                if self._index is None:  # another thread may have opened it meanwhile
-                    self._index = self._open_checked_index()
-        return self._index
-
-    def _open_checked_index(self) -> VectorIndex:
-        expected = {s.name: s.version for s in self.store.list(status="active")}
-        existed = self.index_path.exists()
-        try:
-            index = VectorIndex(self.index_path, self.embedder)
-            try:
-                found = index.entries()
-            except Exception as exc:
-                index.close()
-                raise IndexCorruptError(str(exc)) from exc
-            if found == expected:
-                return index
-            reason = "is out of step with the records" if existed else "is missing"
-        except IndexCorruptError as exc:
-            reason = f"could not be used ({exc})"
-            index = None
-        if index is None:
-            remove_index_folder(self.index_path)
-            index = VectorIndex(self.index_path, self.embedder)
-        if expected or existed:
-            warnings.warn(
-                f"the vector index in {self.index_path} {reason}; rebuilding it from "
-                f"{len(expected)} skill record(s)",
-                IndexRebuiltWarning,
-                stacklevel=4,
-            )
-        index.rebuild(entries_for(self.store.list(status="active")))
-        return index
+        """The vector index, (re)opened and checked against the records when needed."""
+        return self._index.current()
 
     # -- skills -------------------------------------------------------------------------
     def add(self, skill: Skill, *, verified: bool = False) -> AddResult:
@@ -158,16 +114,14 @@ class SkillLibrary:
         if not isinstance(skill, Skill):
             raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
         embedding = self.embedder.embed([skill.when])[0]
-        with self._write_lock():
-            index = self._index_unlocked()
+        with self._index.writing() as index:
             duplicate = self._duplicate_of(embedding, skill.name, index)
             if duplicate is not None:
                 return AddResult(
                     status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1]
                 )
             stored = self.store.add_version(skill, initial_success=verified)
-            with self._index_write():
-                index.upsert(entries_for([stored]), [embedding])
+            index.upsert(entries_for([stored]), [embedding])
         return AddResult(status="added", skill=stored)
 
     def add_many(
@@ -190,8 +144,7 @@ class SkillLibrary:
         results: list[AddResult] = []
         batch_size = 256
         bar = _ProgressBar(progress, "adding skills", len(skills))
-        with bar, self._write_lock():
-            index = self._index_unlocked()
+        with bar, self._index.writing() as index:
             for start in range(0, len(skills), batch_size):
                 batch = skills[start : start + batch_size]
                 vectors = self.embedder.embed([s.when for s in batch])
@@ -235,31 +188,12 @@ class SkillLibrary:
                 ):
                     assert result.skill is not None
                     latest[result.skill.name] = (result.skill, vector)
-                with self._index_write():
-                    index.upsert(
-                        entries_for([s for s, _ in latest.values()]),
-                        [v for _, v in latest.values()],
-                    )
+                index.upsert(
+                    entries_for([s for s, _ in latest.values()]),
+                    [v for _, v in latest.values()],
+                )
                 bar.advance(len(batch))
         return results
-
-    @contextmanager
-    def _index_write(self) -> Iterator[None]:
-        """Around an index write that follows a committed record change: should it fail,
-        forget the index, so that the next use checks it against the records and rebuilds
-        it (instead of serving a stale index until the process ends)."""
-        try:
-            yield
-        except BaseException:
-            index, self._index = self._index, None
-            if index is not None:
-                index.close()
-            raise
-
-    def _index_unlocked(self) -> VectorIndex:
-        if self._index is None:
-            self._index = self._open_checked_index()
-        return self._index
 
     def _duplicate_of(
         self, embedding: Sequence[float], name: str, index: VectorIndex
@@ -287,29 +221,15 @@ class SkillLibrary:
 
     def retire(self, name: str) -> Skill:
         """Retire a skill: it stays in the records but is never fetched again."""
-        with self._write_lock():
-            index = self._index_unlocked()  # check it against the records before changing them
+        with self._index.writing() as index:
             skill = self.store.set_status(name, "retired")
-            with self._index_write():
-                index.delete(name)
+            index.delete(name)
         return skill
 
     def reindex(self, *, progress: bool = False) -> int:
         """Rebuild the vector index from the records; returns how many skills it holds."""
-        with self._write_lock():
-            # read the records under the lock: a writer in between would be lost otherwise
-            skills = self.store.list(status="active")
-            if self._index is None:
-                try:
-                    self._index = VectorIndex(self.index_path, self.embedder)
-                except IndexCorruptError:
-                    remove_index_folder(self.index_path)
-                    self._index = VectorIndex(self.index_path, self.embedder)
-            entries = entries_for(skills)
-            with _ProgressBar(progress, "embedding skills", len(entries)) as bar:
-                with self._index_write():
-                    self._index.rebuild(entries, progress=bar.advance)
-        return len(entries)
+        with _ProgressBar(progress, "embedding skills", len(self.store.list(status="active"))) as bar:
+            return self._index.rebuild(progress=bar.advance)
 
     # -- fetch and feedback -------------------------------------------------------------
     def fetch(

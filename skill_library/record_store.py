@@ -135,6 +135,14 @@ class RecordStore(abc.ABC):
         """A stored trace; KeyError if unknown."""
 
     @abc.abstractmethod
+    def index_generation(self) -> int:
+        """A counter bumped before every change of the vector index (0 for a new store)."""
+
+    @abc.abstractmethod
+    def bump_index_generation(self) -> int:
+        """Increment the index generation and return the new value."""
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Release connections."""
 
@@ -371,6 +379,29 @@ class SQLRecordStore(RecordStore):
         if body is None:
             raise KeyError(f"no trace with id {trace_id!r}")
         return Trace.model_validate(body)
+
+    def index_generation(self) -> int:
+        with self._read() as conn:
+            value = conn.execute(
+                sa.select(meta_table.c.value).where(meta_table.c.key == "index_generation")
+            ).scalar()
+        return int(value) if value is not None else 0
+
+    def bump_index_generation(self) -> int:
+        with self._write() as conn:
+            value = conn.execute(
+                sa.select(meta_table.c.value).where(meta_table.c.key == "index_generation")
+            ).scalar()
+            new = (int(value) if value is not None else 0) + 1
+            if value is None:
+                conn.execute(meta_table.insert().values(key="index_generation", value=str(new)))
+            else:
+                conn.execute(
+                    meta_table.update()
+                    .where(meta_table.c.key == "index_generation")
+                    .values(value=str(new))
+                )
+            return new
 
     def close(self) -> None:
         self._engine.dispose()

@@ -392,3 +392,44 @@ def test_learn_accepts_an_openai_transcript(library):
     assert result.status == "saved", result.reasons
     assert result.skill.tools == ["pour"] and result.skill.successes == 1
     assert library.store.get_trace(result.skill.provenance.trace_ids[0]).calls[0].name == "pour"
+
+
+def _add_in_other_process(path: str, name: str, when: str) -> None:
+    from skill_library.library import SkillLibrary
+
+    with SkillLibrary(path) as lib:
+        assert lib.add(make_skill(name, when), verified=True).added
+
+
+def _reindex_in_other_process(path: str) -> None:
+    from skill_library.library import SkillLibrary
+
+    with SkillLibrary(path) as lib:
+        lib.reindex()
+
+
+def _in_other_process(target, *args) -> None:
+    process = multiprocessing.get_context("spawn").Process(target=target, args=args)
+    process.start()
+    process.join(timeout=240)
+    assert process.exitcode == 0
+
+
+def test_an_open_library_sees_other_processes_writes(tmp_path, embedder):
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib:
+        lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+        assert [m.skill.name for m in lib.fetch("book a flight", k=1)] == ["water_plants"]
+        _in_other_process(_add_in_other_process, str(path), "book_flight", WORKFLOWS["book_flight"])
+        assert [m.skill.name for m in lib.fetch("book a flight", k=1)] == ["book_flight"]
+        # the other process's skill also counts for the duplicate check here
+        assert lib.add(make_skill("fly_somewhere", "book a plane ticket to another city")).status == "duplicate"
+        _in_other_process(_reindex_in_other_process, str(path))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IndexRebuiltWarning)
+            assert [m.skill.name for m in lib.fetch("water the garden", k=1)] == ["water_plants"]
+        lib.retire("book_flight")
+    with _reopen(path, embedder) as lib:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IndexRebuiltWarning)
+            assert [m.skill.name for m in lib.fetch("book a flight", k=2)] == ["water_plants"]

@@ -1,0 +1,160 @@
+"""Keeping the derived vector index in step with the records, across threads and processes.
+
+Rules:
+- every index write happens under one file lock (``write.lock`` in the library folder),
+  together with the record change it follows;
+- a writer bumps the store's *index generation* before it touches the index, so other
+  processes (whose Chroma clients hold their own in-memory copy of the index) notice the
+  change on their next read and reopen the index;
+- opening (or reopening) checks the index against the records and rebuilds it, with an
+  :class:`IndexRebuiltWarning`, when it is missing, damaged or out of step;
+- an index write that fails after its record change was committed drops the open index, so
+  the next use checks and rebuilds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from skill_library.embeddings import Embedder
+from skill_library.errors import IndexCorruptError
+from skill_library.record_store import RecordStore
+from skill_library.vector_index import VectorIndex, entries_for, remove_index_folder
+
+
+class IndexRebuiltWarning(UserWarning):
+    """The vector index was missing, damaged or stale and has been rebuilt from the records."""
+
+
+class SyncedIndex:
+    """The vector index of one library folder, kept in step with its record store."""
+
+    def __init__(self, folder: Path, store: RecordStore, embedder: Embedder) -> None:
+        self.folder = Path(folder)
+        self.index_path = self.folder / "chroma"
+        self.store = store
+        self.embedder = embedder
+        self._index: VectorIndex | None = None
+        self._generation: int | None = None
+        self._thread_lock = threading.RLock()
+        self._lock_depth = 0
+
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        """The folder's write lock: exclusive across processes and threads, re-entrant."""
+        with self._thread_lock:
+            if self._lock_depth:
+                self._lock_depth += 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth -= 1
+                return
+            with open(self.folder / "write.lock", "a+") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                self._lock_depth = 1
+                try:
+                    yield
+                finally:
+                    self._lock_depth = 0
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # -- reading ------------------------------------------------------------------------
+    def current(self) -> VectorIndex:
+        """The index, opened on first use and reopened when another writer changed it."""
+        generation = self.store.index_generation()
+        index = self._index
+        if index is not None and generation == self._generation:
+            return index
+        with self._lock():
+            return self._fresh()
+
+    def _fresh(self) -> VectorIndex:
+        """Under the lock: the index, (re)opened and checked if it may be stale."""
+        generation = self.store.index_generation()
+        if self._index is None or generation != self._generation:
+            self._drop()
+            self._index = self._open_checked()
+            self._generation = generation
+        return self._index
+
+    # -- writing ------------------------------------------------------------------------
+    @contextmanager
+    def writing(self) -> Iterator[VectorIndex]:
+        """Hold the write lock around a record change and the index write that follows it."""
+        with self._lock():
+            index = self._fresh()
+            self._generation = self.store.bump_index_generation()
+            try:
+                yield index
+            except BaseException:
+                self._drop()
+                raise
+
+    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
+        """Rebuild the index from the records (under the lock); returns its size."""
+        with self._lock():
+            self._generation = self.store.bump_index_generation()
+            skills = self.store.list(status="active")
+            if self._index is None:
+                self._index = self._open_or_recreate()
+            try:
+                self._index.rebuild(entries_for(skills), progress=progress)
+            except BaseException:
+                self._drop()
+                raise
+            return len(skills)
+
+    def close(self) -> None:
+        """Release the Chroma client."""
+        with self._thread_lock:
+            self._drop()
+
+    # -- helpers ------------------------------------------------------------------------
+    def _drop(self) -> None:
+        index, self._index = self._index, None
+        self._generation = None
+        if index is not None:
+            index.close()
+
+    def _open_or_recreate(self) -> VectorIndex:
+        try:
+            return VectorIndex(self.index_path, self.embedder)
+        except IndexCorruptError:
+            remove_index_folder(self.index_path)
+            return VectorIndex(self.index_path, self.embedder)
+
+    def _open_checked(self) -> VectorIndex:
+        expected = {s.name: s.version for s in self.store.list(status="active")}
+        existed = self.index_path.exists()
+        index: VectorIndex | None
+        try:
+            index = VectorIndex(self.index_path, self.embedder)
+            try:
+                found = index.entries()
+            except Exception as exc:
+                index.close()
+                raise IndexCorruptError(str(exc)) from exc
+            if found == expected:
+                return index
+            reason = "is out of step with the records" if existed else "is missing"
+        except IndexCorruptError as exc:
+            reason = f"could not be used ({exc})"
+            index = None
+        if index is None:
+            remove_index_folder(self.index_path)
+            index = VectorIndex(self.index_path, self.embedder)
+        if expected or existed:
+            warnings.warn(
+                f"the vector index in {self.index_path} {reason}; rebuilding it from "
+                f"{len(expected)} skill record(s)",
+                IndexRebuiltWarning,
+                stacklevel=5,
+            )
+        index.rebuild(entries_for(self.store.list(status="active")))
+        return index

@@ -113,6 +113,7 @@ class SkillLibrary:
         """
         if not isinstance(skill, Skill):
             raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
+        _check_addable(skill)
         embedding = self.embedder.embed([skill.when])[0]
         with self._index.writing() as index:
             duplicate = self._duplicate_of(embedding, skill.name, index)
@@ -141,6 +142,7 @@ class SkillLibrary:
         for skill in skills:
             if not isinstance(skill, Skill):
                 raise TypeError(f"add_many() takes Skills, got {type(skill).__name__}")
+            _check_addable(skill)
         results: list[AddResult] = []
         batch_size = 256
         bar = _ProgressBar(progress, "adding skills", len(skills))
@@ -335,12 +337,31 @@ class SkillLibrary:
         except SkillNotFoundError:
             existing = None
         if existing is not None:
-            if existing.code == skill.code and existing.status == "active":
-                return LearnResult(
-                    status="duplicate", skill=existing, report=report, duplicate_of=existing.name
-                )
             if not self._same_workflow(existing, skill):
                 skill = _renamed(skill, self._free_name(skill.name))
+            elif existing.status == "retired":
+                return LearnResult(
+                    status="rejected",
+                    report=report,
+                    reasons=[
+                        f"skill {existing.name!r} for this workflow was retired; learning does "
+                        "not revive it (add a new version explicitly to do so)"
+                    ],
+                )
+            elif existing.code == skill.code or existing.reliability >= self.min_reliability:
+                # same procedure, or a different one while the stored one still works:
+                # keep the proven version rather than restart its record from one trace
+                return LearnResult(
+                    status="duplicate",
+                    skill=existing,
+                    report=report,
+                    duplicate_of=existing.name,
+                    reasons=[
+                        f"{existing.name!r} v{existing.version} already does this "
+                        f"(reliability {existing.reliability:.2f})"
+                    ],
+                )
+            # else: the stored version stopped working; the new one becomes the next version
         self.store.save_trace(trace)
         added = self.add(skill, verified=True)
         if not added.added:
@@ -452,9 +473,13 @@ class SkillLibrary:
         if not result.ok:
             outcome = Outcome(success=False, verifier="sandbox", evidence=error)
         elif verifier is not None:
-            outcome = Outcome(
-                success=bool(verifier(run)), verifier=getattr(verifier, "__name__", "verifier")
-            )
+            name = getattr(verifier, "__name__", "verifier")
+            try:
+                outcome = Outcome(success=bool(verifier(run)), verifier=name)
+            except Exception as exc:  # a verifier that cannot judge counts as a failure
+                outcome = Outcome(
+                    success=False, verifier=name, evidence=f"verifier raised {type(exc).__name__}: {exc}"
+                )
         else:
             outcome = None
         trace = trace.model_copy(update={"outcome": outcome})
@@ -492,6 +517,18 @@ class SkillLibrary:
                         ) from None
                     stack.append(dep_skill)
         return sources, tools
+
+
+def _check_addable(skill: Skill) -> None:
+    if skill.status != "active":
+        raise ValueError(
+            f"status: add() stores active versions; {skill.name!r} has status {skill.status!r}"
+        )
+    if skill.successes or skill.failures:
+        raise ValueError(
+            f"successes/failures: a new version starts with no outcomes; {skill.name!r} carries "
+            f"{skill.successes}/{skill.failures} (use verified=True or feedback())"
+        )
 
 
 def _check_args(skill: Skill, args: dict[str, Any]) -> None:

@@ -22,7 +22,8 @@ SkillKind = Literal["code", "instruction"]
 SkillStatus = Literal["draft", "active", "retired"]
 CallKind = Literal["tool", "skill"]
 
-_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+# a leading letter: the sandbox refuses names that start with an underscore
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def utc_now() -> datetime:
@@ -122,10 +123,14 @@ class Trace(BaseModel):
                         function = call["function"]
                         name = function["name"]
                         raw_args = function.get("arguments") or "{}"
-                    except (KeyError, TypeError):
+                    except (KeyError, TypeError, AttributeError):
                         raise TraceError(
                             f"message {index}: tool call lacks id, function or name"
                         ) from None
+                    if not isinstance(name, str) or not name:
+                        raise TraceError(
+                            f"message {index}: tool call {call_id!r} has no function name"
+                        )
                     try:
                         arguments = json.loads(raw_args) if isinstance(raw_args, str) else raw_args
                     except json.JSONDecodeError as exc:

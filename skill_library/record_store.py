@@ -269,18 +269,20 @@ class SQLRecordStore(RecordStore):
         if not keys:
             return {}
         wanted = set(keys)
+        names = sorted({n for n, _ in wanted})
+        found = {}
         with self._read() as conn:
-            rows = conn.execute(
-                sa.select(versions_table).where(
-                    versions_table.c.name.in_(sorted({n for n, _ in wanted}))
-                )
-            ).mappings()
-            found = {}
-            for row in rows:
-                key = (row["name"], row["version"])
-                if key in wanted:
-                    found[key] = _row_to_skill(row)
-            return found
+            for start in range(0, len(names), 500):  # stay far below SQLite's variable limit
+                rows = conn.execute(
+                    sa.select(versions_table).where(
+                        versions_table.c.name.in_(names[start : start + 500])
+                    )
+                ).mappings()
+                for row in rows:
+                    key = (row["name"], row["version"])
+                    if key in wanted:
+                        found[key] = _row_to_skill(row)
+        return found
 
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
         query = (

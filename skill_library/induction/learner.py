@@ -138,7 +138,8 @@ def learn_from_trace(
     ``verify`` callback; the replay verdict is cached by candidate content, so a candidate
     the generalizer already verified is not replayed again. ``live_verifier`` runs once,
     after the replay passes. :class:`~skill_library.errors.LLMError` (the model could not
-    be reached) propagates so the caller can fall back to another generalizer.
+    be reached) propagates: a configured model that is down is an error for the caller to
+    see (``SkillLibrary.learn`` raises it), not a reason to silently learn differently.
     """
     checked, reasons = coerce_trace(trace)
     if checked is None:

@@ -1,0 +1,150 @@
+"""SkillLibrary.learn and SkillLibrary.run on real parts: real sandbox workers, real index."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from sandbox import Limits
+from skill_library.errors import TraceError
+from skill_library.models import Outcome, Skill, ToolCall, Trace
+
+STOCK: dict[str, int] = {}
+
+
+def check(item: str) -> dict:
+    return {"item": item, "stock": STOCK.get(item, 0)}
+
+
+def restock(item: str, count: int) -> dict:
+    STOCK[item] = STOCK.get(item, 0) + count
+    return {"item": item, "stock": STOCK[item]}
+
+
+TOOLS = {"check": check, "restock": restock}
+VERIFIED = Outcome(success=True, verifier="stock-audit")
+
+
+def restock_trace(*, with_check: bool = False) -> Trace:
+    calls = [ToolCall(name="check", arguments={"item": "apple"}, result={"item": "apple", "stock": 0})] if with_check else []
+    calls.append(ToolCall(name="restock", arguments={"item": "apple", "count": 3}, result={"item": "apple", "stock": 3}))
+    return Trace(task="restock 3 apples in the fruit aisle", params={"count": 3}, calls=calls, outcome=VERIFIED)
+
+
+def test_learned_skill_runs_with_new_arguments_and_records_its_trace(library):
+    learned = library.learn(restock_trace())
+    assert learned.status == "saved" and learned.report.passed
+    skill = learned.skill
+    assert skill.when == "restock {count} apples in the fruit aisle"
+    assert (skill.successes, skill.failures) == (1, 0)
+    STOCK.clear()
+    run = library.run(skill.name, {"count": 5}, TOOLS)
+    assert run.ok and run.value == {"item": "apple", "stock": 5}
+    assert run.trace.task == "restock 5 apples in the fruit aisle"
+    assert [(c.name, c.arguments) for c in run.trace.calls] == [("restock", {"item": "apple", "count": 5})]
+    assert library.store.get_trace(run.trace.id).calls == run.trace.calls
+    assert library.get(skill.name).outcomes == 1  # no verdict yet: success comes from feedback
+
+
+def test_run_verifier_records_the_outcome(library):
+    name = library.learn(restock_trace()).skill.name
+    library.run(name, {"count": 1}, TOOLS, verifier=lambda r: r.value["stock"] > 0)
+    library.run(name, {"count": 1}, TOOLS, verifier=lambda r: False)
+
+    def broken(run):
+        raise RuntimeError("audit service down")
+
+    run = library.run(name, {"count": 1}, TOOLS, verifier=broken)
+    skill = library.get(name)
+    assert (skill.successes, skill.failures) == (2, 2)
+    stored = library.store.get_trace(run.trace.id)
+    assert stored.outcome.success is False and "audit service down" in stored.outcome.evidence
+
+
+def test_limit_hit_is_a_recorded_failure_and_the_next_run_works(library):
+    code = "def spin(n: int) -> int:\n    x = 0\n    while True:\n        x += n\n    return x\n"
+    library.add(Skill.from_function(code, when="spin forever on a number"), verified=True)
+    run = library.run("spin", {"n": 1}, {}, limits=Limits(cpu_seconds=1, wall_seconds=3))
+    assert not run.ok and run.limit in ("cpu", "wall") and run.error
+    assert library.get("spin").failures == 1
+    name = library.learn(restock_trace()).skill.name
+    assert library.run(name, {"count": 2}, TOOLS).ok
+
+
+def test_run_only_reaches_declared_tools_and_checks_arguments(library):
+    name = library.learn(restock_trace()).skill.name
+    calls = []
+
+    def check_spy(item: str) -> dict:  # offered, but the skill never declared it
+        calls.append(item)
+        return {}
+
+    run = library.run(name, {"count": 1}, {"restock": restock, "check": check_spy})
+    assert run.ok and calls == []
+    with pytest.raises(ValueError, match="has no parameter\\(s\\) colour"):
+        library.run(name, {"count": 1, "colour": "red"}, TOOLS)
+    with pytest.raises(ValueError, match="needs argument\\(s\\) count"):
+        library.run(name, {}, TOOLS)
+
+
+def test_relearning_keeps_a_reliable_version(library):
+    first = library.learn(restock_trace())
+    again = library.learn(restock_trace())
+    assert again.status == "duplicate" and again.duplicate_of == first.skill.name
+    other = library.learn(restock_trace(with_check=True))  # different procedure, same workflow
+    assert other.status == "duplicate" and "already does this" in other.reasons[0]
+    assert [s.version for s in library.history(first.skill.name)] == [1]
+
+
+def test_relearning_replaces_a_version_that_stopped_working(library):
+    name = library.learn(restock_trace()).skill.name
+    library.feedback(name, False)
+    library.feedback(name, False)  # 1 ok, 2 failed: (1+1)/(3+2) = 0.4 < 0.6
+    result = library.learn(restock_trace(with_check=True))
+    assert result.status == "saved" and result.skill.name == name and result.skill.version == 2
+    assert "check(" in result.skill.code
+    assert [(s.version, s.status) for s in library.history(name)] == [(1, "retired"), (2, "active")]
+
+
+def test_a_retired_workflow_is_not_revived_by_learning(library):
+    name = library.learn(restock_trace()).skill.name
+    library.retire(name)
+    result = library.learn(restock_trace())
+    assert result.status == "rejected" and "was retired" in result.reasons[0]
+    assert library.get(name).status == "retired"
+
+
+def test_a_name_taken_by_another_workflow_gets_a_fresh_name(library):
+    code = "def restock_apples_in_fruit_aisle(n: int) -> int:\n    return n\n"
+    library.add(Skill.from_function(code, when="water the plants in the garden"), verified=True)
+    learned = library.learn(restock_trace())  # the generalizer names it restock_apples_in_fruit_aisle
+    assert learned.status == "saved" and learned.skill.name == "restock_apples_in_fruit_aisle_2"
+    assert "def restock_apples_in_fruit_aisle_2(" in learned.skill.code
+    assert library.get("restock_apples_in_fruit_aisle").when == "water the plants in the garden"
+    assert library.run("restock_apples_in_fruit_aisle_2", {"count": 1}, TOOLS).ok
+
+
+def test_unverified_and_broken_traces_store_nothing(library):
+    unverified = restock_trace().model_copy(update={"outcome": Outcome(success=True)})
+    failed = restock_trace().model_copy(update={"outcome": Outcome(success=False, verifier="audit")})
+    only_errors = Trace(task="restock 3 apples", calls=[ToolCall(name="restock", error="out of apples")], outcome=VERIFIED)
+    for trace in (unverified, failed, only_errors):
+        assert library.learn(trace).status == "rejected"
+    transcript = {"task": "restock", "outcome": {"success": True, "verifier": "a"},
+                  "messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "restock", "arguments": "{"}}]}]}
+    result = library.learn(transcript)
+    assert result.status == "rejected" and "message 0" in result.reasons[0]
+    assert library.list() == []
+    with pytest.raises(TraceError, match="message 0: tool call 'c1' has no function name"):
+        Trace.from_openai_messages(
+            [{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": 7}}]}], task="t", outcome=None
+        )
+
+
+def test_add_refuses_what_it_would_silently_change(library):
+    with pytest.raises(ValueError, match="status: add\\(\\) stores active versions"):
+        library.add(Skill.from_function("def f(x: int) -> int:\n    return x\n", when="w", status="draft"))
+    with pytest.raises(ValueError, match="starts with no outcomes"):
+        library.add(Skill.from_function("def f(x: int) -> int:\n    return x\n", when="w", successes=5))
+    with pytest.raises(ValidationError, match="snake_case"):
+        Skill.from_function("def _hidden(x: int) -> int:\n    return x\n", when="w")

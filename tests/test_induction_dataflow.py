@@ -516,3 +516,22 @@ def test_no_successful_calls_is_a_generalization_error():
                   calls=[ToolCall(name="craft", arguments={}, error="boom")])
     with pytest.raises(GeneralizationError, match="no successful tool calls"):
         DataflowGeneralizer().generalize(trace)
+
+
+def test_a_long_number_copied_out_of_result_text_is_refused():
+    from skill_library.errors import GeneralizationError
+    from skill_library.induction import DataflowGeneralizer
+    from skill_library.models import Outcome, ToolCall, Trace
+
+    trace = Trace(
+        task="Pay the open invoice of acme",
+        params={"customer": "acme"},
+        calls=[
+            ToolCall(name="open_invoices", arguments={"customer": "acme"},
+                     result=[{"id": 3, "note": "urgent: pay invoice 99887766 today"}]),
+            ToolCall(name="pay", arguments={"invoice": 99887766}, result={"paid": True}),
+        ],
+        outcome=Outcome(success=True, verifier="ledger"),
+    )
+    with pytest.raises(GeneralizationError, match="the value 99887766 occurs in the result of call 1"):
+        DataflowGeneralizer().generalize(trace)

@@ -32,7 +32,12 @@ from typing import Any
 from skill_library import signature
 from skill_library.errors import GeneralizationError
 from skill_library.induction.candidate import Candidate, Verify
-from skill_library.induction.validation import PHRASE_WORDS, address_like, normalized
+from skill_library.induction.validation import (
+    LONG_NUMBER_DIGITS,
+    PHRASE_WORDS,
+    address_like,
+    normalized,
+)
 from skill_library.models import Skill, ToolCall, Trace
 
 Path = tuple[Any, ...]
@@ -357,8 +362,15 @@ class _Builder:
 
     def _constant(self, value: Any, where: str, before: int, *, glue: bool = False) -> Spec:
         for _path, node in _walk(value):
+            text = None
             if isinstance(node, str):
-                origin = self._tainted(node, before, glue=glue)
+                text = node
+            elif isinstance(node, (int, float)) and not isinstance(node, bool):
+                # long numbers (invoice, account, phone numbers) are held to the same rule
+                if sum(ch.isdigit() for ch in repr(node)) >= LONG_NUMBER_DIGITS:
+                    text = repr(node)
+            if text is not None:
+                origin = self._tainted(text, before, glue=glue)
                 if origin:
                     raise GeneralizationError(
                         f"{where}: the value {_short(node)} occurs in the result of {origin} "

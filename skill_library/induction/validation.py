@@ -282,6 +282,9 @@ class TrustedText:
         return None
 
 
+LONG_NUMBER_DIGITS = 5
+
+
 def _constants(tree: ast.AST) -> list[tuple[str, int, bool]]:
     """(text, line, structural) for every string constant; structural = used as a key."""
     structural: set[int] = set()
@@ -338,6 +341,15 @@ def provenance_problems(
         origin = trusted.untrusted_origin(text, whole=not structural)
         if origin:
             flag(f"string constant at line {line}", text, origin)
+    # long numbers (account, invoice, phone numbers) copied out of results are as
+    # dangerous as strings; short ones (counts, indexes) collide with results by chance
+    for node in ast.walk(tree):
+        value = getattr(node, "value", None) if isinstance(node, ast.Constant) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            digits = sum(ch.isdigit() for ch in repr(value))
+            origin = trusted.untrusted_origin(repr(value)) if digits >= LONG_NUMBER_DIGITS else None
+            if origin:
+                flag(f"number constant at line {getattr(node, 'lineno', 0)}", repr(value), origin)
     for text, line in _comments(candidate.code):
         origin = trusted.untrusted_origin(text)
         if origin:

@@ -30,7 +30,6 @@ ends the episode with ``stopped="llm error: ..."``; ``solve`` never raises for i
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,13 +40,14 @@ import openai
 from benchmarks.agents.base import Agent, BudgetExceeded, Episode, Session
 from benchmarks.worlds.base import Task, World
 from skill_library.errors import LLMError
+from skill_library.llm_endpoint import endpoint_configured, model_name, openai_client
 
 if TYPE_CHECKING:
     from skill_library import Skill, SkillLibrary
 
 Mode = Literal["none", "prompt", "tools"]
 CONDITIONS: tuple[str, ...] = ("none", "prompt", "tools")
-DEFAULT_MODEL = "gpt-4o-mini"
+
 PROMPTS = Path(__file__).with_name("prompts")
 _FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what the API accepts as a tool name
 
@@ -114,25 +114,21 @@ class LLMAgent(Agent):
         self.max_tool_calls = max_tool_calls
         self.max_decisions = max_decisions
         self.max_result_chars = max_result_chars
-        self.model = model or os.environ.get("SKILL_LIBRARY_MODEL") or DEFAULT_MODEL
+        self.model = model_name(model)
         if client is None:
-            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-            api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
-            if api_key is None:
-                if base_url is None:
-                    raise LLMNotConfigured(
-                        "no LLM endpoint configured for the llm agent: pass base_url/api_key "
-                        "or set OPENAI_BASE_URL or OPENAI_API_KEY"
-                    )
-                api_key = "not-needed"  # local OpenAI-compatible servers ignore the key
-            client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout)
+            if not (base_url or api_key or endpoint_configured()):
+                raise LLMNotConfigured(
+                    "no LLM endpoint configured for the llm agent: pass base_url/api_key "
+                    "or set OPENAI_BASE_URL or OPENAI_API_KEY"
+                )
+            client = openai_client(base_url, api_key, timeout=timeout)
         self.client = client
         self._system = _templates().get_template("system.j2")
 
     @staticmethod
     def configured() -> bool:
         """True when the environment names an LLM endpoint or key (the agent can be built)."""
-        return bool(os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"))
+        return endpoint_configured()
 
     # -- prompt and tools --------------------------------------------------------------------
 

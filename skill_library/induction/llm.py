@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import secrets
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ import jinja2
 from skill_library import signature
 from skill_library.errors import GeneralizationError, LLMError
 from skill_library.induction.candidate import Candidate, Verify
+from skill_library.llm_endpoint import endpoint_configured, model_name, openai_client
 from skill_library.induction.validation import (
     allowed_names,
     complete_candidate,
@@ -36,7 +36,6 @@ from skill_library.models import Skill, Trace
 if TYPE_CHECKING:  # pragma: no cover - importing openai takes ~2 s: done on first use
     import openai
 
-DEFAULT_MODEL = "gpt-4o-mini"
 PROMPTS = Path(__file__).with_name("prompts")
 _REQUIRED = ("name", "when", "parameters", "code")
 _FENCE_RE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
@@ -102,38 +101,19 @@ class LLMGeneralizer:
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
-        self.model = model or os.environ.get("SKILL_LIBRARY_MODEL") or DEFAULT_MODEL
+        self.model = model_name(model)
         self.max_retries = max_retries
         self.timeout = timeout
         self.max_result_chars = max_result_chars
         self.temperature = temperature
-        if client is not None:
-            self.client = client
-        else:
-            import openai
-
-            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-            api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
-            if api_key is None:
-                if base_url is None:
-                    raise LLMError(
-                        "no LLM configured: pass base_url/api_key or set OPENAI_BASE_URL or "
-                        "OPENAI_API_KEY"
-                    )
-                api_key = "not-needed"  # local OpenAI-compatible servers ignore the key
-            try:
-                self.client = openai.OpenAI(
-                    base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout
-                )
-            except openai.OpenAIError as exc:
-                raise LLMError(f"cannot create the OpenAI client: {exc}") from exc
+        self.client = client if client is not None else openai_client(base_url, api_key, timeout=timeout)
         self.base_url = str(self.client.base_url).rstrip("/")
         self._templates = _environment()
 
     @staticmethod
     def configured() -> bool:
         """True when the environment names an LLM endpoint or key."""
-        return bool(os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"))
+        return endpoint_configured()
 
     @classmethod
     def from_env(cls, **options: Any) -> "LLMGeneralizer | None":

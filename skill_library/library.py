@@ -252,24 +252,20 @@ class SkillLibrary:
         threshold = self.min_reliability if min_reliability is None else min_reliability
         wanted_kinds = set(kinds) if kinds is not None else None
         index = self.index
-        total = index.count()
-        if total == 0:
-            return []
         embedding = self.embedder.embed([task])[0]
-        n = min(total, max(4 * k, k + 8))
+        n = max(4 * k, k + 8)
         while True:
-            hits = [
-                h for h in index.query(embedding, n) if wanted_kinds is None or h.kind in wanted_kinds
-            ]
+            found = index.query(embedding, n)  # fewer than n: the index has no more
+            hits = [h for h in found if wanted_kinds is None or h.kind in wanted_kinds]
             records = self.store.get_many([(h.name, h.version) for h in hits])
             matches = []
             for hit in hits:
                 skill = records.get((hit.name, hit.version))
                 if skill is not None and ranking.qualifies(skill, threshold):
                     matches.append(ranking.make_match(skill, hit.similarity))
-            if len(matches) >= k or n >= total:
+            if len(matches) >= k or len(found) < n:
                 return ranking.rank(matches)[:k]
-            n = min(total, n * 4)
+            n *= 4
 
     def feedback(
         self,

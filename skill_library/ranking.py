@@ -18,7 +18,8 @@ def qualifies(skill: Skill, min_reliability: float) -> bool:
 def make_match(skill: Skill, similarity: float) -> Match:
     """A :class:`Match`; ``score`` = similarity x reliability, one number for agents."""
     reliability = skill.reliability
-    return Match(
+    # the skill is a validated record: constructing without re-validating keeps fetch cheap
+    return Match.model_construct(
         skill=skill,
         similarity=similarity,
         reliability=reliability,

@@ -32,6 +32,7 @@ demo: $(STAMP)
 	$(PY) -m benchmarks demo
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet smolagents
 	$(PY) benchmarks/perf_fetch.py
 	$(PY) benchmarks/perf_sandbox.py
 

@@ -113,6 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         "--agent-opt", action="append", default=[], metavar="KEY=VALUE",
         help="an option for the agent's constructor (VALUE is read as JSON when it parses)",
     )
+    run.add_argument(
+        "--generalizer", choices=("dataflow", "llm"), default="dataflow",
+        help="how the library learns skills from train traces: dataflow (offline, default) or llm "
+        "(the library's LLM generalizer, from OPENAI_BASE_URL / SKILL_LIBRARY_MODEL; its tokens "
+        "are reported as learn_tokens)",
+    )
     run.add_argument("--no-progress", action="store_true")
 
     demo = sub.add_parser("demo", help="offline showcase: crafting + explorer, with vs without skills")
@@ -159,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             max_train=args.max_train,
             max_test=args.max_test,
             agent_options=_options(args.agent_opt),
+            generalizer=args.generalizer,
         )
     start = time.perf_counter()
     try:

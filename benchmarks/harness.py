@@ -5,7 +5,8 @@ Protocol, for every seed and condition:
 1. a fresh library (conditions with skills) in ``<out>/libraries/<condition>-seed<seed>``;
    all libraries share one embedder, loaded once per process;
 2. the train tasks, with learning on: every verified success goes through
-   ``library.learn(trace)``; every skill run that finished without error is reported
+   ``library.learn(trace, generalizer=...)`` with the run's generalizer (``dataflow``, the
+   offline one, unless the config asks for ``llm``; never chosen by the environment); every skill run that finished without error is reported
    with ``library.feedback`` (the agent's own check of it where it made one, else the
    task's verdict), and a run that raised is recorded as a failure by ``library.run``;
 3. the test tasks with the library frozen: agents see it through a ``FrozenLibrary``
@@ -85,6 +86,9 @@ class RunConfig:
     max_train: int | None = None
     max_test: int | None = None
     agent_options: dict[str, Any] = field(default_factory=dict)
+    # how skills are learned: "dataflow" (offline, deterministic) or "llm" (the library's
+    # LLMGeneralizer, configured from OPENAI_BASE_URL / OPENAI_API_KEY / SKILL_LIBRARY_MODEL)
+    generalizer: str = "dataflow"
 
     def __post_init__(self) -> None:
         if self.conditions is None:
@@ -101,6 +105,7 @@ class RunConfig:
             "max_train": self.max_train,
             "max_test": self.max_test,
             "agent_options": dict(self.agent_options),
+            "generalizer": self.generalizer,
         }
 
 
@@ -110,6 +115,31 @@ def train_order(tasks: Sequence[Task], seed: int) -> list[Task]:
     if seed:
         random.Random(seed).shuffle(tasks)
     return tasks
+
+
+GENERALIZERS = ("dataflow", "llm")
+
+
+def make_generalizer(name: str) -> Any:
+    """The generalizer ``library.learn`` uses in a run, chosen by name, never by the environment.
+
+    (``SkillLibrary.learn`` without one picks the LLM generalizer whenever an endpoint is
+    configured, which would make an offline run depend on the shell it starts in, and add
+    model calls to the skills conditions that no agent metric counts.)
+    """
+    from skill_library.induction import DataflowGeneralizer, LLMGeneralizer
+
+    if name == "dataflow":
+        return DataflowGeneralizer()
+    if name == "llm":
+        generalizer = LLMGeneralizer.from_env()
+        if generalizer is None:
+            raise ValueError(
+                "the llm generalizer needs an endpoint: set OPENAI_BASE_URL or OPENAI_API_KEY "
+                "(and SKILL_LIBRARY_MODEL)"
+            )
+        return generalizer
+    raise ValueError(f"unknown generalizer {name!r}; generalizers are: {', '.join(GENERALIZERS)}")
 
 
 def _library_class():
@@ -140,6 +170,8 @@ def run_benchmark(
     """Run ``config``; return the results (also what ``results.json`` holds)."""
     started = time.perf_counter()
     check_conditions(config.agent, config.conditions)
+    if config.generalizer not in GENERALIZERS:
+        raise ValueError(f"unknown generalizer {config.generalizer!r}; generalizers are: {', '.join(GENERALIZERS)}")
     world = get_world(config.world)
     agents = {c: agent_for_condition(config.agent, c, **config.agent_options) for c in config.conditions}
     for agent in agents.values():
@@ -151,6 +183,7 @@ def run_benchmark(
     if not train and not test:
         raise ValueError("no tasks to run")
     needs_library = any(CONDITIONS[c].skills for c in config.conditions)
+    generalizer = make_generalizer(config.generalizer) if needs_library else None
     if needs_library and embedder is None:
         embedder = default_embedder()
     out = Path(config.out)
@@ -178,7 +211,9 @@ def run_benchmark(
                         if progress:
                             progress(f"{cname} seed {seed} {phase} {task.id}", done, total)
                         view = library if library is None or learning else FrozenLibrary(library)
-                        record = run_task(agents[cname], world, task, view, seed=seed, learning=learning)
+                        record = run_task(
+                            agents[cname], world, task, view, seed=seed, learning=learning, generalizer=generalizer
+                        )
                         record.update(seed=seed, condition=cname, phase=phase, index=index)
                         records.append(record)
                         done += 1
@@ -229,8 +264,13 @@ def run_task(
     *,
     seed: int,
     learning: bool,
+    generalizer: Any = None,
 ) -> dict[str, Any]:
-    """Reset, solve, verify, and (when learning) learn and give feedback; one record."""
+    """Reset, solve, verify, and (when learning) learn and give feedback; one record.
+
+    ``generalizer`` is passed to ``library.learn`` (None: the offline dataflow one). The
+    model tokens a generalizer reports for a saved skill are recorded as ``learn_tokens``.
+    """
     world.reset(seed, task)
     start = time.perf_counter()
     try:
@@ -262,6 +302,7 @@ def run_task(
         ],
         "learn": None,
         "learn_ms": 0.0,
+        "learn_tokens": 0,
     }
     if not verdict.success:
         record["evidence"] = _short(json.dumps(verdict.evidence, default=str), 400)
@@ -274,7 +315,11 @@ def run_task(
         if verdict.success:
             outcome = Outcome(success=True, verifier=f"{world.name}.verify", evidence=verdict.evidence)
             try:
-                result = library.learn(episode.to_trace(task, outcome))
+                result = library.learn(
+                    episode.to_trace(task, outcome), generalizer=generalizer or make_generalizer("dataflow")
+                )
+                usage = dict(result.skill.provenance.usage) if result.skill is not None else {}
+                record["learn_tokens"] = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
                 record["learn"] = {
                     "status": result.status,
                     "skill": result.skill.name if result.skill else None,

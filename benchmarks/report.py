@@ -47,6 +47,7 @@ def _aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "tokens": round(mean(r["tokens"] for r in rows), 1),
         "wall_ms": round(mean(r["wall_ms"] for r in rows), 2),
         "learn_ms": round(mean(r.get("learn_ms", 0.0) for r in rows), 2),
+        "learn_tokens": round(mean(r.get("learn_tokens", 0) for r in rows), 1),
         "skills_learned": round(mean(learned), 2),
         "learn_statuses": dict(statuses),
         "skill_invocations": round(invocations / n, 3),
@@ -106,7 +107,8 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
     lines = [
         f"# Benchmark: {cfg['world']} world, {cfg['agent']} agent",
         "",
-        f"Conditions: {', '.join(cfg['conditions'])}; seeds: {cfg['seeds']}; "
+        f"Conditions: {', '.join(cfg['conditions'])}; skills learned with the "
+        f"{cfg.get('generalizer', 'dataflow')} generalizer; seeds: {cfg['seeds']}; "
         f"tasks: {len(results['tasks']['train'])} train, {len(results['tasks']['test'])} test; "
         f"run time {results.get('elapsed_s', 0):.1f} s.",
         "",
@@ -139,6 +141,15 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
         "model). *tokens* are as the model server reported them (0 without usage data). "
         "Success is mean ± sd over seeds.",
     ]
+    learn_tokens = {
+        c: summary[c]["train"].get("learn_tokens", 0)
+        for c in cfg["conditions"]
+        if summary[c]["train"].get("tasks")
+    }
+    if any(learn_tokens.values()):
+        lines += ["", "Learning the skills cost model tokens too (LLM generalizer, tokens it reported for "
+                  "saved skills; not in the table's tokens/task): "
+                  + "; ".join(f"{c}: {v:.0f} per train task" for c, v in learn_tokens.items() if v) + "."]
     table = by_workflow(results["records"], "test")
     if table:
         conditions = cfg["conditions"]

@@ -158,3 +158,58 @@ def test_llm_agent_runs_under_its_default_conditions(tmp_path, embedder):
     assert all(not r["success"] and r["llm_calls"] == 1 and r["tokens"] == 55 for r in records)
     assert all(r["fetches"] == (0 if r["condition"] == "none" else 1) for r in records)
     assert set(results["libraries"]) == {"prompt-seed0", "tools-seed0"}
+
+
+def test_learning_uses_the_runs_generalizer_not_the_environment(tmp_path, embedder, monkeypatch):
+    # an endpoint in the environment must not turn the offline run into an LLM-learning one
+    # (SkillLibrary.learn alone would pick the LLM generalizer, here an unreachable one)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    tasks = small_suite()[:1]
+    config = RunConfig(world="crafting", agent="explorer", conditions=["skills"], out=tmp_path)
+    results = run_benchmark(config, tasks=tasks, embedder=embedder)
+    (record,) = results["records"]
+    assert record["learn"]["status"] == "saved", record["learn"]
+    assert record["learn_tokens"] == 0 and results["config"]["generalizer"] == "dataflow"
+    assert results["summary"]["skills"]["train"]["learn_tokens"] == 0
+    assert "with the dataflow generalizer" in report.markdown(results)
+    with pytest.raises(ValueError, match="unknown generalizer 'magic'"):
+        run_benchmark(RunConfig(world="crafting", agent="explorer", out=tmp_path, generalizer="magic"),
+                      tasks=tasks, embedder=embedder)
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name)
+    with pytest.raises(ValueError, match="llm generalizer needs an endpoint"):
+        run_benchmark(RunConfig(world="crafting", agent="explorer", out=tmp_path, generalizer="llm"),
+                      tasks=tasks, embedder=embedder)
+
+
+def test_model_tokens_spent_on_learning_are_recorded(tmp_path, embedder):
+    from skill_library.induction import DataflowGeneralizer
+
+    class Metered(DataflowGeneralizer):
+        """The offline generalizer, reporting model usage the way the LLM one does."""
+
+        def generalize(self, *args, **kwargs):
+            candidate = super().generalize(*args, **kwargs)
+            candidate.usage = {"prompt_tokens": 300, "completion_tokens": 40}
+            return candidate
+
+    from benchmarks.harness import run_task
+    from benchmarks.agents import get_agent
+    from benchmarks.worlds import get_world
+    from skill_library.library import SkillLibrary
+
+    task = small_suite()[0]
+    with SkillLibrary(tmp_path / "lib", embedder=embedder) as library:
+        record = run_task(get_agent("explorer"), get_world("crafting"), task, library,
+                          seed=0, learning=True, generalizer=Metered())
+    assert record["learn"]["status"] == "saved" and record["learn_tokens"] == 340
+    results = {
+        "config": RunConfig(world="crafting", agent="explorer", conditions=["skills"], out=tmp_path).to_json(),
+        "tasks": {"train": [task.id], "test": []},
+        "records": [dict(record, seed=0, condition="skills", phase="train", index=0)],
+        "libraries": {},
+    }
+    results["summary"] = report.summarize(results["records"], ["skills"])
+    assert results["summary"]["skills"]["train"]["learn_tokens"] == 340
+    assert "skills: 340 per train task" in report.markdown(results)

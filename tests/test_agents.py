@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from benchmarks.agents import get_agent
-from benchmarks.agents.base import Session, bind_by_name, bind_from_text, when_regex
+from benchmarks.agents.base import BudgetExceeded, Session, bind_by_name, bind_from_text, when_regex
 from benchmarks.worlds import Task, get_world, load_tasks
 from benchmarks.worlds.crafting import phrase
 from skill_library.models import Match, Outcome, Skill, SkillRun, Trace
@@ -282,6 +282,20 @@ def test_session_counts_skill_calls_and_budget():
     assert (episode.decisions, episode.tool_calls, episode.skill_invocations) == (2, 2, 1)
     assert episode.calls[0].kind == "skill" and episode.calls[1].error
     assert use.value == episode.calls[0].result == {"mined": "log", "added": 2, "inventory": {"log": 2}}
+
+
+def test_a_budget_hit_inside_a_skill_ends_the_episode():
+    world = get_world("crafting")
+    task = crafting_task("log", 2)
+    world.reset(0, task)
+    code = "def chop_thrice(count: int):\n    for i in range(3):\n        mine(block='log', count=count)\n"
+    library = ScriptedLibrary([skill(code, when="Chop logs three times, {count} each")])
+    session = Session(task, world, library, agent="test", max_tool_calls=2)
+    with pytest.raises(BudgetExceeded, match="tool-call budget of 2 used up"):
+        session.run_skill(library.skills["chop_thrice"], {"count": 1})
+    episode = session.finish()
+    assert episode.tool_calls == 2
+    assert [c.name for c in episode.calls] == ["mine", "mine"]  # what changed the world is kept
 
 
 def test_session_counts_model_calls_and_their_tokens():

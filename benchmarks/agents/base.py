@@ -140,6 +140,7 @@ class Session:
         self._started = time.perf_counter()
         self.episode = Episode(task_id=task.id, agent=agent)
         self._inner: list[ToolCall] | None = None  # calls made inside the running skill
+        self._budget_hit: str | None = None  # set when a skill's tool call hit the budget
         self.last_inner: list[ToolCall] = []  # the primitive calls of the last skill run
 
     # -- primitive tool calls -----------------------------------------------------------
@@ -178,7 +179,11 @@ class Session:
 
         def make(name: str):
             def tool(**arguments: Any) -> Any:
-                result, error, ms = self._execute(name, arguments)
+                try:
+                    result, error, ms = self._execute(name, arguments)
+                except BudgetExceeded as exc:  # the sandbox sees a tool error; the episode ends after the run
+                    self._budget_hit = str(exc)
+                    raise ToolError(str(exc)) from None
                 if self._inner is not None:
                     self._inner.append(
                         ToolCall(name=name, arguments=dict(arguments), result=result, error=error, duration_ms=ms)
@@ -232,8 +237,10 @@ class Session:
             ok, value, error, version = False, None, f"{type(exc).__name__}: {exc}", skill.version
         inner, self._inner = self._inner, None
         ms = (time.perf_counter() - start) * 1000
-        if self.episode.tool_calls > self.max_tool_calls:
-            raise BudgetExceeded(f"tool-call budget of {self.max_tool_calls} used up")
+        if self._budget_hit is not None:
+            message, self._budget_hit = self._budget_hit, None
+            self.episode.calls.extend(inner)  # what the skill did before the budget ran out
+            raise BudgetExceeded(message)
         use = SkillUse(
             name=skill.name,
             version=version,

@@ -42,14 +42,20 @@ class ModuleProxy:
     Never the module itself (``json.codecs.open`` and ``statistics.sys.modules`` are the
     reasons): submodules, other modules' objects that are not functions/classes, mutable
     containers and unknown callables are simply absent.
+
+    A proxy has no ``__name__``: when ``from M import x`` finds no ``x``, CPython's
+    ``IMPORT_FROM`` falls back to ``sys.modules[M.__name__ + ".x"]``, which handed out
+    real submodules (``from json import scanner`` reached ``scanner.re.enum.sys``).
+    Without a ``__name__`` that fallback fails with an ``ImportError``.
     """
 
-    __slots__ = ("__dict__",)
+    __slots__ = ("__dict__", "_sandbox_name")
 
     def __init__(self, name: str, members: dict[str, Any]) -> None:
         d = object.__getattribute__(self, "__dict__")
         d.update(members)
-        d["__name__"] = name
+        d.pop("__name__", None)
+        object.__setattr__(self, "_sandbox_name", name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise TypeError("sandbox modules are read-only")
@@ -59,14 +65,22 @@ class ModuleProxy:
 
     def __getattr__(self, name: str) -> Any:
         # Only called when the attribute is missing; a fresh error with no object in it.
-        module = object.__getattribute__(self, "__dict__").get("__name__", "?")
+        module = _proxy_name(self)
         raise AttributeError(f"module {module!r} has no attribute {name!r} in the sandbox")
 
     def __repr__(self) -> str:
-        return f"<sandbox module {object.__getattribute__(self, '__dict__')['__name__']!r}>"
+        return f"<sandbox module {_proxy_name(self)!r}>"
 
     def __reduce__(self):  # pragma: no cover - never pickled; refuse if it ever is
         raise TypeError("sandbox modules cannot be pickled")
+
+
+_PROXY_NAME = ModuleProxy.__dict__["_sandbox_name"]
+
+
+def _proxy_name(proxy: ModuleProxy) -> str:
+    """The module name of a proxy (trusted code only; skill code cannot read it)."""
+    return _PROXY_NAME.__get__(proxy, ModuleProxy)
 
 
 _CONSTANT_TYPES = (int, float, complex, str, bytes, bool, type(None))
@@ -149,7 +163,7 @@ def check_attribute(obj: Any, name: Any) -> None:
     ):
         raise NotImplementedError("Using the format*() methods of `str` is not safe")
     if name == "Formatter" and (
-        obj is _string or (type(obj) is ModuleProxy and obj.__name__ == "string")
+        obj is _string or (type(obj) is ModuleProxy and _proxy_name(obj) == "string")
     ):
         raise NotImplementedError("string.Formatter is not safe")
     if name in _FORMATTER_METHODS and (

@@ -86,6 +86,22 @@ SUBMODULE_LEAKS = [
     Attack("functools_update_wrapper",
            "import functools\ndef f():\n    return functools.update_wrapper\n",
            ATTR, "no attribute 'update_wrapper'", extended=True),
+    # IMPORT_FROM falls back to sys.modules[module.__name__ + "." + name] when the
+    # attribute is missing: with a proxy carrying the real module's __name__, this handed
+    # out real submodules, and json.scanner.re.enum.sys.modules['os'] was one walk away.
+    Attack("from_json_import_scanner_to_sys",
+           "from json import scanner\ndef f():\n"
+           "    return scanner.re.enum.sys.modules['os'].getcwd()\n",
+           ("ImportError",), "cannot import name 'scanner'"),
+    Attack("from_json_import_decoder",
+           "from json import decoder\ndef f():\n    return decoder.re.enum.bltns.open\n",
+           ("ImportError",), "cannot import name 'decoder'"),
+    Attack("from_collections_import_abc",
+           "from collections import abc\ndef f():\n    return abc.Mapping\n",
+           ("ImportError",), "cannot import name 'abc'"),
+    Attack("dunder_import_fromlist_submodule",
+           "def f():\n    return 1\nfrom json import encoder as enc\n",
+           ("ImportError",), "cannot import name 'encoder'"),
 ]
 
 FRAME_WALKING = [
@@ -432,3 +448,12 @@ def test_public_attribute_graph_reaches_no_module_frame_or_code():
                 queue.append((f"{path}.{name}", value, depth + 1))
     assert len(seen) > 1000
     assert found == []
+
+
+def test_from_imports_of_members_still_work_without_a_module_name(sandbox):
+    """Proxies carry no ``__name__`` (the IMPORT_FROM fallback key); members import."""
+    r = sandbox.run("from json import loads, dumps as d\nfrom collections import Counter\n"
+                    "import re\ndef f():\n"
+                    "    return [loads(d([1])), Counter('aa')['a'], repr(re),\n"
+                    "            hasattr(re, 'compile')]\n", entry="f")
+    assert r.ok and r.value == [[1], 2, "<sandbox module 're'>", True], r.error

@@ -94,7 +94,49 @@ def _is_constant(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _vetted_member(value: Any, module: str) -> bool:
+#: Class-level containers of an exposed class are shared by every run a worker serves,
+#: and their mutating methods (``.update``, ``.append``, ``operator.ior``) and item writes
+#: to a plain ``dict`` need no write guard: ``textwrap.TextWrapper.unicode_whitespace_trans``
+#: let one skill rewrite what ``textwrap.fill`` returned to the next (and park objects
+#: there across runs). In a worker they are replaced by read-only equivalents; a class
+#: whose shared state cannot be frozen is not exposed.
+_FROZEN_FORM: dict[type, Callable[[Any], Any]] = {
+    dict: _types.MappingProxyType,
+    list: tuple,
+    set: frozenset,
+    bytearray: bytes,
+}
+_MUTABLE_CONTAINERS = (dict, list, set, bytearray, _collections.deque)
+_CLASS_DICT = type.__dict__["__dict__"]
+_CLASS_MRO = type.__dict__["__mro__"]
+
+
+def shared_class_state(cls: type) -> list[tuple[type, str, Any]]:
+    """Public class-level attributes of ``cls`` and its bases that are mutable containers."""
+    found = []
+    for base in _CLASS_MRO.__get__(cls):
+        for attr, value in list(_CLASS_DICT.__get__(base).items()):
+            if type(attr) is str and not attr.startswith("_") and isinstance(
+                value, _MUTABLE_CONTAINERS
+            ):
+                found.append((base, attr, value))
+    return found
+
+
+def _freeze_class_state(cls: type) -> bool:
+    """Make the shared class-level containers of ``cls`` read-only (worker only)."""
+    for base, attr, value in shared_class_state(cls):
+        frozen = _FROZEN_FORM.get(type(value))
+        if frozen is None:
+            return False
+        try:
+            setattr(base, attr, frozen(value))
+        except (TypeError, AttributeError):
+            return False
+    return not shared_class_state(cls)
+
+
+def _vetted_member(value: Any, module: str, freeze: bool = False) -> bool:
     if isinstance(value, _types.ModuleType):
         return False
     if isinstance(value, _types.MethodType):
@@ -103,7 +145,11 @@ def _vetted_member(value: Any, module: str) -> bool:
         owner = value.__self__
         return not isinstance(owner, type) and type(owner).__module__ == module
     if isinstance(value, type):
-        return not issubclass(value, type)  # no metaclasses: no 3-argument type()
+        if issubclass(value, type):  # no metaclasses: no 3-argument type()
+            return False
+        if freeze:
+            return _freeze_class_state(value)
+        return not shared_class_state(value)
     if isinstance(value, (_types.FunctionType, _types.BuiltinFunctionType)):
         return True
     if isinstance(value, _enum.Enum):  # re.IGNORECASE and friends
@@ -111,7 +157,10 @@ def _vetted_member(value: Any, module: str) -> bool:
     return _is_constant(value)
 
 
-def build_module_proxy(name: str) -> ModuleProxy:
+def build_module_proxy(name: str, freeze: bool = False) -> ModuleProxy:
+    """The proxy of one vetted module. ``freeze=True`` (worker processes only) replaces
+    mutable class-level state of exposed classes by read-only equivalents in place;
+    without it such classes are left out."""
     if name not in VETTED_MODULES:
         raise ValueError(f"module {name!r} has not been vetted for the sandbox")
     module = importlib.import_module(name)
@@ -126,13 +175,13 @@ def build_module_proxy(name: str) -> ModuleProxy:
         if only is None and attr in rule:
             continue
         value = getattr(module, attr)
-        if _vetted_member(value, name):
+        if _vetted_member(value, name, freeze):
             members[attr] = value
     return ModuleProxy(name, members)
 
 
-def build_module_proxies(names: tuple[str, ...]) -> dict[str, ModuleProxy]:
-    return {name: build_module_proxy(name) for name in names}
+def build_module_proxies(names: tuple[str, ...], freeze: bool = False) -> dict[str, ModuleProxy]:
+    return {name: build_module_proxy(name, freeze) for name in names}
 
 
 # --------------------------------------------------------------------------------------

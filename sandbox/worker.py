@@ -108,7 +108,7 @@ class Worker:
         self.wfd = wfd
         self.reader = protocol.FrameReader(rfd)
         self.modules = modules
-        self.proxies = build_module_proxies(modules)
+        self.proxies = build_module_proxies(modules, freeze=True)
         self.cache: OrderedDict[str, Any] = OrderedDict()
         # Every real builtin name too: calling ``open`` or ``eval`` stays a NameError
         # rather than becoming a (refused) tool call.

@@ -398,7 +398,8 @@ def test_public_attribute_graph_reaches_no_module_frame_or_code():
     """Native attribute loads are emitted for public, non-sensitive names. Walk every
     object reachable that way (depth 4) from the sandbox's builtins, every vetted module
     proxy and instances of common types: none may be a module, frame, code object,
-    traceback, or a namespace dict (one holding __builtins__/__name__/open)."""
+    traceback, or a namespace dict (one holding __builtins__/__name__/open), and nothing
+    reachable from the builtins or the modules may be a mutable container."""
     import collections
     import datetime
     import re
@@ -431,6 +432,13 @@ def test_public_attribute_graph_reaches_no_module_frame_or_code():
         ):
             found.append(path)
             continue
+        if not path.startswith("sample.") and isinstance(
+            obj, (dict, list, set, bytearray, collections.deque)
+        ):
+            # Shared by every run of a worker and mutable without any write guard
+            # (``.update()``): one skill could change what the next one computes.
+            found.append(path)
+            continue
         if depth >= 4:
             continue
         try:
@@ -457,3 +465,33 @@ def test_from_imports_of_members_still_work_without_a_module_name(sandbox):
                     "    return [loads(d([1])), Counter('aa')['a'], repr(re),\n"
                     "            hasattr(re, 'compile')]\n", entry="f")
     assert r.ok and r.value == [[1], 2, "<sandbox module 're'>", True], r.error
+
+
+def test_class_level_state_of_allowed_modules_cannot_be_poisoned_across_runs():
+    """textwrap.TextWrapper.unicode_whitespace_trans was a plain class-level dict: an item
+    write (the inline dict fast path of the write guard) or ``.update()`` changed what
+    ``textwrap.fill`` returned to every later run of the worker."""
+    from sandbox import Sandbox
+
+    victim = "import textwrap\ndef f():\n    return textwrap.fill('hello world')\n"
+    attempts = [
+        "import textwrap\ndef f():\n"
+        "    textwrap.TextWrapper.unicode_whitespace_trans[ord('o')] = '0'\n",
+        "import textwrap\ndef f():\n"
+        "    textwrap.TextWrapper.unicode_whitespace_trans.update({ord('o'): '0'})\n",
+        "import textwrap, operator\ndef f():\n"
+        "    operator.ior(textwrap.TextWrapper.unicode_whitespace_trans, {ord('o'): '0'})\n",
+        "import textwrap\ndef f():\n"
+        "    textwrap.TextWrapper().unicode_whitespace_trans[ord('o')] = '0'\n",
+    ]
+    with Sandbox(workers=1, allowed_modules=("textwrap", "operator")) as box:
+        for code in attempts:
+            r = box.run(code, entry="f")
+            assert not r.ok and r.error.type in ("TypeError", "AttributeError"), r
+            after = box.run(victim, entry="f")
+            assert after.ok and after.value == "hello world", after
+        # The class still works with the frozen table.
+        r = box.run("import textwrap\ndef f():\n"
+                    "    return textwrap.TextWrapper(width=5).wrap('ab\\tcd ef gh')\n",
+                    entry="f")
+        assert r.ok and r.value == ["ab", "cd ef", "gh"], r

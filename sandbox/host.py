@@ -191,7 +191,7 @@ class _Worker:
                     payload = bytes(self.buf[4 : 4 + size])
                     del self.buf[: 4 + size]
                     try:
-                        msg = json.loads(payload.decode("utf-8", "surrogatepass"))
+                        msg = json.loads(payload.decode("utf-8", "replace"))
                     except (ValueError, RecursionError, UnicodeDecodeError) as exc:
                         raise _Protocol(f"worker sent invalid JSON: {exc}") from None
                     if not isinstance(msg, dict):

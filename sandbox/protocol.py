@@ -1,5 +1,6 @@
 """Length-prefixed JSON frames over a pipe (never pickle): 4-byte big-endian length, then
-UTF-8 JSON. Both sides treat what they read as untrusted and cap its size."""
+UTF-8 JSON. Both sides treat what they read as untrusted and cap its size. Strings are
+sent and read as valid UTF-8 only (lone surrogates and invalid bytes are replaced)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ def dumps(obj: Any) -> str:
 
 
 def frame(text: str) -> bytes:
-    data = text.encode("utf-8", "surrogatepass")
+    # Lone surrogates ("\ud800", legal in a Python str, not in UTF-8) become "?": no
+    # string that crosses the pipe breaks the receiver's later .encode() or file write.
+    data = text.encode("utf-8", "replace")
     return HEADER.pack(len(data)) + data
 
 
@@ -51,7 +54,7 @@ class FrameReader:
         self._fill(HEADER.size + size)
         payload = bytes(self.buf[HEADER.size : HEADER.size + size])
         del self.buf[: HEADER.size + size]
-        return json.loads(payload.decode("utf-8", "surrogatepass"))
+        return json.loads(payload.decode("utf-8", "replace"))
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -7,6 +7,7 @@ RLIMIT_AS/RLIMIT_CPU, and the worker's own trusted code ending the process.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -208,3 +209,24 @@ def test_exception_messages_are_capped(sandbox):
 def test_sources_over_the_size_cap_are_refused(sandbox):
     r = sandbox.run("def f():\n    return 1\n" + "#" * (600 * 1024), entry="f")
     assert not r.ok and r.error.type == "PolicyViolation" and "longer than" in r.error.message
+
+
+def test_lone_surrogates_never_reach_the_host(sandbox):
+    """'\\ud800' is a valid Python str but not UTF-8: in a result, print, error message or
+    tool argument it made host code that writes the value to a UTF-8 file, a database or
+    a terminal raise UnicodeEncodeError. Everything crossing the pipe is valid UTF-8."""
+    seen = []
+
+    def echo(text):
+        seen.append(text)
+        return text
+
+    code = ("def f():\n    s = '\\ud800x\\udcff'\n    print(s)\n    echo(s)\n"
+            "    return {s: [s, echo(text=s)]}\n")
+    r = sandbox.run(code, entry="f", tools={"echo": echo})
+    assert r.ok, r.error
+    for text in (r.value, r.stdout, r.calls[0].arguments, seen):
+        json.dumps(text, ensure_ascii=False).encode("utf-8")
+    assert r.value == {"?x?": ["?x?", "?x?"]} and seen == ["?x?", "?x?"]
+    r = sandbox.run("def f():\n    raise ValueError('\\udcff')\n", entry="f")
+    assert r.error.type == "ValueError" and r.error.message == "?"

@@ -36,6 +36,8 @@ _TICK = 0.05  # seconds between CPU checks of a busy worker
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _KNOWN_LIMITS = {"cpu", "wall", "memory", "tool_calls", "output", "result_size"}
 _MAX_TEXT = 2000
+#: The tool-call frames of one run total at most this many times ``max_result_bytes``.
+TOOL_ARGUMENT_BUDGET = 4
 
 
 class _Deadline(Exception):
@@ -92,6 +94,7 @@ class _Worker:
         self._wpoll = select.poll()
         self._wpoll.register(self.wfd, select.POLLOUT | select.POLLERR | select.POLLHUP)
         self.buf = bytearray()
+        self.last_frame_bytes = 0
         self.ready = False
         self.hardening: dict[str, Any] | None = None
         self.runs = 0
@@ -188,6 +191,7 @@ class _Worker:
                 if size > max_bytes:
                     raise _Protocol(f"worker sent a frame of {size} bytes (cap {max_bytes})")
                 if len(self.buf) >= 4 + size:
+                    self.last_frame_bytes = size
                     payload = bytes(self.buf[4 : 4 + size])
                     del self.buf[: 4 + size]
                     try:
@@ -610,12 +614,23 @@ class Sandbox:
                 raise _LimitHit("cpu", f"CPU time limit of {limits.cpu_seconds:g} s exceeded")
 
         max_frame = 4 * (limits.max_result_bytes + limits.max_output_bytes) + (1 << 20)
+        # Every tool call's arguments stay in the host (parsed, passed to the tool, kept
+        # in r.calls): 1 MB of '[[],[],...]' is ~22 MB of Python objects, so without a
+        # total, max_tool_calls such calls held gigabytes of host memory.
+        call_budget = TOOL_ARGUMENT_BUDGET * limits.max_result_bytes
+        call_bytes = 0
         try:
             worker.send(request, deadline)
             while True:
                 msg = worker.recv(deadline, max_frame, tick)
                 op = msg.get("op")
                 if op == "call":
+                    call_bytes += worker.last_frame_bytes
+                    if call_bytes > call_budget:
+                        raise _LimitHit(
+                            "tool_calls",
+                            f"tool call arguments exceeded {call_budget} bytes in total",
+                        )
                     reply = self._dispatch(msg, tools, schemas, calls, limits)
                     if time.monotonic() > deadline:  # the tool itself used up the time
                         raise _Deadline

@@ -18,7 +18,7 @@ class Limits:
     address space (``RLIMIT_AS``), interpreter included (about 26 MB of it).
     ``max_tool_calls``: tool calls per run. ``max_output_bytes``: captured ``print`` output.
     ``max_result_bytes``: the JSON encoding of the returned value (and of one tool call's
-    arguments).
+    arguments; all of a run's tool-call arguments together get four times this).
     """
 
     cpu_seconds: float = 5.0

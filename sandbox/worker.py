@@ -173,8 +173,11 @@ class Worker:
         except (NotPlainJSON, ValueError, RecursionError) as exc:
             text = protocol.dumps({
                 "op": "call", "name": name,
-                "args": [f"<{type(a).__name__}>" for a in args],
-                "kwargs": {str(k): f"<{type(v).__name__}>" for k, v in kwargs.items()},
+                # Placeholders for at most 20 arguments, with short names: a refused
+                # call must not ship megabytes (f(*range(10**6)) was 7 MB of "<int>").
+                "args": [f"<{type(a).__name__}>" for a in args[:20]],
+                "kwargs": {_short(str(k))[:100]: f"<{type(v).__name__}>"
+                           for k, v in list(kwargs.items())[:20]},
                 "invalid": _short(str(exc)),
             })
         self.send_text(text)

@@ -230,3 +230,28 @@ def test_lone_surrogates_never_reach_the_host(sandbox):
     assert r.value == {"?x?": ["?x?", "?x?"]} and seen == ["?x?", "?x?"]
     r = sandbox.run("def f():\n    raise ValueError('\\udcff')\n", entry="f")
     assert r.error.type == "ValueError" and r.error.message == "?"
+
+
+def test_tool_call_arguments_have_a_total_budget_per_run(sandbox):
+    """Each call's arguments were capped, their total was not: max_tool_calls calls with
+    max_result_bytes of '[[],[],...]' (~22 MB of host objects per MB) held gigabytes of
+    host memory in r.calls. The total is TOOL_ARGUMENT_BUDGET x max_result_bytes."""
+    from sandbox.host import TOOL_ARGUMENT_BUDGET
+
+    got = []
+
+    def sink(x):
+        got.append(len(x))
+        return 0
+
+    code = ("def f():\n    a = [[] for i in range(20000)]\n"
+            "    for i in range(20):\n        sink(a)\n    return 1\n")
+    r = sandbox.run(code, entry="f", tools={"sink": sink})  # 60 KB per call, FAST: 64 KB
+    assert not r.ok and r.limit == "tool_calls" and "in total" in r.error.message
+    assert len(got) == len(r.calls) <= TOOL_ARGUMENT_BUDGET
+    # Refused calls ship placeholders for a few arguments only, never megabytes.
+    r = sandbox.run("def f():\n    try:\n        sink(*range(10**6))\n"
+                    "    except ToolError as e:\n        return str(e)\n", entry="f",
+                    tools={"sink": sink})
+    assert r.ok and "larger than" in r.value and len(r.calls[0].arguments["args"]) == 20
+    assert sandbox.run(OK_CODE, entry="ok").value == 42

@@ -203,6 +203,11 @@ def check_attribute(obj: Any, name: Any) -> None:
         raise AttributeError(
             f'"{name}" is an invalid attribute name because it starts with "_"'
         )
+    if isinstance(obj, _types.GenericAlias):
+        # ``list[int].x`` is ``list.x``: a generic alias forwards attribute reads to its
+        # origin, so ``collections.UserDict[int].register`` and an alias built around a
+        # str (``str.format``) or an exception (``.obj``) must be judged by the origin.
+        check_attribute(_types.GenericAlias.__origin__.__get__(obj), name)
     if name.endswith("__roles__"):
         raise AttributeError(f'"{name}" is an invalid attribute name')
     if name in INSPECT_ATTRIBUTES:
@@ -506,7 +511,7 @@ class RunNamespace:
             if len(args) != 1:
                 raise TypeError("type() takes exactly one argument in the sandbox")
             t = type(args[0])
-            if issubclass(t, type) or t in _HIDDEN_TYPES:
+            if issubclass(t, type) or t in _HIDDEN_TYPES or issubclass(t, _types.GenericAlias):
                 raise TypeError("type() of this object is not available in the sandbox")
             return t
 

@@ -208,9 +208,28 @@ DUNDER_ACCESS = [
     Attack("tool_stub_closure",
            "def f():\n    return getattr(search, '__closure__')\n", ATTR, "starts with",
            tools={"search": lambda q: q}),
+    # A generic alias forwards attribute reads to its origin: list[int].x is list.x.
+    Attack("generic_alias_register",
+           "import collections\ndef f():\n    collections.UserDict[int].register(int)\n",
+           ATTR, '"register" of classes'),
+    Attack("generic_alias_register_getattr",
+           "import collections\ndef f():\n"
+           "    getattr(collections.UserList[int], 'register')(int)\n",
+           ATTR, '"register" of classes'),
+    Attack("generic_alias_type_constructor",
+           "def f():\n    return type(list[int])(str, (int,)).format('{0.__class__}', 1)\n",
+           ("TypeError",), r"type\(\) of this object"),
 ]
 
 FORMAT_STRINGS = [
+    Attack("generic_alias_of_str_subclass_format",
+           "import collections\nclass S(str, collections.UserDict):\n    pass\ndef f():\n"
+           "    return S[int].format('{0.__init__.__globals__}', 1)\n",
+           ("NotImplementedError",), "format"),
+    Attack("generic_alias_of_str_subclass_format_map",
+           "import collections\nclass S(str, collections.UserDict):\n    pass\ndef f():\n"
+           "    return getattr(S[int], 'format_map')('{a.__class__}', {'a': 1})\n",
+           ("NotImplementedError",), "format"),
     Attack("str_format_attribute", "def f():\n    return '{0.__class__}'.format(1)\n",
            ("NotImplementedError",), "format"),
     Attack("str_format_map", "def f():\n    return '{a.__class__}'.format_map({'a': 1})\n",

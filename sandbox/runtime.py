@@ -190,6 +190,9 @@ def build_module_proxies(names: tuple[str, ...], freeze: bool = False) -> dict[s
 _FORMATTER_METHODS = frozenset({"format", "get_field", "get_value", "vformat"})
 
 
+_METHOD_FUNC = _types.MethodType.__func__
+
+
 def check_attribute(obj: Any, name: Any) -> None:
     """Raise if skill code may not read ``obj.<name>``.
 
@@ -208,6 +211,10 @@ def check_attribute(obj: Any, name: Any) -> None:
         # origin, so ``collections.UserDict[int].register`` and an alias built around a
         # str (``str.format``) or an exception (``.obj``) must be judged by the origin.
         check_attribute(_types.GenericAlias.__origin__.__get__(obj), name)
+    elif isinstance(obj, _types.MethodType):
+        # Bound methods forward attribute reads to their function, and the method type
+        # binds any callable: ``MethodType(str, 1).format`` was ``str.format``.
+        check_attribute(_METHOD_FUNC.__get__(obj), name)
     if name.endswith("__roles__"):
         raise AttributeError(f'"{name}" is an invalid attribute name')
     if name in INSPECT_ATTRIBUTES:
@@ -332,6 +339,9 @@ def _item_writable(t: type) -> bool:
     return False
 
 _HIDDEN_TYPES: set[type] = {ModuleProxy, _ReadOnly, _ItemWriter}
+#: ``type(x)`` refuses these too: their constructors wrap any object in one that
+#: forwards attribute reads to it (``type(list[int])(str, ())``, ``type(print)(str, 1)``).
+_NO_TYPE_OF = frozenset({_types.GenericAlias, _types.MethodType})
 
 
 def _check_public(name: Any) -> None:
@@ -511,7 +521,7 @@ class RunNamespace:
             if len(args) != 1:
                 raise TypeError("type() takes exactly one argument in the sandbox")
             t = type(args[0])
-            if issubclass(t, type) or t in _HIDDEN_TYPES or issubclass(t, _types.GenericAlias):
+            if issubclass(t, type) or t in _HIDDEN_TYPES or t in _NO_TYPE_OF:
                 raise TypeError("type() of this object is not available in the sandbox")
             return t
 

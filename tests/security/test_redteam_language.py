@@ -216,12 +216,25 @@ DUNDER_ACCESS = [
            "import collections\ndef f():\n"
            "    getattr(collections.UserList[int], 'register')(int)\n",
            ATTR, '"register" of classes'),
+    # A bound method forwards attribute reads to its function, and classmethod binds any
+    # callable, a class too: C.g.register was collections.UserDict.register.
+    Attack("classmethod_bound_class_register",
+           "import collections\nclass C:\n    g = classmethod(collections.UserDict)\n"
+           "def f():\n    C.g.register(int)\n", ATTR, '"register" of classes'),
+    Attack("method_type_constructor",
+           "import collections\ndef f():\n"
+           "    return type(print)(collections.UserDict, 1).register(int)\n",
+           ("TypeError",), r"type\(\) of this object"),
     Attack("generic_alias_type_constructor",
            "def f():\n    return type(list[int])(str, (int,)).format('{0.__class__}', 1)\n",
            ("TypeError",), r"type\(\) of this object"),
 ]
 
 FORMAT_STRINGS = [
+    Attack("classmethod_bound_str_format",
+           "class C:\n    g = classmethod(str)\ndef f():\n"
+           "    return C.g.format('{0.__init__.__globals__}', f)\n",
+           ("NotImplementedError",), "format"),
     Attack("generic_alias_of_str_subclass_format",
            "import collections\nclass S(str, collections.UserDict):\n    pass\ndef f():\n"
            "    return S[int].format('{0.__init__.__globals__}', 1)\n",

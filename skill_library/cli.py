@@ -27,7 +27,7 @@ app = typer.Typer(
     help="Procedural memory for agents: learn, store, fetch and run verified skills.",
 )
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # one-line errors, never wrapped
 
 DirOption = typer.Option(
     None, "--dir", envvar="SKILLS_DIR", help="Library folder (default: ./.skills)."

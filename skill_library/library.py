@@ -29,8 +29,8 @@ from skill_library.models import (
     ToolCall,
     Trace,
 )
-from skill_library.record_store import RecordStore, SQLRecordStore
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
+from skill_library.record_store import RecordStore, SQLRecordStore
 from skill_library.vector_index import VectorIndex, entries_for
 
 if TYPE_CHECKING:
@@ -469,12 +469,12 @@ class SkillLibrary:
         if not result.ok:
             outcome = Outcome(success=False, verifier="sandbox", evidence=error)
         elif verifier is not None:
-            name = getattr(verifier, "__name__", "verifier")
+            judge = getattr(verifier, "__name__", "verifier")
             try:
-                outcome = Outcome(success=bool(verifier(run)), verifier=name)
+                outcome = Outcome(success=bool(verifier(run)), verifier=judge)
             except Exception as exc:  # a verifier that cannot judge counts as a failure
                 outcome = Outcome(
-                    success=False, verifier=name, evidence=f"verifier raised {type(exc).__name__}: {exc}"
+                    success=False, verifier=judge, evidence=f"verifier raised {type(exc).__name__}: {exc}"
                 )
         else:
             outcome = None

@@ -409,7 +409,8 @@ class SkillLibrary:
     ) -> SkillRun:
         """Run the active version of ``name`` in the sandbox with its dependencies.
 
-        Only the tools the skill (and its dependencies) declare are reachable. The calls
+        Only the tools the skill (and its dependencies) declare are reachable, and a tool
+        schema that does not say otherwise admits only the arguments it lists. The calls
         it makes come back as a new, stored :class:`Trace`. An exception or a limit hit
         records a failure; a success is recorded by ``verifier`` (when given) or later
         through :meth:`feedback`. ``record=False`` writes nothing (no trace, no outcome),
@@ -425,7 +426,12 @@ class SkillLibrary:
         sources, declared = self._closure(skill)
         provided = dict(tools or {})
         allowed = {t: provided[t] for t in declared if t in provided}
-        schemas = {t: s for t, s in (tool_schemas or {}).items() if t in allowed}
+        # closed by default: a skill may not pass arguments a tool's schema does not list
+        schemas = {
+            t: {**s, "additionalProperties": s.get("additionalProperties", False)}
+            for t, s in (tool_schemas or {}).items()
+            if t in allowed
+        }
         result = self.sandbox.run(
             sources,
             entry=skill.name,

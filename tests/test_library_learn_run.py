@@ -148,3 +148,20 @@ def test_add_refuses_what_it_would_silently_change(library):
         library.add(Skill.from_function("def f(x: int) -> int:\n    return x\n", when="w", successes=5))
     with pytest.raises(ValidationError, match="snake_case"):
         Skill.from_function("def _hidden(x: int) -> int:\n    return x\n", when="w")
+
+
+def test_tool_schemas_are_closed_unless_they_say_otherwise(library):
+    seen = []
+
+    def transfer(amount: int, **extra) -> dict:
+        seen.append(extra)
+        return {"moved": amount}
+
+    code = "def move_money(amount: int) -> dict:\n    return transfer(amount=amount, admin_override=True)\n"
+    library.add(Skill.from_function(code, when="move money between accounts", tools=["transfer"]), verified=True)
+    schema = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
+    run = library.run("move_money", {"amount": 5}, {"transfer": transfer}, tool_schemas={"transfer": schema})
+    assert not run.ok and "admin_override" in run.error and seen == []
+    open_schema = dict(schema, additionalProperties=True)
+    run = library.run("move_money", {"amount": 5}, {"transfer": transfer}, tool_schemas={"transfer": open_schema})
+    assert run.ok and seen == [{"admin_override": True}]

@@ -24,7 +24,8 @@ from typing import Callable, Iterator
 from skill_library.embeddings import Embedder
 from skill_library.errors import IndexCorruptError
 from skill_library.record_store import RecordStore
-from skill_library.vector_index import VectorIndex, entries_for, remove_index_folder
+from skill_library.models import Skill
+from skill_library.vector_index import IndexEntry, VectorIndex, entries_for, remove_index_folder
 
 
 class IndexRebuiltWarning(UserWarning):
@@ -104,7 +105,7 @@ class SyncedIndex:
             if self._index is None:
                 self._index = self._open_or_recreate()
             try:
-                self._index.rebuild(entries_for(skills), progress=progress)
+                self._index.rebuild(self.expected_entries(skills), progress=progress)
             except BaseException:
                 self._drop()
                 raise
@@ -129,8 +130,15 @@ class SyncedIndex:
             remove_index_folder(self.index_path)
             return VectorIndex(self.index_path, self.embedder)
 
+    def expected_entries(self, skills: list[Skill] | None = None) -> list[IndexEntry]:
+        """What the index must hold, read from the records: every text of every active skill."""
+        if skills is None:
+            skills = self.store.list(status="active")
+        return entries_for(skills, self.store.examples([s.name for s in skills]))
+
     def _open_checked(self) -> VectorIndex:
-        expected = {s.name: s.version for s in self.store.list(status="active")}
+        wanted = self.expected_entries()
+        expected = {e.id: e.version for e in wanted}
         existed = self.index_path.exists()
         index: VectorIndex | None
         try:
@@ -152,9 +160,9 @@ class SyncedIndex:
         if expected or existed:
             warnings.warn(
                 f"the vector index in {self.index_path} {reason}; rebuilding it from "
-                f"{len(expected)} skill record(s)",
+                f"{len({e.name for e in wanted})} skill record(s)",
                 IndexRebuiltWarning,
                 stacklevel=5,
             )
-        index.rebuild(entries_for(self.store.list(status="active")))
+        index.rebuild(wanted)
         return index

@@ -19,6 +19,7 @@ from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import SkillLibraryError, SkillNotFoundError
 from skill_library.models import (
     AddResult,
+    Example,
     LearnResult,
     Match,
     Outcome,
@@ -31,7 +32,7 @@ from skill_library.models import (
 )
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.record_store import RecordStore, SQLRecordStore
-from skill_library.vector_index import VectorIndex, entries_for
+from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
 
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
@@ -42,6 +43,18 @@ __all__ = ["IndexRebuiltWarning", "SkillLibrary"]
 
 DUPLICATE_SIMILARITY = 0.9
 DEFAULT_MIN_RELIABILITY = 0.6
+#: fetch asks the index for max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) skills' worth of
+#: entries (ENTRIES_PER_SKILL_GUESS texts each), and FETCH_GROWTH times more while
+#: filtering leaves fewer than k.
+FETCH_OVERFETCH = 4
+FETCH_MIN_EXTRA = 8
+ENTRIES_PER_SKILL_GUESS = 3
+FETCH_GROWTH = 4
+#: How many nearest fetchable skills a learned candidate may call (besides those the trace
+#: invoked).
+RELATED_SKILLS = 3
+#: Index entries read when looking for a skill of the same workflow as a new trace.
+WORKFLOW_QUERY_ENTRIES = 24
 
 
 class SkillLibrary:
@@ -122,7 +135,7 @@ class SkillLibrary:
                     status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1]
                 )
             stored = self.store.add_version(skill, initial_success=verified)
-            index.upsert(entries_for([stored]), [embedding])
+            self._sync_index(index, stored, known={stored.when: embedding})
         return AddResult(status="added", skill=stored)
 
     def add_many(
@@ -230,7 +243,7 @@ class SkillLibrary:
 
     def reindex(self, *, progress: bool = False) -> int:
         """Rebuild the vector index from the records; returns how many skills it holds."""
-        with _ProgressBar(progress, "embedding skills", len(self.store.list(status="active"))) as bar:
+        with _ProgressBar(progress, "embedding skills", len(self._index.expected_entries())) as bar:
             return self._index.rebuild(progress=bar.advance)
 
     # -- fetch and feedback -------------------------------------------------------------
@@ -250,13 +263,24 @@ class SkillLibrary:
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
         threshold = self.min_reliability if min_reliability is None else min_reliability
+        embedding = self.embedder.embed([task])[0]
+        return self._fetch_vector(embedding, k, threshold, kinds)
+
+    def _fetch_vector(
+        self,
+        embedding: Sequence[float],
+        k: int,
+        threshold: float,
+        kinds: Sequence[SkillKind] | None,
+    ) -> list[Match]:
         wanted_kinds = set(kinds) if kinds is not None else None
         index = self.index
-        embedding = self.embedder.embed([task])[0]
-        n = max(4 * k, k + 8)
+        n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
         while True:
             found = index.query(embedding, n)  # fewer than n: the index has no more
-            hits = [h for h in found if wanted_kinds is None or h.kind in wanted_kinds]
+            hits = [
+                h for h in best_per_skill(found) if wanted_kinds is None or h.kind in wanted_kinds
+            ]
             records = self.store.get_many([(h.name, h.version) for h in hits])
             matches = []
             for hit in hits:
@@ -265,7 +289,7 @@ class SkillLibrary:
                     matches.append(ranking.make_match(skill, hit.similarity))
             if len(matches) >= k or len(found) < n:
                 return ranking.rank(matches)[:k]
-            n *= 4
+            n *= FETCH_GROWTH
 
     def feedback(
         self,
@@ -303,13 +327,18 @@ class SkillLibrary:
         generalizer: "Generalizer | None" = None,
         verifier: Callable[..., Any] | None = None,
     ) -> LearnResult:
-        """Turn a verified successful trace into a stored, re-verified skill.
+        """Turn a verified successful trace into a skill, or into evidence for one.
 
-        The candidate is replayed against the trace in the sandbox before it is saved;
-        ``verifier`` is an optional extra live check. ``trace`` may also be a mapping of
-        trace fields or ``{"messages": [...], "task": ..., "outcome": ...}`` (an OpenAI
-        transcript). Returns status ``saved``, ``duplicate`` (an equivalent skill exists)
-        or ``rejected`` (with reasons; a malformed or unverified trace stores nothing).
+        The candidate is replayed against the trace in the sandbox before anything is
+        stored; ``verifier`` is an optional extra live check. One skill per workflow: a
+        trace an existing skill reproduces (or whose code equals it) is ``merged`` as
+        evidence; a trace of a learned workflow that its skill does not reproduce gives a
+        ``revised`` version that replays every example trace; otherwise the candidate is
+        ``saved`` as a new skill (see :mod:`skill_library.induction.admission`).
+        ``duplicate`` means a reliable skill for the same task exists and nothing was
+        stored; ``rejected`` gives reasons (a malformed or unverified trace stores nothing).
+        ``trace`` may also be a mapping of trace fields or ``{"messages": [...], "task":
+        ..., "outcome": ...}`` (an OpenAI transcript).
         """
         from skill_library.induction import check_trace, coerce_trace, learn_from_trace
 
@@ -317,60 +346,154 @@ class SkillLibrary:
         if checked is None or (reasons := check_trace(checked)):
             return LearnResult(status="rejected", reasons=reasons)
         trace = checked
-        related = self._related_skills(trace)
+        generalizer = generalizer or self.default_generalizer()
+        task_vector = self.embedder.embed([trace.task])[0]
+        related = self._related_skills(trace, task_vector)
         candidate, report, reasons = learn_from_trace(
             trace,
-            generalizer=generalizer or self.default_generalizer(),
+            generalizer=generalizer,
             sandbox=self.sandbox,
             related=related,
             live_verifier=verifier,
         )
-        if reasons or candidate is None:
+        if reasons or candidate is None or report is None:
             return LearnResult(status="rejected", reasons=reasons, report=report)
-        skill = candidate.to_skill(trace_ids=[trace.id])
-        try:
-            existing = self.store.get(skill.name)
-        except SkillNotFoundError:
-            existing = None
-        if existing is not None:
-            if not self._same_workflow(existing, skill):
-                skill = _renamed(skill, self._free_name(skill.name))
-            elif existing.status == "retired":
-                return LearnResult(
-                    status="rejected",
-                    report=report,
-                    reasons=[
-                        f"skill {existing.name!r} for this workflow was retired; learning does "
-                        "not revive it (add a new version explicitly to do so)"
-                    ],
-                )
-            elif existing.code == skill.code or existing.reliability >= self.min_reliability:
-                # same procedure, or a different one while the stored one still works:
-                # keep the proven version rather than restart its record from one trace
-                return LearnResult(
-                    status="duplicate",
-                    skill=existing,
-                    report=report,
-                    duplicate_of=existing.name,
-                    reasons=[
-                        f"{existing.name!r} v{existing.version} already does this "
-                        f"(reliability {existing.reliability:.2f})"
-                    ],
-                )
-            # else: the stored version stopped working; the new one becomes the next version
-        self.store.save_trace(trace)
-        added = self.add(skill, verified=True)
-        if not added.added:
-            return LearnResult(
-                status="duplicate",
-                skill=self.store.get(added.duplicate_of) if added.duplicate_of else None,
-                report=report,
-                duplicate_of=added.duplicate_of,
-                reasons=[f"an active skill with a {added.similarity:.3f}-similar `when` exists"],
-            )
-        return LearnResult(status="saved", skill=added.skill, report=report)
+        with self._index.writing() as index:
+            return self._admit(candidate, report, trace, task_vector, related, generalizer, index)
 
-    def _related_skills(self, trace: Trace) -> list[Skill]:
+    def _admit(
+        self,
+        candidate: Any,
+        report: Any,
+        trace: Trace,
+        task_vector: Sequence[float],
+        related: list[Skill],
+        generalizer: Any,
+        index: VectorIndex,
+    ) -> LearnResult:
+        """Under the write lock: decide merge / revise / save and write the result."""
+        from skill_library.induction import admission, revision
+
+        names = [s.name for s in self.store.list()]
+        # the trace's task with its values masked, as it would be stored: what reads alike
+        # is compared on what the workflow asks, not on who asked
+        example_text = admission.example_for(trace, candidate).text
+        known = {example_text: self.embedder.embed([example_text])[0]}
+        near = {h.name: h.similarity for h in best_per_skill(
+            index.query(known[example_text], WORKFLOW_QUERY_ENTRIES)
+        )[: admission.WORKFLOW_NEIGHBOURS]} if index.count() else {}
+        wanted = list(dict.fromkeys([*admission.family(candidate.name, names), *near]))
+        neighbours = [self.store.get(n) for n in wanted if n in names]
+
+        def example_traces(skill: Skill) -> list[Trace]:
+            found = []
+            for example in self.store.examples([skill.name])[skill.name]:
+                try:
+                    found.append(self.store.get_trace(example.trace_id))
+                except KeyError:
+                    continue
+            return found
+
+        def revise(traces: list[Trace], skill: Skill) -> Any:
+            return revision.revise(
+                traces, generalizer=generalizer, sandbox=self.sandbox,
+                related=[r for r in related if r.name != skill.name], extra=[candidate],
+            )
+
+        for skill in neighbours:
+            if any(e.trace_id == trace.id for e in self.store.examples([skill.name])[skill.name]):
+                return LearnResult(
+                    status="duplicate", skill=skill, report=report, duplicate_of=skill.name,
+                    reasons=[f"trace {trace.id} is already evidence for {skill.name!r}"],
+                )
+        decision = admission.decide(
+            candidate, trace, report=report, neighbours=neighbours, sandbox=self.sandbox,
+            related=related, min_reliability=self.min_reliability,
+            example_traces=example_traces, revise=revise,
+            same_task=lambda s: near.get(s.name, 0.0) > DUPLICATE_SIMILARITY,
+        )
+        if decision.status in ("duplicate", "rejected"):
+            return LearnResult(
+                status=decision.status, skill=decision.skill, report=decision.report,  # type: ignore[arg-type]
+                reasons=decision.reasons,
+                duplicate_of=decision.skill.name if decision.status == "duplicate" and decision.skill else None,
+            )
+        if decision.status == "merged":
+            assert decision.skill is not None
+            skill = decision.skill
+            params = list((skill.parameters or {}).get("properties", {}))
+            examples = self.store.examples([skill.name])[skill.name]
+            examples = admission.choose_indexed(
+                [*examples, admission.example_for(trace, candidate, params)]
+            )
+            stored = self.store.save_evidence(
+                skill.name, version=skill.version, trace=trace, success=True,
+                examples=examples, when=self._derived_when(examples),
+            )
+            self._sync_index(index, stored, known=known)
+            return LearnResult(status="merged", skill=stored, report=decision.report,
+                               reasons=decision.reasons)
+        new = decision.candidate
+        assert new is not None
+        if decision.status == "revised":
+            assert decision.skill is not None
+            old = decision.skill
+            examples = [] if len(decision.traces) == 1 else self.store.examples([old.name])[old.name]
+            note = _evidence_note(len(decision.traces))
+            version = _renamed(_with_note(new.to_skill(
+                trace_ids=[t.id for t in decision.traces]), note), old.name)
+        else:
+            examples = []
+            version = new.to_skill(trace_ids=[trace.id])
+            if version.name in names:
+                version = _renamed(version, self._free_name(version.name, names))
+        params = list((version.parameters or {}).get("properties", {}))
+        examples = admission.choose_indexed([*examples, admission.example_for(trace, new, params)])
+        self.store.save_trace(trace)
+        stored = self.store.add_version(version)
+        stored = self.store.save_evidence(
+            stored.name, version=stored.version, trace=trace, success=True, examples=examples,
+            when=self._derived_when(examples) if len(examples) > 1 else None,
+        )
+        self._sync_index(index, stored, known=known)
+        return LearnResult(status=decision.status, skill=stored, report=decision.report,  # type: ignore[arg-type]
+                           reasons=decision.reasons)
+
+    @staticmethod
+    def _derived_when(examples: Sequence[Example]) -> str:
+        from skill_library.induction import description
+
+        return description.when_from_examples([e.text for e in examples if e.indexed])
+
+    def _sync_index(
+        self, index: VectorIndex, skill: Skill, *, known: Mapping[str, Sequence[float]] | None = None
+    ) -> None:
+        """Make the index hold exactly the texts of ``skill`` (embedding only new ones).
+
+        ``known`` maps texts to vectors already computed."""
+        if skill.status != "active":
+            index.delete(skill.name)
+            return
+        wanted = entries_for([skill], self.store.examples([skill.name]))
+        have = index.texts_of(skill.name)
+        changed = [e for e in wanted if have.get(e.id) != (e.when, e.version)]
+        known = dict(known or {})
+        missing = [e.when for e in changed if e.when not in known]
+        if missing:
+            known.update(zip(missing, self.embedder.embed(missing)))
+        vectors = [known[e.when] for e in changed]
+        stale = [i for i in have if i not in {e.id for e in wanted}]
+        if stale:
+            index.delete_ids(stale)
+        if changed:
+            index.upsert(changed, vectors)
+
+    def examples(self, name: str) -> list[Example]:
+        """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""
+        self.store.get(name)  # raises for an unknown name
+        return self.store.examples([name])[name]
+
+    def _related_skills(self, trace: Trace, task_vector: Sequence[float] | None = None) -> list[Skill]:
         """Skills the trace invoked, plus the nearest fetchable skills to its task."""
         related: dict[str, Skill] = {}
         for call in trace.calls:
@@ -380,18 +503,15 @@ class SkillLibrary:
                 except SkillNotFoundError:
                     pass
         if self.index.count():
-            for match in self.fetch(trace.task, k=3):
+            vector = task_vector if task_vector is not None else self.embedder.embed([trace.task])[0]
+            for match in self._fetch_vector(vector, RELATED_SKILLS, self.min_reliability, None):
                 related.setdefault(match.skill.name, match.skill)
         return list(related.values())
 
-    def _same_workflow(self, existing: Skill, new: Skill) -> bool:
-        a, b = self.embedder.embed([existing.when, new.when])
-        return sum(x * y for x, y in zip(a, b)) > DUPLICATE_SIMILARITY
-
-    def _free_name(self, name: str) -> str:
-        taken = {s.name for s in self.store.list()}
+    def _free_name(self, name: str, taken: Sequence[str] | None = None) -> str:
+        used = set(taken if taken is not None else [s.name for s in self.store.list()])
         suffix = 2
-        while f"{name}_{suffix}" in taken:
+        while f"{name}_{suffix}" in used:
             suffix += 1
         return f"{name}_{suffix}"
 
@@ -564,6 +684,22 @@ def _task_text(skill: Skill, args: Mapping[str, Any]) -> str:
     return _PLACEHOLDER_RE.sub(value, skill.when)
 
 
+def _evidence_note(traces: int) -> str:
+    if traces == 1:
+        return "Learned from 1 verified trace (replayed in the sandbox); not yet seen on other cases."
+    return f"Learned from {traces} verified traces of one workflow; replays each of them."
+
+
+def _with_note(skill: Skill, note: str) -> Skill:
+    """``skill`` whose docstring's evidence line says ``note``."""
+    if not skill.code or "Learned from" not in skill.code:
+        return skill
+    code = re.sub(r"Learned from [^\n]*", note, skill.code, count=1)
+    data = skill.model_dump()
+    data.update(code=code)
+    return Skill.model_validate(data)
+
+
 def _renamed(skill: Skill, new_name: str) -> Skill:
     """``skill`` under another name: its function definition is renamed too."""
     assert skill.code is not None
@@ -573,6 +709,8 @@ def _renamed(skill: Skill, new_name: str) -> Skill:
         if isinstance(node, ast.FunctionDef) and node.name == skill.name:
             row = node.lineno - 1
             lines[row] = lines[row].replace(f"def {skill.name}(", f"def {new_name}(", 1)
+    if new_name == skill.name:
+        return skill
     data = skill.model_dump()
     data.update(name=new_name, code="".join(lines))
     return Skill.model_validate(data)

@@ -321,6 +321,21 @@ class Skill(BaseModel):
         return cls(name=name, code=code, when=when, **fields)
 
 
+class Example(BaseModel):
+    """One example task of a skill: the task text with the trace's values masked.
+
+    ``params`` are the values the trace bound (kept with the records, never embedded);
+    ``indexed`` says whether the text is one of the skill's fetchable index entries (at
+    most a capped, diverse subset of the examples is).
+    """
+
+    trace_id: str
+    text: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    indexed: bool = True
+    created_at: datetime = Field(default_factory=utc_now)
+
+
 class Match(BaseModel):
     """A fetched skill with the numbers that ranked it."""
 
@@ -356,9 +371,16 @@ class VerificationReport(BaseModel):
 
 
 class LearnResult(BaseModel):
-    """What ``SkillLibrary.learn`` did with a trace."""
+    """What ``SkillLibrary.learn`` did with a trace.
 
-    status: Literal["saved", "duplicate", "rejected"]
+    ``saved``: a new skill; ``merged``: the trace is evidence for an existing skill of the
+    same workflow (one success on its active version, the trace among its examples);
+    ``revised``: a new version that replays every example trace of the workflow;
+    ``held``: stored but waiting for approval; ``duplicate``: an equivalent skill exists
+    and nothing was stored; ``rejected``: nothing stored, ``reasons`` say why.
+    """
+
+    status: Literal["saved", "merged", "revised", "held", "duplicate", "rejected"]
     skill: Skill | None = None
     reasons: list[str] = Field(default_factory=list)
     report: VerificationReport | None = None

@@ -20,7 +20,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from skill_library.errors import SkillNotFoundError
-from skill_library.models import Provenance, Skill, SkillStatus, Trace, utc_now
+from skill_library.models import Example, Provenance, Skill, SkillStatus, Trace, utc_now
 
 SCHEMA_VERSION = 1
 
@@ -77,12 +77,45 @@ traces_table = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
 )
 
+# Derived per-skill data, recomputed as evidence arrives (not a new version): the masked
+# example tasks fetch matches against, and the ``when`` recomputed from them for one version.
+examples_table = sa.Table(
+    "skill_examples",
+    metadata,
+    sa.Column("name", sa.String(200), sa.ForeignKey("skills.name"), primary_key=True),
+    sa.Column("trace_id", sa.String(64), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("params", sa.JSON, nullable=False),
+    sa.Column("indexed", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+profiles_table = sa.Table(
+    "skill_profiles",
+    metadata,
+    sa.Column("name", sa.String(200), sa.ForeignKey("skills.name"), primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("when_text", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
 meta_table = sa.Table(
     "library_meta",
     metadata,
     sa.Column("key", sa.String(100), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
+
+
+def _versions() -> Any:
+    """SELECT of version rows with the skill's derived ``when`` (for the version it fits)."""
+    return sa.select(
+        versions_table,
+        profiles_table.c.when_text.label("derived_when"),
+        profiles_table.c.version.label("derived_version"),
+    ).select_from(
+        versions_table.outerjoin(profiles_table, profiles_table.c.name == versions_table.c.name)
+    )
 
 
 class RecordStore(abc.ABC):
@@ -133,6 +166,25 @@ class RecordStore(abc.ABC):
     @abc.abstractmethod
     def get_trace(self, trace_id: str) -> Trace:
         """A stored trace; KeyError if unknown."""
+
+    @abc.abstractmethod
+    def examples(self, names: Sequence[str]) -> dict[str, list[Example]]:
+        """The stored examples of each of ``names`` (oldest first); absent names map to []."""
+
+    @abc.abstractmethod
+    def save_evidence(
+        self,
+        name: str,
+        *,
+        version: int | None = None,
+        trace: Trace | None = None,
+        success: bool = False,
+        examples: Sequence[Example] | None = None,
+        when: str | None = None,
+    ) -> Skill:
+        """In one transaction: store ``trace``, append a success for it when ``success``,
+        replace the examples of ``name`` with ``examples`` and its derived ``when``
+        (for ``version``, default the active one), each when given."""
 
     @abc.abstractmethod
     def index_generation(self) -> int:
@@ -274,7 +326,7 @@ class SQLRecordStore(RecordStore):
         with self._read() as conn:
             for start in range(0, len(names), 500):  # stay far below SQLite's variable limit
                 rows = conn.execute(
-                    sa.select(versions_table).where(
+                    _versions().where(
                         versions_table.c.name.in_(names[start : start + 500])
                     )
                 ).mappings()
@@ -286,7 +338,7 @@ class SQLRecordStore(RecordStore):
 
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
         query = (
-            sa.select(versions_table)
+            _versions()
             .join(
                 skills_table,
                 sa.and_(
@@ -304,7 +356,7 @@ class SQLRecordStore(RecordStore):
     def history(self, name: str) -> list[Skill]:
         with self._read() as conn:
             rows = conn.execute(
-                sa.select(versions_table)
+                _versions()
                 .where(versions_table.c.name == name)
                 .order_by(versions_table.c.version)
             ).mappings().all()
@@ -357,21 +409,24 @@ class SQLRecordStore(RecordStore):
 
     # -- traces -------------------------------------------------------------------------
     def save_trace(self, trace: Trace) -> None:
-        body = trace.model_dump(mode="json")
         with self._write() as conn:
-            exists = conn.execute(
-                sa.select(traces_table.c.id).where(traces_table.c.id == trace.id)
-            ).scalar()
-            if exists is None:
-                conn.execute(
-                    traces_table.insert().values(
-                        id=trace.id,
-                        task=trace.task,
-                        source=trace.source,
-                        body=body,
-                        created_at=trace.created_at,
-                    )
+            self._insert_trace(conn, trace)
+
+    @staticmethod
+    def _insert_trace(conn: Connection, trace: Trace) -> None:
+        exists = conn.execute(
+            sa.select(traces_table.c.id).where(traces_table.c.id == trace.id)
+        ).scalar()
+        if exists is None:
+            conn.execute(
+                traces_table.insert().values(
+                    id=trace.id,
+                    task=trace.task,
+                    source=trace.source,
+                    body=trace.model_dump(mode="json"),
+                    created_at=trace.created_at,
                 )
+            )
 
     def get_trace(self, trace_id: str) -> Trace:
         with self._read() as conn:
@@ -381,6 +436,69 @@ class SQLRecordStore(RecordStore):
         if body is None:
             raise KeyError(f"no trace with id {trace_id!r}")
         return Trace.model_validate(body)
+
+    # -- examples and derived texts ------------------------------------------------------
+    def examples(self, names: Sequence[str]) -> dict[str, list[Example]]:
+        found: dict[str, list[Example]] = {n: [] for n in names}
+        unique = sorted(set(names))
+        with self._read() as conn:
+            for start in range(0, len(unique), 500):
+                rows = conn.execute(
+                    sa.select(examples_table)
+                    .where(examples_table.c.name.in_(unique[start : start + 500]))
+                    .order_by(examples_table.c.created_at, examples_table.c.trace_id)
+                ).mappings()
+                for row in rows:
+                    found[row["name"]].append(
+                        Example(
+                            trace_id=row["trace_id"],
+                            text=row["text"],
+                            params=row["params"],
+                            indexed=row["indexed"],
+                            created_at=row["created_at"],
+                        )
+                    )
+        return found
+
+    def save_evidence(
+        self,
+        name: str,
+        *,
+        version: int | None = None,
+        trace: Trace | None = None,
+        success: bool = False,
+        examples: Sequence[Example] | None = None,
+        when: str | None = None,
+    ) -> Skill:
+        now = utc_now()
+        with self._write() as conn:
+            if version is None:
+                version = self._active_version(conn, name)
+            else:
+                self._get(conn, name, version)  # raises when unknown
+            if trace is not None:
+                self._insert_trace(conn, trace)
+                if success:
+                    self._append_outcome(conn, name, version, True, trace.id, now)
+            if examples is not None:
+                conn.execute(examples_table.delete().where(examples_table.c.name == name))
+                if examples:
+                    conn.execute(
+                        examples_table.insert(),
+                        [
+                            dict(name=name, trace_id=e.trace_id, text=e.text, params=e.params,
+                                 indexed=e.indexed, created_at=e.created_at)
+                            for e in examples
+                        ],
+                    )
+            if when is not None:
+                conn.execute(profiles_table.delete().where(profiles_table.c.name == name))
+                conn.execute(
+                    profiles_table.insert().values(
+                        name=name, version=version, when_text=when, updated_at=now
+                    )
+                )
+            return self._get(conn, name, version)
 
     def index_generation(self) -> int:
         with self._read() as conn:
@@ -421,7 +539,7 @@ class SQLRecordStore(RecordStore):
         if version is None:
             version = self._active_version(conn, name)
         row = conn.execute(
-            sa.select(versions_table)
+            _versions()
             .where(versions_table.c.name == name)
             .where(versions_table.c.version == version)
         ).mappings().first()
@@ -479,7 +597,11 @@ def _row_to_skill(row: Any) -> Skill:
         name=row["name"],
         version=row["version"],
         kind=row["kind"],
-        when=row["when_text"],
+        when=(
+            row["derived_when"]
+            if row.get("derived_when") and row.get("derived_version") == row["version"]
+            else row["when_text"]
+        ),
         description=row["description"],
         code=row["code"],
         parameters=row["parameters"],

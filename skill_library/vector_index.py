@@ -1,8 +1,10 @@
 """The vector index: derived data, rebuilt from the records whenever in doubt.
 
-One ChromaDB collection with cosine distance holds the active version of each active
-skill (id = skill name; metadata: version, kind; document: the ``when`` text). Only
-fetchable skills are in it, so queries need no ``where`` filter on the hot path.
+One ChromaDB collection with cosine distance holds, for the active version of each active
+skill, its ``when`` text (id = the skill name) and its indexed example tasks (id =
+``name#trace_id``); metadata: name, version, kind. Only fetchable skills are in it, so
+queries need no ``where`` filter on the hot path; a query returns entries, which callers
+group by skill (:func:`best_per_skill`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import chromadb
 from chromadb.config import Settings
@@ -19,19 +21,24 @@ from skill_library.embeddings import Embedder, SkillEmbeddingFunction
 from skill_library.errors import IndexCorruptError
 
 COLLECTION = "skills"
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: several entries (when + examples) per skill
 # Chroma refuses batches larger than its max batch size (5,461 here); stay well under it.
 UPSERT_BATCH = 1000
 
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """What the index holds for one skill."""
+    """One embedded text of a skill: its ``when`` (``key == name``) or an example task."""
 
     name: str
     version: int
     kind: str
-    when: str
+    when: str  # the embedded text
+    key: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.key or self.name
 
 
 @dataclass(frozen=True)
@@ -82,15 +89,23 @@ class VectorIndex:
 
     # -- reads --------------------------------------------------------------------------
     def count(self) -> int:
-        """How many skills are indexed."""
+        """How many texts are indexed (a skill has one or more)."""
         return self._collection.count()
 
     def entries(self) -> dict[str, int]:
-        """Indexed skill name -> version."""
+        """Indexed entry id -> skill version."""
         got = self._collection.get(include=["metadatas"])
         return {
             id_: int((meta or {}).get("version", -1))
             for id_, meta in zip(got["ids"], got["metadatas"] or [])
+        }
+
+    def texts_of(self, name: str) -> dict[str, tuple[str, int]]:
+        """Entry id -> (text, version) of every entry of skill ``name``."""
+        got = self._collection.get(where={"name": name}, include=["documents", "metadatas"])
+        return {
+            id_: (doc or "", int((meta or {}).get("version", -1)))
+            for id_, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
         }
 
     def query(self, embedding: Sequence[float], n: int) -> list[IndexHit]:
@@ -109,7 +124,7 @@ class VectorIndex:
         return [
             [
                 IndexHit(
-                    name=id_,
+                    name=str(meta.get("name", id_)),
                     version=int(meta["version"]),
                     kind=str(meta["kind"]),
                     similarity=1.0 - float(distance),
@@ -125,15 +140,32 @@ class VectorIndex:
         for start in range(0, len(entries), UPSERT_BATCH):
             batch = entries[start : start + UPSERT_BATCH]
             self._collection.upsert(
-                ids=[e.name for e in batch],
+                ids=[e.id for e in batch],
                 embeddings=[list(v) for v in embeddings[start : start + UPSERT_BATCH]],
-                metadatas=[{"version": e.version, "kind": e.kind} for e in batch],
+                metadatas=[{"name": e.name, "version": e.version, "kind": e.kind} for e in batch],
                 documents=[e.when for e in batch],
             )
 
     def delete(self, name: str) -> None:
-        """Remove a skill from the index (no error when absent)."""
-        self._collection.delete(ids=[name])
+        """Remove every entry of a skill from the index (no error when absent)."""
+        self._collection.delete(where={"name": name})
+        self._collection.delete(ids=[name])  # entries written before metadata named skills
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        """Remove entries by id."""
+        if ids:
+            self._collection.delete(ids=list(ids))
+
+    def replace(self, name: str, entries: Sequence[IndexEntry],
+                embeddings: Sequence[Sequence[float]]) -> None:
+        """Make ``entries`` the only entries of skill ``name``."""
+        keep = {e.id for e in entries}
+        got = self._collection.get(where={"name": name}, include=[])
+        stale = [i for i in got["ids"] if i not in keep]
+        if stale:
+            self._collection.delete(ids=stale)
+        if entries:
+            self.upsert(entries, embeddings)
 
     def rebuild(
         self,
@@ -185,9 +217,35 @@ def remove_index_folder(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def entries_for(skills: Iterable[object]) -> list[IndexEntry]:
-    """Index entries for skill records (anything with name, version, kind, when)."""
-    return [
-        IndexEntry(name=s.name, version=s.version, kind=s.kind, when=s.when)  # type: ignore[attr-defined]
-        for s in skills
-    ]
+def entries_for(
+    skills: Iterable[object], examples: Mapping[str, Sequence[object]] | None = None
+) -> list[IndexEntry]:
+    """Index entries for skill records (name, version, kind, when) and their examples.
+
+    Each skill gets its ``when`` and each of its indexed examples whose text differs from
+    the texts before it.
+    """
+    out: list[IndexEntry] = []
+    for s in skills:
+        name, version, kind, when = s.name, s.version, s.kind, s.when  # type: ignore[attr-defined]
+        out.append(IndexEntry(name=name, version=version, kind=kind, when=when))
+        seen = {when}
+        for example in (examples or {}).get(name, ()):
+            text = example.text  # type: ignore[attr-defined]
+            if not example.indexed or text in seen:  # type: ignore[attr-defined]
+                continue
+            seen.add(text)
+            key = f"{name}#{example.trace_id}"  # type: ignore[attr-defined]
+            out.append(IndexEntry(name=name, version=version, kind=kind, when=text, key=key))
+    return out
+
+
+def best_per_skill(hits: Sequence[IndexHit]) -> list[IndexHit]:
+    """One hit per skill, its best-matching text, in the order of the input (best first)."""
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        if hit.name not in seen:
+            seen.add(hit.name)
+            out.append(hit)
+    return out

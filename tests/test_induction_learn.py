@@ -184,7 +184,7 @@ def test_learning_a_trace_gives_a_verified_candidate_and_a_skill(sandbox):
     assert counting.runs == 1
     skill = candidate.to_skill(trace_ids=[trace.id], created_by="tester")
     assert isinstance(skill, Skill)
-    assert skill.name == "obtain_planks_and_sticks" and skill.version == 1
+    assert skill.name == "craft_stick" and skill.version == 1
     assert skill.when == "obtain {planks} planks and {sticks} sticks"
     assert skill.provenance.trace_ids == [trace.id]
     assert skill.provenance.generalizer == "dataflow"

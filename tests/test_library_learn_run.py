@@ -87,13 +87,26 @@ def test_run_only_reaches_declared_tools_and_checks_arguments(library):
         library.run(name, {}, TOOLS)
 
 
-def test_relearning_keeps_a_reliable_version(library):
+def test_relearning_a_workflow_merges_the_trace_as_evidence(library):
     first = library.learn(restock_trace())
-    again = library.learn(restock_trace())
-    assert again.status == "duplicate" and again.duplicate_of == first.skill.name
-    other = library.learn(restock_trace(with_check=True))  # different procedure, same workflow
+    again = library.learn(restock_trace())  # another trace of the same workflow
+    assert again.status == "merged" and again.skill.name == first.skill.name
+    assert (again.skill.version, again.skill.successes) == (1, 2)
+    assert [e.trace_id for e in library.examples(first.skill.name)] == [
+        first.skill.provenance.trace_ids[0], again.skill.provenance.trace_ids[0]
+    ] or len(library.examples(first.skill.name)) == 2
+    assert len(library.list()) == 1
+    other = library.learn(restock_trace(with_check=True))  # different procedure, same task
     assert other.status == "duplicate" and "already does this" in other.reasons[0]
     assert [s.version for s in library.history(first.skill.name)] == [1]
+
+
+def test_the_same_trace_is_evidence_once(library):
+    trace = restock_trace()
+    name = library.learn(trace).skill.name
+    again = library.learn(trace)
+    assert again.status == "duplicate" and "already evidence" in again.reasons[0]
+    assert library.get(name).successes == 1
 
 
 def test_relearning_replaces_a_version_that_stopped_working(library):
@@ -101,8 +114,8 @@ def test_relearning_replaces_a_version_that_stopped_working(library):
     library.feedback(name, False)
     library.feedback(name, False)  # 1 ok, 2 failed: (1+1)/(3+2) = 0.4 < 0.6
     result = library.learn(restock_trace(with_check=True))
-    assert result.status == "saved" and result.skill.name == name and result.skill.version == 2
-    assert "check(" in result.skill.code
+    assert result.status == "revised" and result.skill.name == name and result.skill.version == 2
+    assert "check(" in result.skill.code and "dropped out" in result.reasons[0]
     assert [(s.version, s.status) for s in library.history(name)] == [(1, "retired"), (2, "active")]
 
 
@@ -115,13 +128,13 @@ def test_a_retired_workflow_is_not_revived_by_learning(library):
 
 
 def test_a_name_taken_by_another_workflow_gets_a_fresh_name(library):
-    code = "def restock_apples_in_fruit_aisle(n: int) -> int:\n    return n\n"
+    code = "def restock_apple(n: int) -> int:\n    return n\n"
     library.add(Skill.from_function(code, when="water the plants in the garden"), verified=True)
-    learned = library.learn(restock_trace())  # the generalizer names it restock_apples_in_fruit_aisle
-    assert learned.status == "saved" and learned.skill.name == "restock_apples_in_fruit_aisle_2"
-    assert "def restock_apples_in_fruit_aisle_2(" in learned.skill.code
-    assert library.get("restock_apples_in_fruit_aisle").when == "water the plants in the garden"
-    assert library.run("restock_apples_in_fruit_aisle_2", {"count": 1}, TOOLS).ok
+    learned = library.learn(restock_trace())  # the generalizer names it restock_apple
+    assert learned.status == "saved" and learned.skill.name == "restock_apple_2"
+    assert "def restock_apple_2(" in learned.skill.code
+    assert library.get("restock_apple").when == "water the plants in the garden"
+    assert library.run("restock_apple_2", {"count": 1}, TOOLS).ok
 
 
 def test_unverified_and_broken_traces_store_nothing(library):

@@ -31,6 +31,7 @@ from typing import Any
 
 from skill_library import signature
 from skill_library.errors import GeneralizationError
+from skill_library.induction import description
 from skill_library.induction.candidate import Candidate, Verify
 from skill_library.induction.validation import (
     LONG_NUMBER_DIGITS,
@@ -44,12 +45,8 @@ Path = tuple[Any, ...]
 Spec = tuple[Any, ...]  # ("param", name) | ("ref", call, path) | ("item", path) | ("const", json) |
 # ("dict", ((key, spec), ...)) | ("list", (spec, ...)) | ("concat", (spec, ...))
 
-_STOPWORDS = frozenset(
-    {"a", "an", "the", "please", "my", "some", "me", "your", "their", "its", "our", "his", "her"}
-)
-_TRAILING = frozenset({"for", "to", "of", "in", "on", "with", "from", "by", "at", "and", "or", "into"})
-_MAX_NAME_WORDS = 8
-_MAX_NAME_CHARS = 64
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+ONE_TRACE_NOTE = "Learned from 1 verified trace (replayed in the sandbox); not yet seen on other cases."
 _LOOP_VARS = ("item", "entry", "element", "each_item")
 _RESERVED = frozenset(
     {"json", "math", "re", "datetime", "itertools", "collections", "statistics", "ToolError"}
@@ -244,8 +241,11 @@ class DataflowGeneralizer:
 class _Builder:
     """The state of one generalization: params, the result index and names in use."""
 
-    def __init__(self, trace: Trace, calls: list[ToolCall], min_number: float) -> None:
+    def __init__(self, trace: Trace, calls: list[ToolCall], min_number: float, *,
+                 read_only: Sequence[str] = (), evidence_note: str = ONE_TRACE_NOTE) -> None:
         self.trace = trace
+        self.read_only = frozenset(read_only)
+        self.evidence_note = evidence_note
         self.calls = calls
         self.min_number = min_number
         self.callables = list(dict.fromkeys(c.name for c in calls))
@@ -643,17 +643,17 @@ class _Builder:
             return f"{step.tool}({inner})"
 
         when = self._when(plan.params)
-        func_name = self._name(when)
+        func_name = self._name(plan)
         args = ", ".join(f"{p.name}{_annotation(p.value)}" for p in plan.params)
         tools = sorted({c.name for c in self.calls if c.kind == "tool"})
         skills = list(dict.fromkeys(c.name for c in self.calls if c.kind == "skill"))
-        summary = " ".join(when.split())
+        summary = " ".join(_PLACEHOLDER.sub(lambda m: m.group(0)[1:-1], when).split())
         summary = summary[:1].upper() + summary[1:]
         doc_lines = [summary if summary.endswith((".", "?", "!")) else summary + "."]
-        if plan.params:
+        if plan.params:  # types only: example values may be personal data
             doc_lines += ["", "Args:"]
-            doc_lines += [f"    {p.name}: e.g. {_short(p.value, 40)}" for p in plan.params]
-        doc_lines += ["", f"Learned from a verified trace; calls {', '.join(tools + skills)}."]
+            doc_lines += [f"    {p.name}{_annotation(p.value) or ': value'}" for p in plan.params]
+        doc_lines += ["", self.evidence_note, f"Calls {', '.join(tools + skills)}."]
         doc = "\n".join(doc_lines[:1] + [("    " + l) if l else "" for l in doc_lines[1:]])
         lines = [f"def {func_name}({args}):", "    " + _docstring(doc + "\n    ")]
         for number, step in enumerate(plan.steps):
@@ -687,54 +687,23 @@ class _Builder:
         )
 
     def _when(self, params: list[_Param]) -> str:
-        """The task text with each parameter's value replaced by ``{name}``."""
-        task = self.trace.task.strip()
-        spots: list[tuple[str, str]] = []
-        for p in params:
-            if isinstance(p.value, bool) or p.value is None:
-                continue
-            if isinstance(p.value, str) and p.value:
-                spots.append((p.value, p.name))
-            elif isinstance(p.value, (int, float)):
-                spots.append((str(p.value), p.name))
-            elif isinstance(p.value, list) and p.value and all(
-                isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in p.value
-            ):
-                texts = [str(v) for v in p.value]
-                forms = [", ".join(texts), " and ".join(texts), " ".join(texts)]
-                if len(texts) > 2:
-                    forms.insert(1, ", ".join(texts[:-1]) + " and " + texts[-1])
-                found = next((f for f in forms if _word_pattern(f).search(task)), None)
-                if found:
-                    spots.append((found, p.name))
-        if not spots:
-            return task
-        spots.sort(key=lambda s: -len(s[0]))
-        pattern = re.compile("|".join(r"(?<!\w)" + re.escape(v) + r"(?!\w)" for v, _ in spots))
-        names = dict(spots)
-        return pattern.sub(lambda m: "{" + names[m.group(0)] + "}", task)
+        """The task text with parameter values masked and persona or chatter dropped."""
+        bindings = {p.name: p.value for p in params}
+        topic = description.topic_words(self.callables, self._constant_objects())
+        return description.masked_example(self.trace.task, bindings, topic)
 
-    def _name(self, when: str) -> str:
-        """A snake_case function name from the ``when`` text, without parameter values."""
-        text = re.sub(r"\{[^{}]*\}", " ", when)
-        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-        words = [w for w in re.findall(r"[a-z0-9]+", text) if w not in _STOPWORDS]
-        words = words[:_MAX_NAME_WORDS]
-        while len(words) > 1 and words[-1] in _TRAILING:
-            words.pop()
-        name = ""
-        for word in words:
-            if name and len(name) + 1 + len(word) > _MAX_NAME_CHARS:
-                break
-            name = f"{name}_{word}" if name else word
-        if not name:
-            name = "skill_" + _identifier(self.calls[0].name).lower()
-        if name[0].isdigit():
-            name = "do_" + name
-        if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-            name += "_skill"
-        name = name[:_MAX_NAME_CHARS].rstrip("_")
-        if name in self.taken:
-            name = self._fresh(name + "_skill")
+    def _constant_objects(self) -> list[Any]:
+        return [v for c in self.calls for v in c.arguments.values() if isinstance(v, str)]
+
+    def _name(self, plan: _Plan) -> str:
+        """A snake_case name from what the skill does (see :mod:`.description`)."""
+        steps = [(st.tool, dict(st.args), st.loop_over is not None) for st in plan.steps]
+        constants = {
+            n: {a: json.loads(spec[1]) for a, spec in st.args if spec[0] == "const"}
+            for n, st in enumerate(plan.steps)
+        }
+        name = description.behaviour_name(
+            steps, constants=constants, read_only=self.read_only, taken=self.taken
+        )
         self.taken.add(name)
         return name

@@ -1,0 +1,272 @@
+"""Admission: what a verified candidate does to the library — merge, revise, save or not.
+
+One skill per *workflow*. Before a candidate learned from a trace is stored, the library
+looks for a skill of the same workflow among the skills named like it and the skills
+nearest to the trace's task:
+
+* **merge** when the candidate's normalized code equals a skill's (function name,
+  docstring, parameter and local names ignored), or when an existing skill *replays the
+  new trace* given the trace's bindings: nothing new is stored, the trace becomes evidence
+  (one success on the active version, the trace among its examples);
+* **revise** when a learned skill of the same name does not reproduce the trace: a
+  candidate built from the skill's example traces together with the new one becomes the
+  next version if it replays every one of them; a skill that has dropped out (reliability
+  under the fetch threshold) is replaced by the new candidate when no joint one is found;
+* **duplicate** when a reliable skill for the same task exists and no joint candidate
+  could be found (nothing stored);
+* **save** otherwise, under a free name.
+
+The decision and the writes it leads to happen in one critical section (the library's
+write lock), so two processes learning the same workflow at once neither split evidence
+nor take the same name.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from skill_library.induction import description
+from skill_library.induction.candidate import Candidate
+from skill_library.induction.verify import replay_verify
+from skill_library.models import Example, Skill, Trace, VerificationReport
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sandbox import Sandbox
+
+#: At most this many example texts of a skill are in the fetch index (chosen for diversity).
+MAX_INDEXED_EXAMPLES = 8
+#: At most this many example traces are replayed when a revision is checked.
+MAX_REVISION_TRACES = 8
+#: At most this many nearest skills (by task) are checked for the same workflow.
+WORKFLOW_NEIGHBOURS = 3
+
+
+def normalized_code(code: str) -> str | None:
+    """The code with its function name, docstrings and parameter/local names canonical.
+
+    Two skills with equal normalized code do the same thing. None when ``code`` does not
+    parse.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not functions:
+        return None
+    bound: dict[str, str] = {}
+    for func in functions:
+        bound.setdefault(func.name, f"_f{len(bound)}")
+    for func in functions:
+        for arg in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]:
+            bound.setdefault(arg.arg, f"_v{len(bound)}")
+        for node in ast.walk(func):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.setdefault(node.id, f"_v{len(bound)}")
+
+    class Canonical(ast.NodeTransformer):
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+            node.name = bound.get(node.name, node.name)
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(
+                getattr(body[0], "value", None), ast.Constant
+            ) and isinstance(body[0].value.value, str):
+                body = body[1:] or [ast.Pass()]
+            node.body = body
+            node.returns = None
+            self.generic_visit(node)
+            return node
+
+        def visit_arg(self, node: ast.arg) -> Any:
+            node.arg = bound.get(node.arg, node.arg)
+            node.annotation = None
+            return node
+
+        def visit_Name(self, node: ast.Name) -> Any:
+            node.id = bound.get(node.id, node.id)
+            return node
+
+    return ast.unparse(Canonical().visit(tree))
+
+
+def bindings_for(skill: Skill, candidate: Candidate, trace: Trace) -> dict[str, Any] | None:
+    """Arguments for ``skill`` that reproduce ``trace``, by parameter name, or None."""
+    schema = skill.parameters or {}
+    args: dict[str, Any] = {}
+    for name in schema.get("properties", {}):
+        if name in candidate.example_args:
+            args[name] = candidate.example_args[name]
+        elif name in trace.params:
+            args[name] = trace.params[name]
+    if any(p not in args for p in schema.get("required", [])):
+        return None
+    return args
+
+
+def as_candidate(skill: Skill, args: Mapping[str, Any]) -> Candidate:
+    """A stored skill as a candidate that replays with ``args``."""
+    return Candidate(
+        name=skill.name,
+        when=skill.when,
+        description=skill.description,
+        code=skill.code or "",
+        parameters=skill.parameters or {"type": "object", "properties": {}},
+        tools=list(skill.tools),
+        depends_on=list(skill.depends_on),
+        example_args=dict(args),
+        generalizer=skill.provenance.generalizer,
+        model=skill.provenance.model,
+    )
+
+
+def replays(
+    skill: Skill,
+    candidate: Candidate,
+    trace: Trace,
+    sandbox: "Sandbox",
+    related: Sequence[Skill],
+) -> VerificationReport | None:
+    """The passing replay of ``trace`` by ``skill`` with the trace's bindings, else None."""
+    if skill.kind != "code" or not skill.code:
+        return None
+    args = bindings_for(skill, candidate, trace)
+    if args is None:
+        return None
+    report = replay_verify(as_candidate(skill, args), trace, sandbox, related=related)
+    return report if report.passed else None
+
+
+def family(name: str, names: Sequence[str]) -> list[str]:
+    """``name`` and the ``name_2``, ``name_3`` ... among ``names``."""
+    pattern = re.compile(re.escape(name) + r"(_\d+)?")
+    return [n for n in names if pattern.fullmatch(n)]
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[a-z0-9{}_]+", text.lower()))
+
+
+def choose_indexed(examples: Sequence[Example], cap: int = MAX_INDEXED_EXAMPLES) -> list[Example]:
+    """``examples`` with ``indexed`` set on at most ``cap`` of distinct, diverse texts.
+
+    Greedy farthest-point selection on word sets (Jaccard distance), oldest first, so the
+    choice needs no model and is stable as examples arrive.
+    """
+    distinct: dict[str, int] = {}
+    for n, example in enumerate(examples):
+        distinct.setdefault(example.text, n)
+    order = list(distinct.values())
+    chosen: list[int] = []
+    if len(order) <= cap:
+        chosen = order
+    else:
+        words = {n: _word_set(examples[n].text) for n in order}
+        chosen = [order[0]]
+        while len(chosen) < cap:
+            def distance(n: int) -> float:
+                return min(
+                    1 - len(words[n] & words[c]) / max(1, len(words[n] | words[c]))
+                    for c in chosen
+                )
+            best = max((n for n in order if n not in chosen), key=distance)
+            chosen.append(best)
+    keep = set(chosen)
+    return [e.model_copy(update={"indexed": n in keep}) for n, e in enumerate(examples)]
+
+
+@dataclass
+class Decision:
+    """What admission decided for one candidate (before the writes)."""
+
+    status: str
+    skill: Skill | None = None  # the existing skill merged into / revised / duplicated
+    candidate: Candidate | None = None  # the code to store (save / revise)
+    report: VerificationReport | None = None
+    reasons: list[str] = field(default_factory=list)
+    traces: list[Trace] = field(default_factory=list)  # example traces of a revision
+
+
+def example_for(trace: Trace, candidate: Candidate, skill_params: Sequence[str] | None = None) -> Example:
+    """The masked example of ``trace`` for a skill with ``candidate``'s bindings."""
+    bindings = dict(candidate.example_args)
+    for name in skill_params or ():
+        if name not in bindings and name in trace.params:
+            bindings[name] = trace.params[name]
+    objects = [v for c in trace.calls for v in c.arguments.values() if isinstance(v, str)]
+    topic = description.topic_words([c.name for c in trace.calls], objects)
+    text = description.masked_example(trace.task, bindings, topic)
+    return Example(trace_id=trace.id, text=text, params=dict(bindings))
+
+
+def decide(
+    candidate: Candidate,
+    trace: Trace,
+    *,
+    report: VerificationReport,
+    neighbours: Sequence[Skill],
+    sandbox: "Sandbox",
+    related: Sequence[Skill],
+    min_reliability: float,
+    example_traces: Callable[[Skill], list[Trace]],
+    revise: Callable[[list[Trace], Skill], tuple[Candidate, VerificationReport] | None],
+    same_task: Callable[[Skill], bool],
+) -> Decision:
+    """Merge, revise, duplicate or save: see the module docstring.
+
+    ``neighbours`` are the skills that may be of the same workflow (the candidate's name
+    family first, then the nearest by task); ``example_traces(skill)`` gives a skill's
+    stored example traces; ``revise(traces, skill)`` builds and checks a joint candidate;
+    ``same_task(skill)`` says whether the trace's task reads like the skill's.
+    """
+    mine = normalized_code(candidate.code)
+    code_skills = [s for s in neighbours if s.kind == "code" and s.code]
+    for skill in code_skills:
+        if mine is not None and normalized_code(skill.code or "") == mine:
+            return _merge_or_refuse(skill, report, "has the same code")
+    for skill in code_skills:
+        proof = replays(skill, candidate, trace, sandbox, related)
+        if proof is not None:
+            return _merge_or_refuse(skill, proof, "replays this trace")
+    base = [
+        s for s in code_skills
+        if (family(candidate.name, [s.name]) or same_task(s)) and s.status != "retired"
+    ]
+    for skill in base:
+        traces = example_traces(skill)
+        if not traces:
+            continue  # hand-written: nothing to revise against
+        revised = revise([*traces[-(MAX_REVISION_TRACES - 1):], trace], skill)
+        if revised is not None:
+            joint, joint_report = revised
+            return Decision("revised", skill=skill, candidate=joint, report=joint_report,
+                            traces=[*traces, trace])
+        if skill.reliability < min_reliability:
+            return Decision(
+                "revised", skill=skill, candidate=candidate, report=report, traces=[trace],
+                reasons=[f"{skill.name!r} v{skill.version} had dropped out (reliability "
+                         f"{skill.reliability:.2f}) and no version replays all its examples; "
+                         "the new version is learned from this trace"],
+            )
+    for skill in code_skills:
+        if skill.status == "active" and skill.reliability >= min_reliability and same_task(skill):
+            return Decision(
+                "duplicate", skill=skill, report=report,
+                reasons=[f"{skill.name!r} v{skill.version} already does this "
+                         f"(reliability {skill.reliability:.2f})"],
+            )
+    return Decision("saved", candidate=candidate, report=report)
+
+
+def _merge_or_refuse(skill: Skill, report: VerificationReport, why: str) -> Decision:
+    if skill.status == "retired":
+        return Decision(
+            "rejected", skill=skill, report=report,
+            reasons=[f"skill {skill.name!r} for this workflow was retired; learning does not "
+                     "revive it (add a new version explicitly to do so)"],
+        )
+    return Decision("merged", skill=skill, report=report,
+                    reasons=[f"{skill.name!r} v{skill.version} {why}"])

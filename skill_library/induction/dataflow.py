@@ -230,12 +230,157 @@ class DataflowGeneralizer:
             return straight
         return looped
 
+    def generalize_many(self, traces: Sequence[Trace], *, related: Sequence[Skill] = ()) -> Candidate:
+        """One candidate for several traces of a workflow (the trace with most calls as base).
+
+        A constant of the base that differs between traces becomes the parameter or simple
+        function of parameters and earlier results that explains it in every trace (see
+        :func:`_explain`); a value equal in every trace stays a constant. Raises
+        :class:`GeneralizationError` when the traces do not share one step structure or
+        nothing differs.
+        """
+        runs = [(t, [c for c in t.calls if c.ok]) for t in traces]
+        runs = [r for r in runs if r[1]]
+        if len(runs) < 2:
+            raise GeneralizationError("revision needs at least two traces with successful calls")
+        base_trace, base_calls = max(runs, key=lambda r: len(r[1]))
+        note = (f"Learned from {len(runs)} verified traces of one workflow; replays each of "
+                "them.")
+        builder = _Builder(base_trace, base_calls, self.min_reference_number, evidence_note=note)
+        plan = builder.plan(loops=True)
+        shape = [(st.tool, st.loop_over is None) for st in plan.steps]
+        others = []
+        for trace, calls in runs:
+            if trace is base_trace:
+                continue
+            other = _Builder(trace, calls, self.min_reference_number).plan(loops=True)
+            if [(st.tool, st.loop_over is None) for st in other.steps] != shape:
+                raise GeneralizationError("the traces do not share one sequence of steps")
+            others.append((trace, calls, other))
+        changed = False
+        for number, step in enumerate(plan.steps):
+            if step.loop_over is not None:
+                continue
+            args = []
+            for arg, spec in step.args:
+                if spec[0] == "const":
+                    value = json.loads(spec[1])
+                    wanted = [calls[o.steps[number].calls[0]].arguments.get(arg)
+                              for _t, calls, o in others]
+                    if any(_typed_key(w) != _typed_key(value) for w in wanted):
+                        found = _explain(builder, plan, number, value, others, wanted)
+                        if found is None:
+                            raise GeneralizationError(
+                                f"argument {arg!r} of {step.tool} differs between traces and "
+                                "no parameter or simple expression explains it"
+                            )
+                        spec, changed = found, True
+                args.append((arg, spec))
+            step.args = args
+        if not changed and not any(st.loop_over is not None for st in plan.steps):
+            raise GeneralizationError("no constant differs between the traces")
+        return builder.render(plan)
+
     # --- planning -----------------------------------------------------------------------
 
     def _candidate(self, trace: Trace, calls: list[ToolCall], *, loops: bool) -> Candidate:
         builder = _Builder(trace, calls, self.min_reference_number)
         plan = builder.plan(loops=loops)
         return builder.render(plan)
+
+
+#: At most this many values (params, earlier results, lengths) take part in the search for
+#: an expression that explains a value differing between traces.
+MAX_EXPRESSION_ATOMS = 40
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _close(a: float | None, b: Any) -> bool:
+    b = _number(b)
+    return a is not None and b is not None and (abs(a - b) <= 1e-9 * max(1.0, abs(b))
+                                                or round(a, 2) == round(b, 2) and b == round(b, 2))
+
+
+def _path_value(value: Any, path: Path) -> Any:
+    for key in path:
+        try:
+            value = value[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
+
+
+def _explain(builder: "_Builder", plan: "_Plan", number: int, value: Any,
+             others: list[tuple[Trace, list[ToolCall], "_Plan"]], wanted: list[Any]) -> Spec | None:
+    """An expression over params and earlier results giving ``value`` in the base trace and
+    ``wanted`` in the others: a param or result, their sum, difference, product or ratio,
+    half or double, a count (``len``), or a fixed fraction of one."""
+    if _number(value) is None or any(_number(w) is None for w in wanted):
+        return None
+    atoms: list[tuple[Spec, list[float | None]]] = []  # spec, value per trace (base first)
+
+    def add(spec: Spec, values: list[Any]) -> None:
+        if len(atoms) < MAX_EXPRESSION_ATOMS:
+            atoms.append((spec, [_number(v) for v in values]))
+
+    for param in builder.params:
+        if param.explicit:
+            vals = [param.value] + [t.params.get(param.name) for t, _c, _o in others]
+            if isinstance(param.value, list):
+                add(("len", ("param", param.name)),
+                    [len(v) if isinstance(v, list) else None for v in vals])
+            else:
+                add(("param", param.name), vals)
+    for earlier in range(number):
+        step = plan.steps[earlier]
+        if step.loop_over is not None:
+            continue
+        call = step.calls[0]
+        for path, node in _walk(builder.calls[call].result):
+            per = [node] + [_path_value(c[o.steps[earlier].calls[0]].result, path)
+                            for _t, c, o in others]
+            if isinstance(node, list):
+                add(("len", ("ref", call, path)), [len(v) if isinstance(v, list) else None for v in per])
+            elif _number(node) is not None:
+                add(("ref", call, path), per)
+    targets = [_number(value)] + [_number(w) for w in wanted]
+
+    def fits(values: list[float | None]) -> bool:
+        return all(_close(v, t) for v, t in zip(values, targets))
+
+    for spec, vals in atoms:
+        if fits(vals):
+            return spec
+    for spec, vals in atoms:
+        if None in vals:
+            continue
+        for factor, op in ((2.0, "/"), (2.0, "*")):
+            if fits([v / factor if op == "/" else v * factor for v in vals]):  # type: ignore[operator]
+                return ("expr", op, spec, ("num", 2))
+    ops = (("+", lambda a, b: a + b), ("-", lambda a, b: a - b), ("*", lambda a, b: a * b),
+           ("/", lambda a, b: a / b if b else None))
+    for i, (left, lv) in enumerate(atoms):
+        for j, (right, rv) in enumerate(atoms):
+            if i == j or None in lv or None in rv:
+                continue
+            for op, fn in ops:
+                if op in "+*" and j < i:
+                    continue
+                if fits([fn(a, b) for a, b in zip(lv, rv)]):  # type: ignore[arg-type]
+                    return ("expr", op, left, right)
+    for spec, vals in atoms:  # a fixed fraction of one value (a 10% fee, a 50% refund)
+        if None in vals or not vals[0]:
+            continue
+        ratio = targets[0] / vals[0]  # type: ignore[operator]
+        ratio = round(ratio, 6)
+        if 0 < abs(ratio) < 1 and fits([round(v * ratio, 2) for v in vals]):  # type: ignore[operator]
+            return ("round", ("expr", "*", spec, ("num", ratio)), 2)
+    return None
 
 
 class _Builder:
@@ -587,6 +732,11 @@ class _Builder:
             elif kind in ("list", "concat"):
                 for s in spec[1]:
                     collect(s)
+            elif kind == "expr":
+                collect(spec[2])
+                collect(spec[3])
+            elif kind in ("len", "round"):
+                collect(spec[1])
 
         for step in plan.steps:
             for _arg, spec in step.args:
@@ -633,6 +783,14 @@ class _Builder:
                 return "[" + ", ".join(expr(s) for s in spec[1]) + "]"
             if kind == "concat":
                 return " + ".join(expr(s) for s in spec[1])
+            if kind == "expr":
+                return f"({expr(spec[2])} {spec[1]} {expr(spec[3])})"
+            if kind == "len":
+                return f"len({expr(spec[1])})"
+            if kind == "num":
+                return repr(spec[1])
+            if kind == "round":
+                return f"round({expr(spec[1])}, {spec[2]})"
             raise AssertionError(kind)
 
         def call_expr(step: _Step) -> str:

@@ -1,0 +1,179 @@
+"""One skill per workflow: merge, revision across traces, masked examples, no personal data.
+
+Real sandbox workers, the real embedding model and a real Chroma index.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skill_library.induction import DataflowGeneralizer
+from skill_library.induction.admission import choose_indexed, normalized_code
+from skill_library.models import Example, Outcome, ToolCall, Trace
+
+VERIFIED = Outcome(success=True, verifier="db-check")
+
+
+def cancel_trace(person: str, email: str, order: str, reason: str, *, persona: bool = True) -> Trace:
+    intro = f"I'm {person}, {email}. I am patient but busy. " if persona else ""
+    return Trace(
+        task=f"{intro}Please cancel order {order} because it was {reason}.",
+        params={"email": email, "order_id": order, "reason": reason},
+        calls=[
+            ToolCall(name="find_user_id_by_email", arguments={"email": email}, result="u_" + order[-3:]),
+            ToolCall(name="get_order_details", arguments={"order_id": order},
+                     result={"order_id": order, "status": "pending"}),
+            ToolCall(name="cancel_pending_order", arguments={"order_id": order, "reason": reason},
+                     result={"status": "cancelled"}),
+        ],
+        outcome=VERIFIED,
+    )
+
+
+def test_traces_of_one_workflow_give_one_skill_with_all_the_evidence(library):
+    first = library.learn(cancel_trace("Dana Whitfield", "dana.w@example.org", "#W1001", "no longer needed"))
+    assert first.status == "saved"
+    assert first.skill.name == "cancel_pending_order_by_email"
+    second = library.learn(cancel_trace("Ravi Osei", "ravi@example.net", "#W2002", "ordered by mistake"))
+    third = library.learn(cancel_trace("Mia Chen", "mia@example.com", "#W3003", "too slow", persona=False))
+    assert [second.status, third.status] == ["merged", "merged"]
+    assert len(library.list()) == 1
+    skill = library.get(first.skill.name)
+    assert (skill.version, skill.successes, skill.failures) == (1, 3, 0)
+    examples = library.examples(skill.name)
+    assert len(examples) == 3  # every trace is evidence; equal texts are indexed once
+    assert [e.indexed for e in examples] == [True, False, True]
+    assert {e.text for e in examples} == {
+        "Customer: {email}. Please cancel order {order_id} because it was {reason}.",
+        "Please cancel order {order_id} because it was {reason}.",
+    }
+    texts = [skill.name, skill.when, skill.code or "", *[e.text for e in examples]]
+    for secret in ("Dana", "Whitfield", "dana.w@example.org", "Ravi", "Mia", "#W1001", "patient"):
+        assert not any(secret in t for t in texts), secret
+    # fetch finds it by what is asked, whoever asks, and returns it once
+    matches = library.fetch("I am Lee Park. Cancel order #W9 please, it was a duplicate.", k=3)
+    assert [m.skill.name for m in matches] == [skill.name]
+
+
+def test_merged_evidence_survives_a_reindex_and_the_index_holds_each_text(library):
+    library.learn(cancel_trace("Dana Whitfield", "dana.w@example.org", "#W1001", "no longer needed"))
+    library.learn(cancel_trace("Mia Chen", "mia@example.com", "#W3003", "too slow", persona=False))
+    assert library.index.count() == 2  # the when and one differing example
+    assert library.reindex() == 1
+    assert library.index.count() == 2
+    assert len(library.examples("cancel_pending_order_by_email")) == 2
+
+
+def orders_trace(orders: list[str]) -> Trace:
+    return Trace(
+        task=f"cancel every pending order of customer {orders[0][:2]}",
+        params={"customer": orders[0][:2]},
+        calls=[
+            ToolCall(name="list_orders", arguments={"customer": orders[0][:2]},
+                     result=[{"order_id": o} for o in orders]),
+            *[ToolCall(name="cancel_order", arguments={"order_id": o}, result="ok") for o in orders],
+        ],
+        outcome=VERIFIED,
+    )
+
+
+def test_a_one_item_skill_is_revised_into_a_loop_by_a_longer_trace(library):
+    first = library.learn(orders_trace(["AB1"]))
+    assert first.status == "saved" and "[0]" in first.skill.code and "for " not in first.skill.code
+    revised = library.learn(orders_trace(["CD1", "CD2", "CD3"]))
+    assert revised.status == "revised", revised.reasons
+    assert revised.skill.name == first.skill.name and revised.skill.version == 2
+    assert "for " in revised.skill.code
+    assert len(revised.skill.provenance.trace_ids) == 2
+    assert "Learned from 2 verified traces" in revised.skill.code
+    # the revision replays the one-item trace too, so a third trace merges
+    assert library.learn(orders_trace(["EF1", "EF2"])).status == "merged"
+    assert library.get(first.skill.name).successes == 2  # v2: its own trace and the merged one
+
+
+def refund_trace(item: str, price: float, amount: float, units: list[str]) -> Trace:
+    return Trace(
+        task=f"refund {item} to the customer",
+        params={"item": item, "units": units},
+        calls=[
+            ToolCall(name="get_price", arguments={"item": item}, result={"item": item, "price": price}),
+            ToolCall(name="issue_refund", arguments={"item": item, "amount": amount, "quantity": len(units),
+                                                     "channel": "card"},
+                     result={"refunded": amount}),
+        ],
+        outcome=VERIFIED,
+    )
+
+
+def test_differing_constants_become_expressions_and_equal_ones_stay(library):
+    first = library.learn(refund_trace("lamp", 40, 20, ["a"]))
+    assert first.status == "saved" and "amount=20" in first.skill.code
+    revised = library.learn(refund_trace("desk", 30, 15, ["a", "b", "c"]))
+    assert revised.status == "revised", revised.reasons
+    code = revised.skill.code
+    assert "amount=(r1['price'] / 2)" in code  # half of the looked-up price
+    assert "quantity=len(units)" in code  # a count of a list parameter
+    assert "channel='card'" in code  # equal in every trace: a constant
+    assert library.learn(refund_trace("chair", 50, 25, ["x", "y"])).status == "merged"
+
+
+def test_a_fixed_fraction_of_a_looked_up_value_is_found():
+    traces = [refund_trace("lamp", 40, 4, ["a"]), refund_trace("desk", 35, 3.5, ["a"]),
+              refund_trace("rug", 12.3, 1.23, ["a"])]
+    candidate = DataflowGeneralizer().generalize_many(traces)
+    assert "amount=round((r1['price'] * 0.1), 2)" in candidate.code
+
+
+def test_normalized_code_ignores_names_and_docstrings():
+    a = 'def cancel_it(order_id: str):\n    """Cancel."""\n    r1 = cancel(order_id=order_id)\n    return r1\n'
+    b = "def stop_order(oid):\n    result = cancel(order_id=oid)\n    return result\n"
+    c = "def stop_order(oid):\n    result = cancel(order_id=oid, force=True)\n    return result\n"
+    assert normalized_code(a) == normalized_code(b) != normalized_code(c)
+
+
+def test_indexed_examples_are_capped_and_diverse():
+    texts = [f"cancel order {{order_id}} variant {n % 3}" for n in range(20)] + [
+        f"completely different wording {n}" for n in range(10)]
+    examples = [Example(trace_id=str(n), text=t) for n, t in enumerate(texts)]
+    chosen = [e for e in choose_indexed(examples, cap=5) if e.indexed]
+    assert len(chosen) == 5
+    assert len({e.text for e in chosen}) == 5  # no text twice
+    assert any("variant" in e.text for e in chosen) and any("different" in e.text for e in chosen)
+
+
+FIRST = ["Dana", "Ravi", "Mia", "Lee", "Zoe", "Omar", "Ines", "Kofi"]
+LAST = ["Whitfield", "Osei", "Chen", "Park", "Novak", "Haddad", "Silva"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000))
+def test_no_personal_data_reaches_name_when_docstring_or_code(seed):
+    rng = random.Random(seed)
+    first, last = rng.choice(FIRST), rng.choice(LAST)
+    email = f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@example.org"
+    zip_code = str(rng.randint(10000, 99999))
+    phone = f"555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}"
+    order = f"#W{rng.randint(1000000, 9999999)}"
+    persona = rng.choice([
+        f"I'm {first} {last} from {zip_code}, {email}.",
+        f"Hi, this is {first} {last} ({phone}).",
+        f"My name is {first} {last} and I live at {zip_code}.",
+    ])
+    mood = rng.choice(["I am patient but busy.", "Thanks so much!", "I'm a bit frustrated."])
+    ask = rng.choice([f"Please cancel order {order}.", f"Cancel {order} for me."])
+    trace = Trace(
+        task=" ".join(rng.sample([persona, mood], 2) + [ask]),
+        params={"order_id": order, "email": email},
+        calls=[ToolCall(name="find_user_id_by_email", arguments={"email": email}, result="u1"),
+               ToolCall(name="cancel_pending_order", arguments={"order_id": order}, result="ok")],
+        outcome=VERIFIED,
+    )
+    candidate = DataflowGeneralizer().generalize(trace)
+    shown = "\n".join([candidate.name, candidate.when, candidate.code, candidate.description])
+    for value in (first, last, email, zip_code, phone, order):
+        assert not re.search(re.escape(value), shown, re.IGNORECASE), (value, shown)
+    assert "{order_id}" in candidate.when

@@ -177,3 +177,44 @@ def test_no_personal_data_reaches_name_when_docstring_or_code(seed):
     for value in (first, last, email, zip_code, phone, order):
         assert not re.search(re.escape(value), shown, re.IGNORECASE), (value, shown)
     assert "{order_id}" in candidate.when
+
+
+def invoices_trace(customer: str, ids: list[str]) -> Trace:
+    return Trace(
+        task=f"archive the invoices of {customer}",
+        params={"customer": customer},
+        calls=[ToolCall(name="find_invoices", arguments={"customer": customer}, result=[{"id": i} for i in ids]),
+               *[ToolCall(name="archive", arguments={"invoice_id": i}, result="ok") for i in ids]],
+        outcome=VERIFIED,
+    )
+
+
+def llm_reply(body: str) -> dict:
+    return {
+        "name": "archive_customer_invoices",
+        "when": "archive the invoices of {customer}",
+        "description": "Archive the invoices of one customer.",
+        "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]},
+        "code": "def archive_customer_invoices(customer: str) -> list:\n" + body,
+    }
+
+
+def test_the_llm_revision_prompt_gets_every_example_trace(library):
+    from chat_server import ScriptedChatServer, json_reply
+    from skill_library.induction import LLMGeneralizer
+
+    first_only = "    found = find_invoices(customer=customer)\n    return [archive(invoice_id=found[0]['id'])]\n"
+    three = ("    found = find_invoices(customer=customer)\n"
+             "    return [archive(invoice_id=found[n]['id']) for n in range(3)]\n")
+    loop = ("    done = []\n    for invoice in find_invoices(customer=customer):\n"
+            "        done.append(archive(invoice_id=invoice['id']))\n    return done\n")
+    with ScriptedChatServer([json_reply(llm_reply(first_only)), json_reply(llm_reply(three)),
+                             json_reply(llm_reply(loop))]) as server:
+        llm = LLMGeneralizer(base_url=server.base_url, api_key="test", model="scripted")
+        assert library.learn(invoices_trace("acme", ["i-1"]), generalizer=llm).status == "saved"
+        result = library.learn(invoices_trace("globex", ["g-1", "g-2", "g-3"]), generalizer=llm)
+        assert result.status == "revised", result.reasons
+        assert "for invoice in" in result.skill.code and result.skill.provenance.generalizer == "llm"
+        prompt = server.requests[2]["messages"][-1]["content"]
+        assert "One workflow, 2 verified traces" in prompt
+        assert "archive the invoices of acme" in prompt and "archive the invoices of globex" in prompt

@@ -124,9 +124,7 @@ class LLMGeneralizer:
 
     # --- prompt ---------------------------------------------------------------------------
 
-    def messages(self, trace: Trace, related: Sequence[Skill] = ()) -> list[dict[str, str]]:
-        """The system and user messages asking for a skill from ``trace``."""
-        nonce = secrets.token_hex(6)
+    def _calls(self, trace: Trace, nonce: str) -> list[dict[str, Any]]:
         calls = []
         for index, call in enumerate(trace.calls, start=1):
             if call.error is not None:
@@ -144,6 +142,36 @@ class LLMGeneralizer:
                 "error": None if text is None else text.replace(nonce, "[marker removed]"),
                 "truncated": truncated,
             })
+        return calls
+
+    def revision_messages(
+        self, traces: Sequence[Trace], related: Sequence[Skill] = ()
+    ) -> list[dict[str, str]]:
+        """The messages asking for one skill that reproduces every trace of a workflow."""
+        nonce = secrets.token_hex(6)
+        tools: list[str] = []
+        for trace in traces:
+            tools.extend(t for t in allowed_names(trace)[0] if t not in tools)
+        context = {
+            "traces": [
+                {"task": t.task, "params": t.params, "calls": self._calls(t, nonce)}
+                for t in traces
+            ],
+            "nonce": nonce,
+            "tools": tools,
+            "related": [
+                {"name": s.name, "when": s.when, "signature": skill_signature(s)} for s in related
+            ],
+        }
+        return [
+            {"role": "system", "content": self._templates.get_template("system.j2").render()},
+            {"role": "user", "content": self._templates.get_template("revise.j2").render(**context)},
+        ]
+
+    def messages(self, trace: Trace, related: Sequence[Skill] = ()) -> list[dict[str, str]]:
+        """The system and user messages asking for a skill from ``trace``."""
+        nonce = secrets.token_hex(6)
+        calls = self._calls(trace, nonce)
         result_text, result_truncated = _clip(trace.result, self.max_result_chars)
         result_text = result_text.replace(nonce, "[marker removed]")
         tools, _skills = allowed_names(trace)
@@ -278,7 +306,24 @@ class LLMGeneralizer:
         LLMError when the endpoint fails."""
         if not any(c.ok for c in trace.calls):
             raise GeneralizationError("trace has no successful tool calls to learn from")
-        messages: list[dict[str, str]] = self.messages(trace, related)
+        return self._ask(self.messages(trace, related), trace, related, verify)
+
+    def generalize_many(
+        self, traces: Sequence[Trace], *, related: Sequence[Skill] = ()
+    ) -> Candidate:
+        """One skill for several traces of a workflow (checked against the newest trace;
+        the learner then replays it against every one)."""
+        if not traces:
+            raise GeneralizationError("revision needs at least one trace")
+        return self._ask(self.revision_messages(traces, related), traces[-1], related, None)
+
+    def _ask(
+        self,
+        messages: list[dict[str, str]],
+        trace: Trace,
+        related: Sequence[Skill],
+        verify: Verify | None,
+    ) -> Candidate:
         usage: dict[str, int] = {}
         attempts: list[list[str]] = []
         total = self.max_retries + 1

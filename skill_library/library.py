@@ -12,7 +12,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from skill_library import ranking
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
@@ -53,6 +53,8 @@ FETCH_GROWTH = 4
 #: How many nearest fetchable skills a learned candidate may call (besides those the trace
 #: invoked).
 RELATED_SKILLS = 3
+#: learn_many embeds and admits this many traces at a time.
+LEARN_BATCH = 64
 #: Index entries read when looking for a skill of the same workflow as a new trace.
 WORKFLOW_QUERY_ENTRIES = 24
 
@@ -272,9 +274,10 @@ class SkillLibrary:
         k: int,
         threshold: float,
         kinds: Sequence[SkillKind] | None,
+        index: VectorIndex | None = None,
     ) -> list[Match]:
         wanted_kinds = set(kinds) if kinds is not None else None
-        index = self.index
+        index = index if index is not None else self.index
         n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
         while True:
             found = index.query(embedding, n)  # fewer than n: the index has no more
@@ -340,54 +343,107 @@ class SkillLibrary:
         ``trace`` may also be a mapping of trace fields or ``{"messages": [...], "task":
         ..., "outcome": ...}`` (an OpenAI transcript).
         """
-        from skill_library.induction import check_trace, coerce_trace, learn_from_trace
+        return self.learn_many([trace], generalizer=generalizer, verifier=verifier)[0]
 
-        checked, reasons = coerce_trace(trace)  # a Trace, its fields, or an OpenAI transcript
-        if checked is None or (reasons := check_trace(checked)):
-            return LearnResult(status="rejected", reasons=reasons)
-        trace = checked
+    def learn_many(
+        self,
+        traces: Iterable[Trace | Mapping[str, Any]],
+        *,
+        generalizer: "Generalizer | None" = None,
+        verifier: Callable[..., Any] | None = None,
+        progress: bool = False,
+    ) -> list[LearnResult]:
+        """:meth:`learn` for many traces, in input order, with batched embedding.
+
+        Traces are taken :data:`LEARN_BATCH` at a time: their tasks are embedded in one
+        batch, each is generalized and replayed, their masked example texts are embedded
+        in one batch, then each is admitted (merged, revised or saved) in turn under the
+        write lock, so later traces of a batch merge into skills its earlier traces made.
+        """
+        items = list(traces)
+        results: list[LearnResult] = []
         generalizer = generalizer or self.default_generalizer()
-        task_vector = self.embedder.embed([trace.task])[0]
-        related = self._related_skills(trace, task_vector)
-        candidate, report, reasons = learn_from_trace(
-            trace,
-            generalizer=generalizer,
-            sandbox=self.sandbox,
-            related=related,
-            live_verifier=verifier,
-        )
-        if reasons or candidate is None or report is None:
-            return LearnResult(status="rejected", reasons=reasons, report=report)
-        with self._index.writing() as index:
-            return self._admit(candidate, report, trace, task_vector, related, generalizer, index)
+        with _ProgressBar(progress, "learning traces", len(items)) as bar:
+            for start in range(0, len(items), LEARN_BATCH):
+                chunk = items[start : start + LEARN_BATCH]
+                results.extend(self._learn_batch(chunk, generalizer, verifier))
+                bar.advance(len(chunk))
+        return results
+
+    def _learn_batch(
+        self,
+        items: Sequence[Trace | Mapping[str, Any]],
+        generalizer: "Generalizer",
+        verifier: Callable[..., Any] | None,
+    ) -> list[LearnResult]:
+        from skill_library.induction import admission, check_trace, coerce_trace, learn_from_trace
+
+        out: list[LearnResult | None] = [None] * len(items)
+        checked: dict[int, Trace] = {}
+        for n, item in enumerate(items):
+            trace, reasons = coerce_trace(item)  # a Trace, its fields, or an OpenAI transcript
+            if trace is None or (reasons := check_trace(trace)):
+                out[n] = LearnResult(status="rejected", reasons=reasons)
+            else:
+                checked[n] = trace
+        vectors = dict(zip(checked, self.embedder.embed([t.task for t in checked.values()])))
+        prepared: dict[int, tuple[Any, Any, list[Skill]]] = {}
+        index = self.index
+        indexed = index.count() > 0
+        for n, trace in checked.items():
+            related = self._related_skills(trace, vectors[n], index if indexed else None)
+            candidate, report, reasons = learn_from_trace(
+                trace, generalizer=generalizer, sandbox=self.sandbox, related=related,
+                live_verifier=verifier,
+            )
+            if reasons or candidate is None or report is None:
+                out[n] = LearnResult(status="rejected", reasons=reasons, report=report)
+            else:
+                prepared[n] = (candidate, report, related)
+        texts = {n: admission.example_for(checked[n], c).text for n, (c, _r, _rel) in prepared.items()}
+        unique = list(dict.fromkeys(texts.values()))
+        known = dict(zip(unique, self.embedder.embed(unique))) if unique else {}
+        if prepared:
+            with self._index.writing() as index:
+                pending: set[str] = set()  # skills whose index entries are written at the end
+                for n, (candidate, report, related) in prepared.items():
+                    out[n] = self._admit(candidate, report, checked[n], related, generalizer,
+                                         index, known, pending)
+                self._sync_index_many(index, sorted(pending), known)
+        return [r for r in out if r is not None]
 
     def _admit(
         self,
         candidate: Any,
         report: Any,
         trace: Trace,
-        task_vector: Sequence[float],
         related: list[Skill],
         generalizer: Any,
         index: VectorIndex,
+        known: dict[str, Any],
+        pending: set[str],
     ) -> LearnResult:
-        """Under the write lock: decide merge / revise / save and write the result."""
+        """Under the write lock: decide merge / revise / save and write the records; the
+        names whose index entries must change are added to ``pending``."""
         from skill_library.induction import admission, revision
 
-        names = [s.name for s in self.store.list()]
+        names = self.store.names(prefix=candidate.name)
         # the trace's task with its values masked, as it would be stored: what reads alike
         # is compared on what the workflow asks, not on who asked
         example_text = admission.example_for(trace, candidate).text
-        known = {example_text: self.embedder.embed([example_text])[0]}
+        if example_text not in known:
+            known[example_text] = self.embedder.embed([example_text])[0]
         near = {h.name: h.similarity for h in best_per_skill(
             index.query(known[example_text], WORKFLOW_QUERY_ENTRIES)
         )[: admission.WORKFLOW_NEIGHBOURS]} if index.count() else {}
         wanted = list(dict.fromkeys([*admission.family(candidate.name, names), *near]))
-        neighbours = [self.store.get(n) for n in wanted if n in names]
+        found = self.store.get_many_active(wanted)
+        neighbours = [found[n] for n in wanted if n in found]
+        evidence = self.store.examples([s.name for s in neighbours])
 
         def example_traces(skill: Skill) -> list[Trace]:
             found = []
-            for example in self.store.examples([skill.name])[skill.name]:
+            for example in evidence[skill.name]:
                 try:
                     found.append(self.store.get_trace(example.trace_id))
                 except KeyError:
@@ -401,7 +457,7 @@ class SkillLibrary:
             )
 
         for skill in neighbours:
-            if any(e.trace_id == trace.id for e in self.store.examples([skill.name])[skill.name]):
+            if any(e.trace_id == trace.id for e in evidence[skill.name]):
                 return LearnResult(
                     status="duplicate", skill=skill, report=report, duplicate_of=skill.name,
                     reasons=[f"trace {trace.id} is already evidence for {skill.name!r}"],
@@ -422,7 +478,7 @@ class SkillLibrary:
             assert decision.skill is not None
             skill = decision.skill
             params = list((skill.parameters or {}).get("properties", {}))
-            examples = self.store.examples([skill.name])[skill.name]
+            examples = evidence[skill.name]
             examples = admission.choose_indexed(
                 [*examples, admission.example_for(trace, candidate, params)]
             )
@@ -430,7 +486,7 @@ class SkillLibrary:
                 skill.name, version=skill.version, trace=trace, success=True,
                 examples=examples, when=self._derived_when(examples),
             )
-            self._sync_index(index, stored, known=known)
+            pending.add(stored.name)
             return LearnResult(status="merged", skill=stored, report=decision.report,
                                reasons=decision.reasons)
         new = decision.candidate
@@ -438,7 +494,7 @@ class SkillLibrary:
         if decision.status == "revised":
             assert decision.skill is not None
             old = decision.skill
-            examples = [] if len(decision.traces) == 1 else self.store.examples([old.name])[old.name]
+            examples = [] if len(decision.traces) == 1 else evidence[old.name]
             note = _evidence_note(len(decision.traces))
             version = _renamed(_with_note(new.to_skill(
                 trace_ids=[t.id for t in decision.traces]), note), old.name)
@@ -447,6 +503,7 @@ class SkillLibrary:
             version = new.to_skill(trace_ids=[trace.id])
             if version.name in names:
                 version = _renamed(version, self._free_name(version.name, names))
+            names.append(version.name)
         params = list((version.parameters or {}).get("properties", {}))
         examples = admission.choose_indexed([*examples, admission.example_for(trace, new, params)])
         self.store.save_trace(trace)
@@ -455,7 +512,7 @@ class SkillLibrary:
             stored.name, version=stored.version, trace=trace, success=True, examples=examples,
             when=self._derived_when(examples) if len(examples) > 1 else None,
         )
-        self._sync_index(index, stored, known=known)
+        pending.add(stored.name)
         return LearnResult(status=decision.status, skill=stored, report=decision.report,  # type: ignore[arg-type]
                            reasons=decision.reasons)
 
@@ -488,12 +545,36 @@ class SkillLibrary:
         if changed:
             index.upsert(changed, vectors)
 
+    def _sync_index_many(
+        self, index: VectorIndex, names: Sequence[str], known: dict[str, Any]
+    ) -> None:
+        """:meth:`_sync_index` for several skills with one embedding batch and one upsert."""
+        if not names:
+            return
+        skills = self.store.get_many_active(names)
+        active = [skills[n] for n in names if n in skills and skills[n].status == "active"]
+        for name in names:
+            if name not in {s.name for s in active}:
+                index.delete(name)
+        wanted = entries_for(active, self.store.examples([s.name for s in active]))
+        have = index.texts_of_many([s.name for s in active])
+        changed = [e for e in wanted if have.get(e.id) != (e.when, e.version)]
+        missing = list(dict.fromkeys(e.when for e in changed if e.when not in known))
+        if missing:
+            known.update(zip(missing, self.embedder.embed(missing)))
+        keep = {e.id for e in wanted}
+        index.delete_ids([i for i in have if i not in keep])
+        if changed:
+            index.upsert(changed, [known[e.when] for e in changed])
+
     def examples(self, name: str) -> list[Example]:
         """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""
         self.store.get(name)  # raises for an unknown name
         return self.store.examples([name])[name]
 
-    def _related_skills(self, trace: Trace, task_vector: Sequence[float] | None = None) -> list[Skill]:
+    def _related_skills(
+        self, trace: Trace, task_vector: Sequence[float], index: VectorIndex | None
+    ) -> list[Skill]:
         """Skills the trace invoked, plus the nearest fetchable skills to its task."""
         related: dict[str, Skill] = {}
         for call in trace.calls:
@@ -502,9 +583,9 @@ class SkillLibrary:
                     related[call.name] = self.store.get(call.name)
                 except SkillNotFoundError:
                     pass
-        if self.index.count():
-            vector = task_vector if task_vector is not None else self.embedder.embed([trace.task])[0]
-            for match in self._fetch_vector(vector, RELATED_SKILLS, self.min_reliability, None):
+        if index is not None:
+            for match in self._fetch_vector(task_vector, RELATED_SKILLS, self.min_reliability,
+                                            None, index):
                 related.setdefault(match.skill.name, match.skill)
         return list(related.values())
 

@@ -168,6 +168,14 @@ class RecordStore(abc.ABC):
         """A stored trace; KeyError if unknown."""
 
     @abc.abstractmethod
+    def names(self, *, prefix: str | None = None) -> list[str]:
+        """Every skill name (starting with ``prefix`` when given), sorted."""
+
+    @abc.abstractmethod
+    def get_many_active(self, names: Sequence[str]) -> dict[str, Skill]:
+        """The current version of each of ``names`` that exists."""
+
+    @abc.abstractmethod
     def examples(self, names: Sequence[str]) -> dict[str, list[Example]]:
         """The stored examples of each of ``names`` (oldest first); absent names map to []."""
 
@@ -436,6 +444,31 @@ class SQLRecordStore(RecordStore):
         if body is None:
             raise KeyError(f"no trace with id {trace_id!r}")
         return Trace.model_validate(body)
+
+    def names(self, *, prefix: str | None = None) -> list[str]:
+        query = sa.select(skills_table.c.name).order_by(skills_table.c.name)
+        if prefix is not None:
+            escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            query = query.where(skills_table.c.name.like(escaped + "%", escape="\\"))
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
+
+    def get_many_active(self, names: Sequence[str]) -> dict[str, Skill]:
+        unique = sorted(set(names))
+        found: dict[str, Skill] = {}
+        with self._read() as conn:
+            for start in range(0, len(unique), 500):
+                rows = conn.execute(
+                    _versions()
+                    .join(skills_table, sa.and_(
+                        skills_table.c.name == versions_table.c.name,
+                        skills_table.c.active_version == versions_table.c.version,
+                    ))
+                    .where(versions_table.c.name.in_(unique[start : start + 500]))
+                ).mappings()
+                for row in rows:
+                    found[row["name"]] = _row_to_skill(row)
+        return found
 
     # -- examples and derived texts ------------------------------------------------------
     def examples(self, names: Sequence[str]) -> dict[str, list[Example]]:

@@ -102,7 +102,14 @@ class VectorIndex:
 
     def texts_of(self, name: str) -> dict[str, tuple[str, int]]:
         """Entry id -> (text, version) of every entry of skill ``name``."""
-        got = self._collection.get(where={"name": name}, include=["documents", "metadatas"])
+        return self.texts_of_many([name])
+
+    def texts_of_many(self, names: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """Entry id -> (text, version) of every entry of the skills ``names``."""
+        if not names:
+            return {}
+        where: Any = {"name": names[0]} if len(names) == 1 else {"name": {"$in": list(names)}}
+        got = self._collection.get(where=where, include=["documents", "metadatas"])
         return {
             id_: (doc or "", int((meta or {}).get("version", -1)))
             for id_, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])

@@ -218,3 +218,23 @@ def test_the_llm_revision_prompt_gets_every_example_trace(library):
         prompt = server.requests[2]["messages"][-1]["content"]
         assert "One workflow, 2 verified traces" in prompt
         assert "archive the invoices of acme" in prompt and "archive the invoices of globex" in prompt
+
+
+def test_learn_many_keeps_input_order_and_merges_within_a_batch(library):
+    from skill_library import library as library_module
+
+    good = [cancel_trace(f"P{n}", f"p{n}@example.org", f"#W{4000 + n}", "no longer needed") for n in range(5)]
+    unverified = good[0].model_copy(update={"outcome": Outcome(success=True), "id": "unverified-1"})
+    batch = [good[0], unverified, *good[1:], orders_trace(["AB1", "AB2"])]
+    old = library_module.LEARN_BATCH
+    library_module.LEARN_BATCH = 3  # several batches: merges also cross batch boundaries
+    try:
+        results = library.learn_many(batch, progress=True)
+    finally:
+        library_module.LEARN_BATCH = old
+    assert [r.status for r in results] == ["saved", "rejected", "merged", "merged", "merged", "merged", "saved"]
+    assert "verifier" in results[1].reasons[0]
+    assert len(library.list()) == 2
+    assert library.get("cancel_pending_order_by_email").successes == 5
+    # the index holds each skill's texts, as a rebuild from the records would
+    assert library.index.entries() == {e.id: e.version for e in library._index.expected_entries()}

@@ -1,0 +1,126 @@
+"""Batch learning throughput against the embedding-alone floor, measured in one run.
+
+    python benchmarks/perf_learn.py [--traces 300] [--workflows 12] [--single 40]
+
+Makes ``--traces`` short verified traces (2-3 tool calls) over ``--workflows`` workflow
+shapes, with a different customer, persona sentence and wording in each, then times:
+  - floor:      embedding the texts learning must embed (each task and its masked example
+                text), in batches, and nothing else;
+  - learn_many: ``SkillLibrary.learn_many(traces)`` on a fresh library (generalize, replay
+                in the sandbox, merge or save, index);
+  - learn:      ``SkillLibrary.learn(trace)`` one at a time on another fresh library, for the
+                first ``--single`` traces;
+and prints traces/s of each, the skills learned per workflow and the statuses.
+Target (issue 8): learn_many >= 25 traces/s for short traces on the 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+FIRST = "Dana Ravi Mia Lee Zoe Omar Ines Kofi Ana Yuki Lars Nia Tom Eva Raj Sol".split()
+LAST = "Whitfield Osei Chen Park Novak Haddad Silva Berg Moreau Tanaka Ruiz Okafor".split()
+ACTIONS = """cancel refund archive restock ship reserve renew suspend verify close""".split()
+OBJECTS = """order invoice parcel ticket booking licence account voucher""".split()
+MOODS = ["I am patient but busy.", "Thanks a lot!", "I'm in a hurry.", "Hope you are well.", ""]
+
+
+def make_traces(count: int, workflows: int, seed: int = 0) -> tuple[list, list[str]]:
+    """``count`` traces over ``workflows`` shapes, and each trace's workflow name."""
+    from skill_library.models import Outcome, ToolCall, Trace
+
+    rng = random.Random(seed)
+    shapes = []
+    for n in range(workflows):
+        action, obj = ACTIONS[n % len(ACTIONS)], OBJECTS[(n // len(ACTIONS) + n) % len(OBJECTS)]
+        lookup = rng.choice(["email", "phone"])
+        shapes.append((action, obj, lookup))
+    traces, names = [], []
+    for i in range(count):
+        action, obj, lookup = shapes[i % workflows]
+        first, last = rng.choice(FIRST), rng.choice(LAST)
+        email = f"{first.lower()}.{last.lower()}{rng.randint(1, 999)}@example.org"
+        phone = f"555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}"
+        key = email if lookup == "email" else phone
+        ref = f"{obj[:2].upper()}{rng.randint(100000, 999999)}"
+        ask = rng.choice([f"Please {action} {obj} {ref}.", f"Could you {action} my {obj} {ref}?",
+                          f"I need {obj} {ref} {action}ed."])
+        task = " ".join(x for x in [f"I'm {first} {last}, {key}.", rng.choice(MOODS), ask] if x)
+        user = f"u{rng.randint(1000, 9999)}"
+        traces.append(Trace(
+            task=task,
+            params={lookup: key, f"{obj}_id": ref},
+            calls=[
+                ToolCall(name=f"find_user_by_{lookup}", arguments={lookup: key}, result={"user_id": user}),
+                ToolCall(name=f"{action}_{obj}", arguments={"user_id": user, f"{obj}_id": ref},
+                         result={"status": "done"}),
+            ],
+            outcome=Outcome(success=True, verifier="synthetic-check"),
+        ))
+        names.append(f"{action}_{obj}_by_{lookup}")
+    return traces, names
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--traces", type=int, default=300)
+    parser.add_argument("--workflows", type=int, default=12)
+    parser.add_argument("--single", type=int, default=40)
+    args = parser.parse_args(argv)
+
+    from skill_library import SkillLibrary
+    from skill_library.embeddings import SentenceTransformerEmbedder
+    from skill_library.induction import DataflowGeneralizer
+    from skill_library.induction.admission import example_for
+
+    print(f"$ python benchmarks/perf_learn.py --traces {args.traces} --workflows {args.workflows} "
+          f"--single {args.single}")
+    embedder = SentenceTransformerEmbedder(threads=1)
+    embedder.embed(["warm up"])
+    traces, _names = make_traces(args.traces, args.workflows)
+    generalizer = DataflowGeneralizer()
+    example_texts = [example_for(t, generalizer.generalize(t)).text for t in traces]
+
+    start = time.perf_counter()
+    for begin in range(0, len(traces), 64):
+        embedder.embed([t.task for t in traces[begin:begin + 64]])
+        embedder.embed(list(dict.fromkeys(example_texts[begin:begin + 64])))
+    floor = time.perf_counter() - start
+
+    with tempfile.TemporaryDirectory() as tmp:
+        with SkillLibrary(Path(tmp) / "many", embedder=embedder) as library:
+            library.sandbox  # start the workers outside the timing, as a long-lived library has
+            start = time.perf_counter()
+            results = library.learn_many(traces, generalizer=generalizer)
+            many = time.perf_counter() - start
+            statuses = Counter(r.status for r in results)
+            skills = len(library.list())
+        with SkillLibrary(Path(tmp) / "single", embedder=embedder) as library:
+            library.sandbox
+            subset = traces[: args.single]
+            start = time.perf_counter()
+            for trace in subset:
+                library.learn(trace, generalizer=generalizer)
+            single = time.perf_counter() - start
+
+    print(f"traces: {len(traces)} over {args.workflows} workflows (2 tool calls each)")
+    print(f"floor (embedding alone): {len(traces) / floor:8.1f} traces/s")
+    print(f"learn_many:              {len(traces) / many:8.1f} traces/s  "
+          f"({many / floor:.1f}x the floor's time; target >= 25 traces/s)")
+    print(f"learn, one at a time:    {len(subset) / single:8.1f} traces/s  (first {len(subset)} traces)")
+    print(f"skills learned: {skills} for {args.workflows} workflows; statuses: {dict(statuses)}")
+    return 0 if statuses.get("rejected", 0) == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

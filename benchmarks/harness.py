@@ -202,7 +202,8 @@ def run_benchmark(
                 lib_path = out / "libraries" / lib_key
                 if lib_path.exists():
                     shutil.rmtree(lib_path)
-                library = _library_class()(lib_path, embedder=embedder, min_reliability=config.min_reliability)
+                library = _library_class()(lib_path, embedder=embedder, min_reliability=config.min_reliability,
+                                           read_only_tools=world.read_only_tools())
             try:
                 phases = [("train", train_order(train, seed)), ("test", test)]
                 for phase, phase_tasks in phases:

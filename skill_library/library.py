@@ -64,7 +64,10 @@ class SkillLibrary:
 
     ``SkillLibrary(path)`` opens or creates the library in ``path``. ``embedder`` defaults
     to the packaged all-MiniLM-L6-v2 (loaded on first need); ``min_reliability`` is the
-    fetch threshold on Laplace reliability.
+    fetch threshold on Laplace reliability. ``read_only_tools`` names the tools that only
+    read state: learning drops reads whose results a skill does not use, and replay
+    verification lets a skill read more or less often than its trace (to look before it
+    acts).
     """
 
     def __init__(
@@ -74,12 +77,14 @@ class SkillLibrary:
         embedder: Embedder | None = None,
         min_reliability: float = DEFAULT_MIN_RELIABILITY,
         store: RecordStore | None = None,
+        read_only_tools: Iterable[str] = (),
     ) -> None:
         if not 0.0 <= min_reliability <= 1.0:
             raise ValueError(f"min_reliability must be within [0, 1], got {min_reliability}")
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.min_reliability = min_reliability
+        self.read_only_tools = frozenset(read_only_tools)
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
         self.store: RecordStore = store or SQLRecordStore.in_folder(self.path)
         self._index = SyncedIndex(self.path, self.store, self.embedder)
@@ -394,7 +399,7 @@ class SkillLibrary:
             related = self._related_skills(trace, vectors[n], index if indexed else None)
             candidate, report, reasons = learn_from_trace(
                 trace, generalizer=generalizer, sandbox=self.sandbox, related=related,
-                live_verifier=verifier,
+                live_verifier=verifier, read_only=self.read_only_tools,
             )
             if reasons or candidate is None or report is None:
                 out[n] = LearnResult(status="rejected", reasons=reasons, report=report)
@@ -454,6 +459,7 @@ class SkillLibrary:
             return revision.revise(
                 traces, generalizer=generalizer, sandbox=self.sandbox,
                 related=[r for r in related if r.name != skill.name], extra=[candidate],
+                read_only=self.read_only_tools,
             )
 
         for skill in neighbours:
@@ -467,6 +473,7 @@ class SkillLibrary:
             related=related, min_reliability=self.min_reliability,
             example_traces=example_traces, revise=revise,
             same_task=lambda s: near.get(s.name, 0.0) > DUPLICATE_SIMILARITY,
+            read_only=self.read_only_tools,
         )
         if decision.status in ("duplicate", "rejected"):
             return LearnResult(

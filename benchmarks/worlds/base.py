@@ -97,6 +97,10 @@ class World(abc.ABC):
         """
         return {name: _Checked(self, name) for name in self.tool_functions()}
 
+    def read_only_tools(self) -> frozenset[str]:
+        """Tools that only read state (declared to the library: a skill may look before it acts)."""
+        return frozenset()
+
     @abc.abstractmethod
     def tool_schemas(self) -> dict[str, dict[str, Any]]:
         """Name -> JSON Schema of the tool's arguments object."""

@@ -157,6 +157,9 @@ class CraftingWorld(World):
             "smelt": self.tool_smelt,
         }
 
+    def read_only_tools(self) -> frozenset[str]:
+        return frozenset({"inventory"})
+
     def tool_schemas(self) -> dict[str, dict[str, Any]]:
         item_args = {
             "type": "object",

@@ -219,6 +219,10 @@ class ShopWorld(World):
             "exchange_delivered_order_items": self.exchange_delivered_order_items,
         }
 
+    def read_only_tools(self) -> frozenset[str]:
+        return frozenset({"find_user_id_by_email", "find_user_id_by_name_zip", "get_user_details",
+                          "get_order_details", "get_product_details", "list_all_product_types"})
+
     def tool_schemas(self) -> dict[str, dict[str, Any]]:
         s = {"type": "string"}
         return {

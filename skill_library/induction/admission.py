@@ -129,6 +129,7 @@ def replays(
     trace: Trace,
     sandbox: "Sandbox",
     related: Sequence[Skill],
+    read_only: frozenset[str] = frozenset(),
 ) -> VerificationReport | None:
     """The passing replay of ``trace`` by ``skill`` with the trace's bindings, else None."""
     if skill.kind != "code" or not skill.code:
@@ -136,7 +137,8 @@ def replays(
     args = bindings_for(skill, candidate, trace)
     if args is None:
         return None
-    report = replay_verify(as_candidate(skill, args), trace, sandbox, related=related)
+    report = replay_verify(as_candidate(skill, args), trace, sandbox, related=related,
+                           read_only=read_only)
     return report if report.passed else None
 
 
@@ -214,6 +216,7 @@ def decide(
     example_traces: Callable[[Skill], list[Trace]],
     revise: Callable[[list[Trace], Skill], tuple[Candidate, VerificationReport] | None],
     same_task: Callable[[Skill], bool],
+    read_only: frozenset[str] = frozenset(),
 ) -> Decision:
     """Merge, revise, duplicate or save: see the module docstring.
 
@@ -228,7 +231,7 @@ def decide(
         if mine is not None and normalized_code(skill.code or "") == mine:
             return _merge_or_refuse(skill, report, "has the same code")
     for skill in code_skills:
-        proof = replays(skill, candidate, trace, sandbox, related)
+        proof = replays(skill, candidate, trace, sandbox, related, read_only)
         if proof is not None:
             return _merge_or_refuse(skill, proof, "replays this trace")
     base = [

@@ -92,7 +92,9 @@ Verify = Callable[[Candidate], VerificationReport]
 class Generalizer(Protocol):
     """Turns one verified trace into a candidate skill.
 
-    ``related`` are existing skills the candidate may call. ``verify``, when given, replays
+    ``related`` are existing skills the candidate may call; ``read_only`` names the tools
+    declared to only read state (a skill may call them more or less often than the trace
+    did, and need not repeat a read whose result it does not use). ``verify``, when given, replays
     a candidate against the trace; a generalizer may use it to choose between or repair
     candidates. Raises :class:`~skill_library.errors.GeneralizationError` with a clear
     reason when it cannot produce a candidate.
@@ -106,4 +108,5 @@ class Generalizer(Protocol):
         *,
         related: Sequence[Skill] = (),
         verify: Verify | None = None,
+        read_only: frozenset[str] = frozenset(),
     ) -> Candidate: ...

@@ -208,6 +208,7 @@ class DataflowGeneralizer:
         *,
         related: Sequence[Skill] = (),
         verify: Verify | None = None,
+        read_only: frozenset[str] = frozenset(),
     ) -> Candidate:
         calls = [c for c in trace.calls if c.ok]
         if not calls:
@@ -220,17 +221,18 @@ class DataflowGeneralizer:
                     f"{call.kind} name {call.name!r} cannot be called from skill code "
                     "(not a public Python identifier)"
                 )
-        looped = self._candidate(trace, calls, loops=True)
+        looped = self._candidate(trace, calls, loops=True, read_only=read_only)
         if verify is None:
             return looped
         if verify(looped).passed:
             return looped
-        straight = self._candidate(trace, calls, loops=False)
+        straight = self._candidate(trace, calls, loops=False, read_only=read_only)
         if straight.code != looped.code and verify(straight).passed:
             return straight
         return looped
 
-    def generalize_many(self, traces: Sequence[Trace], *, related: Sequence[Skill] = ()) -> Candidate:
+    def generalize_many(self, traces: Sequence[Trace], *, related: Sequence[Skill] = (),
+                        read_only: frozenset[str] = frozenset()) -> Candidate:
         """One candidate for several traces of a workflow (the trace with most calls as base).
 
         A constant of the base that differs between traces becomes the parameter or simple
@@ -246,14 +248,16 @@ class DataflowGeneralizer:
         base_trace, base_calls = max(runs, key=lambda r: len(r[1]))
         note = (f"Learned from {len(runs)} verified traces of one workflow; replays each of "
                 "them.")
-        builder = _Builder(base_trace, base_calls, self.min_reference_number, evidence_note=note)
+        builder = _Builder(base_trace, base_calls, self.min_reference_number, evidence_note=note,
+                           read_only=read_only)
         plan = builder.plan(loops=True)
         shape = [(st.tool, st.loop_over is None) for st in plan.steps]
         others = []
         for trace, calls in runs:
             if trace is base_trace:
                 continue
-            other = _Builder(trace, calls, self.min_reference_number).plan(loops=True)
+            other = _Builder(trace, calls, self.min_reference_number,
+                             read_only=read_only).plan(loops=True)
             if [(st.tool, st.loop_over is None) for st in other.steps] != shape:
                 raise GeneralizationError("the traces do not share one sequence of steps")
             others.append((trace, calls, other))
@@ -283,8 +287,9 @@ class DataflowGeneralizer:
 
     # --- planning -----------------------------------------------------------------------
 
-    def _candidate(self, trace: Trace, calls: list[ToolCall], *, loops: bool) -> Candidate:
-        builder = _Builder(trace, calls, self.min_reference_number)
+    def _candidate(self, trace: Trace, calls: list[ToolCall], *, loops: bool,
+                   read_only: frozenset[str] = frozenset()) -> Candidate:
+        builder = _Builder(trace, calls, self.min_reference_number, read_only=read_only)
         plan = builder.plan(loops=loops)
         return builder.render(plan)
 
@@ -381,6 +386,24 @@ def _explain(builder: "_Builder", plan: "_Plan", number: int, value: Any,
         if 0 < abs(ratio) < 1 and fits([round(v * ratio, 2) for v in vals]):  # type: ignore[operator]
             return ("round", ("expr", "*", spec, ("num", ratio)), 2)
     return None
+
+
+def _collect_refs(spec: Spec, out: set[int]) -> None:
+    """Add the call indexes ``spec`` reads results of to ``out``."""
+    kind = spec[0]
+    if kind == "ref":
+        out.add(spec[1])
+    elif kind == "dict":
+        for _k, s in spec[1]:
+            _collect_refs(s, out)
+    elif kind in ("list", "concat"):
+        for s in spec[1]:
+            _collect_refs(s, out)
+    elif kind == "expr":
+        _collect_refs(spec[2], out)
+        _collect_refs(spec[3], out)
+    elif kind in ("len", "round"):
+        _collect_refs(spec[1], out)
 
 
 class _Builder:
@@ -714,7 +737,73 @@ class _Builder:
             returns = chosen[0] if chosen else self.fallback(
                 result, "result", len(self.calls), "the trace's final result"
             )
+        steps = self._without_unused_reads(steps, returns)
+        loop_call = {c: (n, m) for n, st in enumerate(steps) if st.loop_over is not None
+                     for m, c in enumerate(st.calls)}
         return _Plan(list(self.params), steps, returns, loop_call)
+
+    def _goal_guard(self, plan: _Plan) -> tuple[str, str, str] | None:
+        """``(state_tool, key, param)`` when the trace shows a goal test a skill can check
+        before acting: a read-only tool without arguments returns a mapping; the last acting
+        call names a constant object, takes a numeric parameter, and the state after it
+        (a later read, or a mapping of the same keys in its result) holds at least that
+        parameter's value of that object. Goal-conditioned skills skip work already done.
+        """
+        if not self.read_only:
+            return None
+        readers = [c for c in self.calls if c.name in self.read_only and c.kind == "tool"
+                   and not c.arguments and isinstance(c.result, dict)]
+        if not readers:
+            return None
+        tool, keys = readers[0].name, set(readers[-1].result)
+        acting = [st for st in plan.steps if st.tool not in self.read_only]
+        if not acting or acting[-1].loop_over is not None:
+            return None
+        main = acting[-1]
+        last = main.calls[-1]
+        later = [c.result for c in self.calls[last + 1:] if c.name == tool and isinstance(c.result, dict)]
+        final: Any = later[-1] if later else None
+        if final is None and isinstance(self.calls[last].result, dict):
+            final = next((v for v in self.calls[last].result.values()
+                          if isinstance(v, dict) and keys & set(v)), None)
+        if not isinstance(final, dict):
+            return None
+        params = {p.name: p.value for p in plan.params}
+        counts = [spec[1] for _a, spec in main.args if spec[0] == "param"
+                  and isinstance(params.get(spec[1]), (int, float))
+                  and not isinstance(params.get(spec[1]), bool)]
+        for _arg, spec in main.args:
+            if spec[0] != "const":
+                continue
+            obj = json.loads(spec[1])
+            have = final.get(obj) if isinstance(obj, str) else None
+            if not isinstance(have, (int, float)) or isinstance(have, bool):
+                continue
+            for param in counts:
+                if 0 < params[param] <= have:
+                    return tool, obj, param
+        return None
+
+    def _without_unused_reads(self, steps: list[_Step], returns: Spec | None) -> list[_Step]:
+        """``steps`` less the calls of read-only tools whose results nothing uses."""
+        if not self.read_only:
+            return steps
+        used: set[int] = set()
+        for step in steps:
+            for _arg, spec in step.args:
+                _collect_refs(spec, used)
+            if step.loop_over is not None:
+                _collect_refs(step.loop_over, used)
+        if returns is not None:
+            _collect_refs(returns, used)
+        else:
+            used.add(len(self.calls) - 1)
+        kept = [
+            st for st in steps
+            if not (st.tool in self.read_only and self.calls[st.calls[0]].kind == "tool"
+                    and not used & set(st.calls))
+        ]
+        return kept or steps
 
     # rendering ---------------------------------------------------------------------------
 
@@ -811,9 +900,19 @@ class _Builder:
         if plan.params:  # types only: example values may be personal data
             doc_lines += ["", "Args:"]
             doc_lines += [f"    {p.name}{_annotation(p.value) or ': value'}" for p in plan.params]
+        guard = self._goal_guard(plan)
         doc_lines += ["", self.evidence_note, f"Calls {', '.join(tools + skills)}."]
+        if guard is not None:
+            doc_lines += [f"Looks first: returns {guard[0]}() at once when it already holds "
+                          f"{guard[1]!r} >= {guard[2]}."]
         doc = "\n".join(doc_lines[:1] + [("    " + l) if l else "" for l in doc_lines[1:]])
         lines = [f"def {func_name}({args}):", "    " + _docstring(doc + "\n    ")]
+        if guard is not None:
+            tool, key, param = guard
+            state = self._fresh("state")
+            lines += [f"    {state} = {tool}()",
+                      f"    if isinstance({state}, dict) and {state}.get({key!r}, 0) >= {param}:",
+                      f"        return {state}"]
         for number, step in enumerate(plan.steps):
             var = step_var.get(number)
             if step.loop_over is None:

@@ -12,6 +12,7 @@ Rules enforced here (whatever the generalizer):
 
 from __future__ import annotations
 
+import inspect
 import keyword
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -106,8 +107,10 @@ def coerce_trace(trace: Trace | Mapping[str, Any]) -> tuple[Trace | None, list[s
 class _CachedVerify:
     """Replay verification memoized by candidate fingerprint: one sandbox run per version."""
 
-    def __init__(self, trace: Trace, sandbox: "Sandbox", related: Sequence[Skill]) -> None:
+    def __init__(self, trace: Trace, sandbox: "Sandbox", related: Sequence[Skill],
+                 read_only: frozenset[str] = frozenset()) -> None:
         self.trace, self.sandbox, self.related = trace, sandbox, related
+        self.read_only = read_only
         self.reports: dict[str, VerificationReport] = {}
         self.runs = 0
 
@@ -118,9 +121,21 @@ class _CachedVerify:
         if key not in self.reports:
             self.runs += 1
             self.reports[key] = replay_verify(
-                candidate, self.trace, self.sandbox, related=self.related
+                candidate, self.trace, self.sandbox, related=self.related,
+                read_only=self.read_only,
             )
         return self.reports[key]
+
+
+def generalize(generalizer: Generalizer, trace: Trace, **options: Any) -> Candidate:
+    """``generalizer.generalize(trace, **options)``; ``read_only`` only for generalizers
+    that take it (the protocol added it later)."""
+    accepts = inspect.signature(generalizer.generalize).parameters
+    if "read_only" not in accepts and not any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in accepts.values()
+    ):
+        options.pop("read_only", None)
+    return generalizer.generalize(trace, **options)
 
 
 def learn_from_trace(
@@ -130,6 +145,7 @@ def learn_from_trace(
     sandbox: "Sandbox",
     related: Sequence[Skill] = (),
     live_verifier: LiveVerifier | None = None,
+    read_only: frozenset[str] = frozenset(),
 ) -> LearnOutcome:
     """Turn one trace into a verified candidate, or say why not.
 
@@ -147,9 +163,10 @@ def learn_from_trace(
     reasons = check_trace(checked)
     if reasons:
         return None, None, reasons
-    verify = _CachedVerify(checked, sandbox, related)
+    verify = _CachedVerify(checked, sandbox, related, read_only)
     try:
-        candidate = generalizer.generalize(checked, related=related, verify=verify)
+        candidate = generalize(generalizer, checked, related=related, verify=verify,
+                               read_only=read_only)
     except GeneralizationError as exc:
         return None, None, [f"{generalizer.name} generalizer: {exc}"]
     problems = validate_candidate(candidate, checked, related)

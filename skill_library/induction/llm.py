@@ -299,6 +299,7 @@ class LLMGeneralizer:
         *,
         related: Sequence[Skill] = (),
         verify: Verify | None = None,
+        read_only: frozenset[str] = frozenset(),
     ) -> Candidate:
         """Ask the model for a skill, checking and repairing the reply up to
         ``max_retries`` times. Raises GeneralizationError listing every attempt's
@@ -309,7 +310,8 @@ class LLMGeneralizer:
         return self._ask(self.messages(trace, related), trace, related, verify)
 
     def generalize_many(
-        self, traces: Sequence[Trace], *, related: Sequence[Skill] = ()
+        self, traces: Sequence[Trace], *, related: Sequence[Skill] = (),
+        read_only: frozenset[str] = frozenset(),
     ) -> Candidate:
         """One skill for several traces of a workflow (checked against the newest trace;
         the learner then replays it against every one)."""

@@ -18,11 +18,12 @@ bindings):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from skill_library.errors import GeneralizationError
 from skill_library.induction.candidate import Candidate, Generalizer
+from skill_library.induction.learner import generalize
 from skill_library.induction.validation import complete_candidate, validate_candidate
 from skill_library.induction.verify import replay_verify
 from skill_library.models import Skill, Trace, VerificationReport
@@ -82,7 +83,8 @@ def trace_bindings(candidate: Candidate, trace: Trace) -> dict[str, Any] | None:
 
 
 def replays_all(
-    candidate: Candidate, traces: Sequence[Trace], sandbox: "Sandbox", related: Sequence[Skill]
+    candidate: Candidate, traces: Sequence[Trace], sandbox: "Sandbox", related: Sequence[Skill],
+    read_only: frozenset[str] = frozenset(),
 ) -> VerificationReport | None:
     """A passing report when ``candidate`` replays every trace with its bindings, else None."""
     report: VerificationReport | None = None
@@ -91,7 +93,8 @@ def replays_all(
         if args is None:
             return None
         report = replay_verify(
-            candidate.model_copy(update={"example_args": args}), trace, sandbox, related=related
+            candidate.model_copy(update={"example_args": args}), trace, sandbox, related=related,
+            read_only=read_only,
         )
         if not report.passed:
             return None
@@ -109,6 +112,7 @@ def revise(
     sandbox: "Sandbox",
     related: Sequence[Skill],
     extra: Sequence[Candidate] = (),
+    read_only: frozenset[str] = frozenset(),
 ) -> tuple[Candidate, VerificationReport] | None:
     """The first candidate that replays all ``traces`` (see the module docstring), or None.
 
@@ -123,7 +127,7 @@ def revise(
         if validate_candidate(candidate, trace, related):
             return None
         candidate = complete_candidate(candidate, trace, related)
-        report = replays_all(candidate, traces, sandbox, related)
+        report = replays_all(candidate, traces, sandbox, related, read_only)
         return (candidate, report) if report is not None else None
 
     newest = traces[-1]
@@ -134,7 +138,7 @@ def revise(
     many = getattr(generalizer, "generalize_many", None)
     if many is not None:
         try:
-            joint = many(list(traces), related=related)
+            joint = many(list(traces), related=related, read_only=read_only)
         except GeneralizationError:
             joint = None
         if joint is not None:
@@ -145,7 +149,7 @@ def revise(
         return None  # one model call per example trace is not worth a guess
     for trace in sorted(traces, key=lambda t: -len([c for c in t.calls if c.ok])):
         try:
-            candidate = generalizer.generalize(trace, related=related)
+            candidate = generalize(generalizer, trace, related=related, read_only=read_only)
         except GeneralizationError:
             continue
         found = attempt(candidate, trace)
@@ -153,7 +157,3 @@ def revise(
             return found
     return None
 
-
-def params_of(candidate: Candidate) -> Mapping[str, Any]:
-    """The JSON Schema properties of ``candidate``."""
-    return (candidate.parameters or {}).get("properties", {})

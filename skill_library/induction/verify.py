@@ -70,8 +70,9 @@ def format_call(name: str, arguments: dict[str, Any], limit: int = 60) -> str:
 class _Replay:
     """Replay stubs for one run, and the calls they received."""
 
-    def __init__(self, expected: list[ToolCall]) -> None:
+    def __init__(self, expected: list[ToolCall], read_only: frozenset[str] = frozenset()) -> None:
         self.expected = expected
+        self.read_only = read_only
         self.used = [False] * len(expected)
         self.actual: list[ToolCall] = []
         self.order: dict[str, list[str]] = {}  # argument order per name, for positional calls
@@ -96,6 +97,15 @@ class _Replay:
                 ):
                     self.used[index] = True
                     return copy.deepcopy(call.result)
+            if name in self.read_only:
+                # a read the trace did not make as often: answer with what the same read
+                # returned in the trace, or an empty mapping when it never made one
+                same = [c for c in self.expected if c.name == name
+                        and same_value(c.arguments, arguments)]
+                if same:
+                    return copy.deepcopy(same[-1].result)
+                if not any(c.name == name for c in self.expected):
+                    return {}
             raise ReplayMismatch(
                 f"unexpected call {format_call(name, arguments)}: the trace has no such call"
             )
@@ -166,14 +176,19 @@ def replay_verify(
     sandbox: "Sandbox",
     *,
     related: Sequence[Skill] = (),
+    read_only: frozenset[str] = frozenset(),
 ) -> VerificationReport:
     """Run ``candidate`` against replay stubs of ``trace`` and compare (no live check).
 
     The tools and skills the candidate calls are read from its code, not its declaration.
+    Calls of ``read_only`` tools are optional: the candidate may make them more or less
+    often than the trace (a look before acting, or no repeat of an unused read); only the
+    other calls are compared.
     """
     candidate = complete_candidate(candidate, trace, related)
-    expected = [c for c in trace.calls if c.ok]
-    replay = _Replay(expected)
+    recorded = [c for c in trace.calls if c.ok]
+    replay = _Replay(recorded, frozenset(read_only))
+    expected = [c for c in recorded if c.name not in read_only]
     stubs: dict[str, Callable[..., Any]] = {}
     composed = _composed_sources(candidate, trace, related)
     composed_names = {s.name for s in related if s.code in composed}
@@ -198,6 +213,7 @@ def replay_verify(
         ToolCall(name=c.name, arguments=dict(c.arguments), result=c.result, error=c.error,
                  kind=kinds.get(c.name, "tool"), duration_ms=c.duration_ms)
         for c in run.calls
+        if c.name not in read_only
     ]
     report = dict(expected_calls=expected, actual_calls=actual, value=_plain(run.value))
     failure = None if run.ok else _error_text(run.error)
@@ -289,13 +305,14 @@ def verify_candidate(
     *,
     live_verifier: LiveVerifier | None = None,
     related: Sequence[Skill] = (),
+    read_only: frozenset[str] = frozenset(),
 ) -> VerificationReport:
     """Replay ``candidate`` against ``trace`` in ``sandbox``, then the live verifier if any.
 
     The report names the first differing call (``first_divergence`` is its 0-based index;
     the message counts calls from 1).
     """
-    report = replay_verify(candidate, trace, sandbox, related=related)
+    report = replay_verify(candidate, trace, sandbox, related=related, read_only=read_only)
     if live_verifier is not None:
         report = run_live_verifier(candidate, report, live_verifier)
     return report

@@ -785,7 +785,7 @@ class _Builder:
         return None
 
     def _without_unused_reads(self, steps: list[_Step], returns: Spec | None) -> list[_Step]:
-        """``steps`` less the calls of read-only tools whose results nothing uses."""
+        """``steps`` less the argument-free reads of read-only tools whose results nothing uses."""
         if not self.read_only:
             return steps
         used: set[int] = set()
@@ -798,10 +798,12 @@ class _Builder:
             _collect_refs(returns, used)
         else:
             used.add(len(self.calls) - 1)
+        # only observations (reads without arguments) go: a keyed lookup checks that what
+        # the task names exists, which is part of the procedure even when its result is unused
         kept = [
             st for st in steps
             if not (st.tool in self.read_only and self.calls[st.calls[0]].kind == "tool"
-                    and not used & set(st.calls))
+                    and not self.calls[st.calls[0]].arguments and not used & set(st.calls))
         ]
         return kept or steps
 

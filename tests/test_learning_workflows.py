@@ -238,3 +238,36 @@ def test_learn_many_keeps_input_order_and_merges_within_a_batch(library):
     assert library.get("cancel_pending_order_by_email").successes == 5
     # the index holds each skill's texts, as a rebuild from the records would
     assert library.index.entries() == {e.id: e.version for e in library._index.expected_entries()}
+
+
+def test_a_skill_looks_before_it_acts_when_reads_are_declared(tmp_path, embedder):
+    from skill_library import SkillLibrary
+
+    trace = Trace(
+        task="make 2 widgets", params={"count": 2}, outcome=VERIFIED,
+        calls=[ToolCall(name="inventory", result={"widget": 0, "wood": 5}),
+               ToolCall(name="build", arguments={"item": "widget", "count": 2},
+                        result={"built": "widget", "inventory": {"widget": 2, "wood": 3}}),
+               ToolCall(name="inventory", result={"widget": 2, "wood": 3})],
+    )
+    with SkillLibrary(tmp_path / "lib", embedder=embedder, read_only_tools={"inventory"}) as library:
+        skill = library.learn(trace).skill
+        assert skill.name == "build_widget"
+        assert "state.get('widget', 0) >= count" in skill.code
+        # the first, unused read is gone; the guard reads, and the final read is the result
+        assert skill.code.count("= inventory()") == 2 and "\n    inventory()" not in skill.code
+        stock = {"widget": 5, "wood": 0}
+
+        def build(item: str, count: int) -> dict:
+            stock[item] = stock.get(item, 0) + count
+            return {"built": item, "inventory": dict(stock)}
+
+        tools = {"inventory": lambda: dict(stock), "build": build}
+        done = library.run(skill.name, {"count": 3}, tools)
+        assert done.ok and [c.name for c in done.trace.calls] == ["inventory"]  # nothing to do
+        stock["widget"] = 0
+        made = library.run(skill.name, {"count": 3}, tools)
+        assert made.ok and [c.name for c in made.trace.calls] == ["inventory", "build", "inventory"]
+    with SkillLibrary(tmp_path / "plain", embedder=embedder) as library:  # nothing declared
+        code = library.learn(trace).skill.code
+        assert "state" not in code and "\n    inventory()" in code

@@ -43,6 +43,9 @@ __all__ = ["IndexRebuiltWarning", "SkillLibrary"]
 
 DUPLICATE_SIMILARITY = 0.9
 DEFAULT_MIN_RELIABILITY = 0.6
+#: fetch returns no skill less cosine-similar than this to the task (its best text).
+#: Chosen with benchmarks/calibrate_fetch.py on this repository's suites (README, "Fetch").
+DEFAULT_MIN_SIMILARITY = 0.2
 #: fetch asks the index for max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) skills' worth of
 #: entries (ENTRIES_PER_SKILL_GUESS texts each), and FETCH_GROWTH times more while
 #: filtering leaves fewer than k.
@@ -76,6 +79,7 @@ class SkillLibrary:
         *,
         embedder: Embedder | None = None,
         min_reliability: float = DEFAULT_MIN_RELIABILITY,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
         store: RecordStore | None = None,
         read_only_tools: Iterable[str] = (),
     ) -> None:
@@ -84,6 +88,7 @@ class SkillLibrary:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.min_reliability = min_reliability
+        self.min_similarity = min_similarity
         self.read_only_tools = frozenset(read_only_tools)
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
         self.store: RecordStore = store or SQLRecordStore.in_folder(self.path)
@@ -260,18 +265,30 @@ class SkillLibrary:
         k: int = 2,
         *,
         min_reliability: float | None = None,
+        min_similarity: float | None = None,
+        tools: Iterable[str] | None = None,
         kinds: Sequence[SkillKind] | None = None,
     ) -> list[Match]:
-        """The ``k`` best skills for ``task``: active, reliability >= the threshold,
-        ordered by cosine similarity of ``task`` to their ``when``, ties by reliability
-        then name."""
+        """The ``k`` best skills for ``task``, each at most once.
+
+        A skill qualifies when it is active, its reliability is at least
+        ``min_reliability`` (default: the library's), the cosine similarity of ``task`` to
+        its best-matching text (its ``when`` or one of its masked example tasks) is at
+        least ``min_similarity`` (default :data:`DEFAULT_MIN_SIMILARITY`; pass -1 for
+        none), and, when ``tools`` is given, every tool it and the skills it calls need is
+        among them. Ordered by similarity, ties by reliability then name.
+        """
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
+        if isinstance(tools, str):
+            raise TypeError("tools must be a collection of tool names, not one string")
         threshold = self.min_reliability if min_reliability is None else min_reliability
+        floor = self.min_similarity if min_similarity is None else min_similarity
         embedding = self.embedder.embed([task])[0]
-        return self._fetch_vector(embedding, k, threshold, kinds)
+        return self._fetch_vector(embedding, k, threshold, kinds, floor=floor,
+                                  tools=None if tools is None else frozenset(tools))
 
     def _fetch_vector(
         self,
@@ -280,24 +297,55 @@ class SkillLibrary:
         threshold: float,
         kinds: Sequence[SkillKind] | None,
         index: VectorIndex | None = None,
+        *,
+        floor: float = -1.0,
+        tools: frozenset[str] | None = None,
     ) -> list[Match]:
         wanted_kinds = set(kinds) if kinds is not None else None
         index = index if index is not None else self.index
         n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
+        needs: dict[str, frozenset[str] | None] = {}
         while True:
             found = index.query(embedding, n)  # fewer than n: the index has no more
             hits = [
-                h for h in best_per_skill(found) if wanted_kinds is None or h.kind in wanted_kinds
+                h for h in best_per_skill(found)
+                if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
             ]
             records = self.store.get_many([(h.name, h.version) for h in hits])
             matches = []
             for hit in hits:
                 skill = records.get((hit.name, hit.version))
-                if skill is not None and ranking.qualifies(skill, threshold):
-                    matches.append(ranking.make_match(skill, hit.similarity))
-            if len(matches) >= k or len(found) < n:
+                if skill is None or not ranking.qualifies(skill, threshold):
+                    continue
+                if tools is not None:
+                    need = self._tools_needed(skill, needs)
+                    if need is None or not need <= tools:
+                        continue
+                matches.append(ranking.make_match(skill, hit.similarity))
+            below = bool(found) and found[-1].similarity < floor  # the rest is further away
+            if len(matches) >= k or len(found) < n or below:
                 return ranking.rank(matches)[:k]
             n *= FETCH_GROWTH
+
+    def _tools_needed(
+        self, skill: Skill, memo: dict[str, frozenset[str] | None]
+    ) -> frozenset[str] | None:
+        """Every tool ``skill`` and the skills it calls declare; None if one is missing."""
+        if skill.name in memo:
+            return memo[skill.name]
+        memo[skill.name] = frozenset(skill.tools)  # a cycle ends here
+        need = set(skill.tools)
+        for dep in skill.depends_on:
+            try:
+                sub = self._tools_needed(self.store.get(dep), memo)
+            except SkillNotFoundError:
+                sub = None
+            if sub is None:
+                memo[skill.name] = None
+                return None
+            need |= sub
+        memo[skill.name] = frozenset(need)
+        return memo[skill.name]
 
     def feedback(
         self,

@@ -4,6 +4,7 @@
     python -m benchmarks run --world shop --agent llm --max-test 5 --out DIR   # none,prompt,tools
     python -m benchmarks run --world shop --suite users --agent replay --out DIR
     python -m benchmarks demo [--out demo-output]
+    python -m benchmarks users [--out bench-users]   # = run --world shop --suite users --agent replay --agent-opt fit=top --seeds 3
     python -m benchmarks list
 """
 
@@ -28,6 +29,7 @@ for _key, _value in (
     os.environ.setdefault(_key, _value)
 
 DEMO_SEEDS = 3
+USERS_SEEDS = 3
 
 
 def _run(config, *, progress: bool, console) -> dict[str, Any]:
@@ -133,7 +135,17 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seeds", type=int, default=DEMO_SEEDS)
     demo.add_argument("--no-progress", action="store_true")
 
-    sub.add_parser("list", help="worlds, agents and task counts")
+    users = sub.add_parser(
+        "users",
+        help="the shop world's users suite with the replay agent (fit=top), none vs skills: "
+        f"= run --world shop --suite users --agent replay --agent-opt fit=top --seeds {USERS_SEEDS}",
+    )
+    users.add_argument("--out", type=Path, default=Path("bench-users"))
+    users.add_argument("--seeds", type=int, default=USERS_SEEDS)
+    users.add_argument("--generalizer", choices=("dataflow", "llm"), default="dataflow")
+    users.add_argument("--no-progress", action="store_true")
+
+    sub.add_parser("list", help="worlds, suites, agents and task counts")
 
     args = parser.parse_args(argv)
     from rich.console import Console
@@ -162,6 +174,15 @@ def main(argv: list[str] | None = None) -> int:
                            seeds=args.seeds, out=args.out)
         console.print(
             "Demo: the crafting suite with the offline explorer agent, without and with a skill "
+            f"library ({args.seeds} seed(s)). Output in {args.out}/", markup=False, soft_wrap=True
+        )
+    elif args.command == "users":
+        config = RunConfig(world="shop", suite="users", agent="replay", conditions=["none", "skills"],
+                           seeds=args.seeds, out=args.out, agent_options={"fit": "top"},
+                           generalizer=args.generalizer)
+        console.print(
+            "The shop world's users suite (customer messages; unseen customers and phrasings at "
+            "test) with the replay agent trusting fetch@1 (fit=top), without and with a skill "
             f"library ({args.seeds} seed(s)). Output in {args.out}/", markup=False, soft_wrap=True
         )
     else:

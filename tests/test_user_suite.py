@@ -188,3 +188,41 @@ def test_probe_runs_the_fetched_skill_and_counts_an_unbound_parameter_as_a_failu
     (probe,) = probe_fetched_skills(library, world, [unbound], {})
     assert not probe["right_workflow"] and not probe["bound"] and not probe["success"]
     assert "reason" in probe["error"]
+
+
+def test_replay_agent_trusting_fetch_learns_from_gold_and_can_be_made_worse(tasks, tmp_path, embedder):
+    """fit=top: no skills while learning; at test the top skill runs if it binds, right or wrong.
+
+    The library knows only a return skill; an exchange of a delivered order binds its
+    parameters (email, order_id, item_ids, payment_method_id), so the agent runs it: the
+    order becomes "return requested" and the gold exchange fails. Without skills it succeeds.
+    """
+    world = get_world("shop")
+
+    def refund_allowed(t):  # the return skill's refund must be allowed for the exchange's method
+        world.reset(0, t)
+        order = world.call("get_order_details", {"order_id": t.params["order_id"]})
+        method = t.params["payment_method_id"]
+        return method == order["payment_history"][0]["payment_method_id"] or method.startswith("gift_card")
+
+    train = [next(t for t in tasks if t.split == "train" and t.workflow == "return_items")]
+    test = [next(t for t in tasks if t.split == "test" and t.workflow == "exchange_items" and refund_allowed(t))]
+    config = RunConfig(world="shop", suite="users", agent="replay", conditions=["none", "skills"],
+                       out=tmp_path, agent_options={"fit": "top", "min_similarity": 0.0})
+    results = run_benchmark(config, tasks=train + test, embedder=embedder)
+    by = {(r["condition"], r["phase"]): r for r in results["records"]}
+    assert by["skills", "train"]["fetches"] == 0 and by["skills", "train"]["learn"]["status"] == "saved"
+    assert by["none", "test"]["success"] and not by["skills", "test"]["success"]
+    assert by["skills", "test"]["skill_invocations"] == 1
+    assert [w["task_id"] for w in results["made_worse"]["skills"]] == [test[0].id]
+    (probe,) = results["probes"]
+    assert probe["skill_workflows"] == ["return_items"] and not probe["right_workflow"]
+    text, _ = report.write(results, tmp_path)
+    assert "**1 made worse**" in text and test[0].id in text
+
+
+def test_replay_agent_refuses_an_unknown_fit():
+    from benchmarks.agents import get_agent
+
+    with pytest.raises(ValueError, match="fit must be one of when, top"):
+        get_agent("replay", fit="best")

@@ -4,7 +4,7 @@
     python -m benchmarks run --world shop --agent llm --max-test 5 --out DIR   # none,prompt,tools
     python -m benchmarks run --world shop --suite users --agent replay --out DIR
     python -m benchmarks demo [--out demo-output]
-    python -m benchmarks users [--out bench-users]   # = run --world shop --suite users --agent replay --agent-opt fit=top --seeds 3
+    python -m benchmarks users [--out bench-output/users]   # = run --world shop --suite users --agent replay --agent-opt fit=top --seeds 3
     python -m benchmarks list
 """
 
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the shop world's users suite with the replay agent (fit=top), none vs skills: "
         f"= run --world shop --suite users --agent replay --agent-opt fit=top --seeds {USERS_SEEDS}",
     )
-    users.add_argument("--out", type=Path, default=Path("bench-users"))
+    users.add_argument("--out", type=Path, default=Path("bench-output/users"))
     users.add_argument("--seeds", type=int, default=USERS_SEEDS)
     users.add_argument("--generalizer", choices=("dataflow", "llm"), default="dataflow")
     users.add_argument("--no-progress", action="store_true")

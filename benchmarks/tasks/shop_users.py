@@ -1,8 +1,8 @@
 """The shop "users" suite: support requests written the way customers write them.
 
 Thirteen workflows over the shop world's tools. Every instruction is a customer's message:
-a persona sentence with their name, zip and/or email ("I'm Ada Berg from 62741,
-ada.berg58@example.com."), often a mood ("I am patient but busy."), the request in one of
+a persona sentence with their name, zip and/or email ("I'm Viktor Varga from 62791,
+viktor.varga82@example.com."), often a mood ("I am patient but busy."), the request in one of
 several phrasings, and often chatter that binds nothing ("It was supposed to be a gift
 for my brother."). ``params`` are the values from the message that the gold actions use,
 by name; ``workflow`` names the workflow; ``gold`` is the reference solution.

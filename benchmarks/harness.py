@@ -369,7 +369,7 @@ def run_task(
                 record["learn"] = {
                     "status": result.status,
                     "skill": result.skill.name if result.skill else None,
-                    "duplicate_of": result.duplicate_of,
+                    "duplicate_of": getattr(result, "duplicate_of", None),
                     "reasons": [_short(r) for r in result.reasons][:3],
                 }
             except Exception as exc:  # a library error is a finding, not a crash

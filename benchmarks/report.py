@@ -109,6 +109,27 @@ def skill_quality(
             "fetched_success": _rate(sum(p["success"] for p in rows), len(rows)),
             "tool_calls": round(mean(p["tool_calls"] for p in rows if p["bound"]), 2)
             if any(p["bound"] for p in rows) else None,
+            "by_workflow": _probes_by_workflow(rows),
+        }
+    return out
+
+
+def _probes_by_workflow(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """workflow -> fetch@1 right, fetched skill solves, and the workflows of the wrong skills fetched."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in rows:
+        groups[p["workflow"] or p["task_id"]].append(p)
+    out = {}
+    for workflow, ps in sorted(groups.items()):
+        wrong: dict[str, int] = defaultdict(int)
+        for p in ps:
+            if not p["right_workflow"]:
+                wrong["+".join(p["skill_workflows"]) or ("(none)" if p["skill"] is None else "(unknown)")] += 1
+        out[workflow] = {
+            "tasks": len(ps),
+            "fetch_at_1": _rate(sum(p["right_workflow"] for p in ps), len(ps)),
+            "fetched_success": _rate(sum(p["success"] for p in ps), len(ps)),
+            "wrong_fetches": dict(sorted(wrong.items(), key=lambda kv: -kv[1])),
         }
     return out
 
@@ -240,6 +261,17 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
                 f"{_fmt(q['skills_per_workflow'])} | {_fmt(q['fetch_at_1'], pct=True)} | "
                 f"{_fmt(q['fetched_success'], pct=True)} | {_fmt(q['tool_calls'])} | {statuses} |"
             )
+        for condition, q in quality.items():
+            flows = q.get("by_workflow") or {}
+            if not flows or len(flows) > 40:
+                continue
+            lines += ["", f"{condition}, by test workflow (pooled over seeds):", "",
+                      "| workflow | tasks | fetch@1 right workflow | fetched skill solves | wrong fetches: workflows of the skill |",
+                      "|---|---|---|---|---|"]
+            for workflow, w in flows.items():
+                wrong = ", ".join(f"{k} ×{v}" for k, v in w["wrong_fetches"].items()) or "–"
+                lines.append(f"| {workflow} | {w['tasks']} | {_fmt(w['fetch_at_1'], pct=True)} | "
+                             f"{_fmt(w['fetched_success'], pct=True)} | {wrong} |")
         lines += ["", "For every test task: the top skill of `fetch(instruction, k=1)` counts as the "
                   "right workflow when a train trace of the task's workflow was learned into it "
                   "(LearnResult status saved, merged, revised or duplicate); it is then run on a "

@@ -171,12 +171,13 @@ def test_harness_reports_the_library_alone_on_a_slice_of_the_suite(tasks, tmp_pa
         assert not p["success"] or p["bound"] and p["ran_ok"] and p["tool_calls"] > 0
     assert q["fetch_at_1"] == sum(p["right_workflow"] for p in probes) / 2
     assert q["fetched_success"] == sum(p["success"] for p in probes) / 2
+    assert set(q["by_workflow"]) == set(flows) and all(w["tasks"] == 1 for w in q["by_workflow"].values())
     assert set(results["made_worse"]) == {"skills"}
     assert results["paired"]["skills"]["pairs"] == 2
     # the replay agent replays what its skills did not do: skills never make it fail here
     assert results["made_worse"]["skills"] == []
     text, _ = report.write(results, tmp_path)
-    assert "## The library alone on the test tasks" in text
+    assert "## The library alone on the test tasks" in text and "skills, by test workflow" in text
     assert "**0 made worse**" in text and "Command: `python -m benchmarks run --world shop --suite users`" in text
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["made_worse"] == {"skills": []} and len(saved["probes"]) == 2

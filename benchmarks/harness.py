@@ -10,7 +10,12 @@ Protocol, for every seed and condition:
    with ``library.feedback`` (the agent's own check of it where it made one, else the
    task's verdict), and a run that raised is recorded as a failure by ``library.run``;
 3. the test tasks with the library frozen: agents see it through a ``FrozenLibrary``
-   (fetch and run only; no learning, no feedback, no outcome recorded by a failing run).
+   (fetch and run only; no learning, no feedback, no outcome recorded by a failing run);
+4. the library alone on the test tasks (:func:`probe_fetched_skills`): the top fetched skill
+   for each, run with the task's params bound by name on a fresh world, then verified.
+
+Every test outcome under a library condition is paired with the ``none`` condition's on the
+same seed (``made_worse``: solved without skills, failed with them).
 
 The world is reset before every task with the same seed in every condition. Seed 0 runs
 the train tasks in file order (the suite's curriculum); seed s > 0 shuffles them with

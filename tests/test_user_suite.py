@@ -243,3 +243,14 @@ def test_replay_agent_refuses_an_unknown_fit():
 
     with pytest.raises(ValueError, match="fit must be one of when, top"):
         get_agent("replay", fit="best")
+
+
+def test_retrieval_headroom_script_masks_params_and_value_shaped_tokens(tasks):
+    from benchmarks.users_retrieval import mask_params, mask_values
+
+    task = next(t for t in tasks if t.workflow == "exchange_items" and len(t.params["item_ids"]) == 3)
+    masked = mask_params(task)
+    assert "{item_ids}" in masked and "{new_item_ids}" in masked and "{order_id}" in masked
+    assert not any(v in masked for v in task.params["item_ids"] + [task.params["email"]])
+    generic = mask_values(task.instruction)
+    assert "{order}" in generic and "{id}" in generic and "@" not in generic and "{payment_method}" in generic

@@ -2,7 +2,9 @@
 
     python -m benchmarks run --world crafting --agent explorer --conditions none,skills --seeds 3 --out DIR
     python -m benchmarks run --world shop --agent llm --max-test 5 --out DIR   # none,prompt,tools
+    python -m benchmarks run --world shop --suite users --agent replay --out DIR
     python -m benchmarks demo [--out demo-output]
+    python -m benchmarks users [--out bench-output/users]   # = run --world shop --suite users --agent replay --agent-opt fit=top --seeds 3
     python -m benchmarks list
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -26,6 +29,7 @@ for _key, _value in (
     os.environ.setdefault(_key, _value)
 
 DEMO_SEEDS = 3
+USERS_SEEDS = 3
 
 
 def _run(config, *, progress: bool, console) -> dict[str, Any]:
@@ -95,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
 
     run = sub.add_parser("run", help="replay a task suite under several conditions")
     run.add_argument("--world", required=True, help="a world (see `list`)")
+    run.add_argument(
+        "--suite", default=None,
+        help="a named task suite of the world: benchmarks/tasks/<world>_<suite>.jsonl (e.g. "
+        "--world shop --suite users); default: the world's own <world>.jsonl (see `list`)",
+    )
     run.add_argument("--agent", required=True, help="an agent (see `list`)")
     run.add_argument("--conditions", default=None, help=_conditions_help())
     run.add_argument(
@@ -126,7 +135,17 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seeds", type=int, default=DEMO_SEEDS)
     demo.add_argument("--no-progress", action="store_true")
 
-    sub.add_parser("list", help="worlds, agents and task counts")
+    users = sub.add_parser(
+        "users",
+        help="the shop world's users suite with the replay agent (fit=top), none vs skills: "
+        f"= run --world shop --suite users --agent replay --agent-opt fit=top --seeds {USERS_SEEDS}",
+    )
+    users.add_argument("--out", type=Path, default=Path("bench-output/users"))
+    users.add_argument("--seeds", type=int, default=USERS_SEEDS)
+    users.add_argument("--generalizer", choices=("dataflow", "llm"), default="dataflow")
+    users.add_argument("--no-progress", action="store_true")
+
+    sub.add_parser("list", help="worlds, suites, agents and task counts")
 
     args = parser.parse_args(argv)
     from rich.console import Console
@@ -136,10 +155,14 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.agents import AGENTS, conditions_for
         from benchmarks.worlds import load_tasks, world_names
 
+        from benchmarks.harness import suite_path, suites
+
         for name in world_names():
-            tasks = load_tasks(name)
-            train = sum(1 for t in tasks if t.split == "train")
-            console.print(f"world {name}: {len(tasks)} tasks ({train} train, {len(tasks) - train} test)", markup=False)
+            for suite in suites(name):
+                tasks = load_tasks(name, path=suite_path(name, suite))
+                train = sum(1 for t in tasks if t.split == "train")
+                label = f"world {name}" + (f" --suite {suite}" if suite else "")
+                console.print(f"{label}: {len(tasks)} tasks ({train} train, {len(tasks) - train} test)", markup=False)
         for name in AGENTS:
             console.print(f"agent {name}: conditions {', '.join(conditions_for(name))}", markup=False)
         return 0
@@ -153,9 +176,19 @@ def main(argv: list[str] | None = None) -> int:
             "Demo: the crafting suite with the offline explorer agent, without and with a skill "
             f"library ({args.seeds} seed(s)). Output in {args.out}/", markup=False, soft_wrap=True
         )
+    elif args.command == "users":
+        config = RunConfig(world="shop", suite="users", agent="replay", conditions=["none", "skills"],
+                           seeds=args.seeds, out=args.out, agent_options={"fit": "top"},
+                           generalizer=args.generalizer)
+        console.print(
+            "The shop world's users suite (customer messages; unseen customers and phrasings at "
+            "test) with the replay agent trusting fetch@1 (fit=top), without and with a skill "
+            f"library ({args.seeds} seed(s)). Output in {args.out}/", markup=False, soft_wrap=True
+        )
     else:
         config = RunConfig(
             world=args.world,
+            suite=args.suite,
             agent=args.agent,
             conditions=None if args.conditions is None
             else [c.strip() for c in args.conditions.split(",") if c.strip()],
@@ -167,13 +200,16 @@ def main(argv: list[str] | None = None) -> int:
             agent_options=_options(args.agent_opt),
             generalizer=args.generalizer,
         )
+    config.command = "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
+    console.print(f"command: {config.command}", markup=False, soft_wrap=True)
     start = time.perf_counter()
     try:
         _run(config, progress=not args.no_progress, console=console)
     except (KeyError, ValueError) as exc:
         console.print(f"error: {exc}", markup=False)
         return 2
-    console.print(f"finished in {time.perf_counter() - start:.1f} s", markup=False)
+    console.print(f"finished in {time.perf_counter() - start:.1f} s (wall time, {os.cpu_count()} cores): "
+                  f"{config.command}", markup=False, soft_wrap=True)
     return 0
 
 

@@ -16,6 +16,8 @@ class FrozenLibrary:
     """Fetches and runs skills from ``library`` but records nothing: no traces, no outcomes,
     no learning. Every write raises :class:`FrozenLibraryError`."""
 
+    frozen = True  # agents may check it (the replay agent's fit="top" uses skills only then)
+
     def __init__(self, library: "SkillLibrary") -> None:
         self._library = library
 

@@ -10,7 +10,12 @@ Protocol, for every seed and condition:
    with ``library.feedback`` (the agent's own check of it where it made one, else the
    task's verdict), and a run that raised is recorded as a failure by ``library.run``;
 3. the test tasks with the library frozen: agents see it through a ``FrozenLibrary``
-   (fetch and run only; no learning, no feedback, no outcome recorded by a failing run).
+   (fetch and run only; no learning, no feedback, no outcome recorded by a failing run);
+4. the library alone on the test tasks (:func:`probe_fetched_skills`): the top fetched skill
+   for each, run with the task's params bound by name on a fresh world, then verified.
+
+Every test outcome under a library condition is paired with the ``none`` condition's on the
+same seed (``made_worse``: solved without skills, failed with them).
 
 The world is reset before every task with the same seed in every condition. Seed 0 runs
 the train tasks in file order (the suite's curriculum); seed s > 0 shuffles them with
@@ -31,7 +36,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from skill_library.models import Outcome
 
@@ -80,6 +85,8 @@ class RunConfig:
     world: str
     agent: str
     conditions: list[str] | None = None
+    # a named task suite of the world: benchmarks/tasks/<world>_<suite>.jsonl (None: <world>.jsonl)
+    suite: str | None = None
     seeds: int = 1
     out: Path = Path("bench-output")
     min_reliability: float = 0.6
@@ -89,6 +96,8 @@ class RunConfig:
     # how skills are learned: "dataflow" (offline, deterministic) or "llm" (the library's
     # LLMGeneralizer, configured from OPENAI_BASE_URL / OPENAI_API_KEY / SKILL_LIBRARY_MODEL)
     generalizer: str = "dataflow"
+    # how the run was started (the CLI sets it), printed in the report
+    command: str | None = None
 
     def __post_init__(self) -> None:
         if self.conditions is None:
@@ -97,6 +106,7 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         return {
             "world": self.world,
+            "suite": self.suite,
             "agent": self.agent,
             "conditions": list(self.conditions),
             "seeds": self.seeds,
@@ -106,7 +116,29 @@ class RunConfig:
             "max_test": self.max_test,
             "agent_options": dict(self.agent_options),
             "generalizer": self.generalizer,
+            "command": self.command,
         }
+
+
+def suite_path(world: str, suite: str | None = None) -> Path:
+    """The task file of ``world``'s ``suite`` (None: the world's own suite)."""
+    from benchmarks.worlds.base import TASKS_DIR
+
+    path = TASKS_DIR / (f"{world}_{suite}.jsonl" if suite else f"{world}.jsonl")
+    if not path.exists():
+        found = sorted(p.stem[len(world) + 1:] for p in TASKS_DIR.glob(f"{world}_*.jsonl"))
+        raise ValueError(
+            f"world {world!r} has no suite {suite!r} ({path.name} does not exist); its suites are: "
+            + ", ".join(["(default)"] + found)
+        )
+    return path
+
+
+def suites(world: str) -> list[str | None]:
+    """The suites of ``world``: None (its own file) and every ``<world>_<suite>.jsonl``."""
+    from benchmarks.worlds.base import TASKS_DIR
+
+    return [None] + sorted(p.stem[len(world) + 1:] for p in TASKS_DIR.glob(f"{world}_*.jsonl"))
 
 
 def train_order(tasks: Sequence[Task], seed: int) -> list[Task]:
@@ -177,7 +209,10 @@ def run_benchmark(
     for agent in agents.values():
         if not agent.supports(world):
             raise ValueError(f"agent {config.agent!r} does not work in world {config.world!r}")
-    all_tasks = list(tasks) if tasks is not None else load_tasks(config.world)
+    all_tasks = (
+        list(tasks) if tasks is not None
+        else load_tasks(config.world, path=suite_path(config.world, config.suite))
+    )
     train = [t for t in all_tasks if t.split == "train"][: config.max_train]
     test = [t for t in all_tasks if t.split == "test"][: config.max_test]
     if not train and not test:
@@ -190,6 +225,7 @@ def run_benchmark(
     out.mkdir(parents=True, exist_ok=True)
 
     records: list[dict[str, Any]] = []
+    probes: list[dict[str, Any]] = []
     libraries: dict[str, Any] = {}
     total = config.seeds * len(config.conditions) * (len(train) + len(test))
     done = 0
@@ -220,19 +256,34 @@ def run_benchmark(
                         done += 1
                 if library is not None:
                     libraries[lib_key] = describe_library(library)
+                    if test:
+                        workflows = skill_workflows(
+                            r for r in records if r["condition"] == cname and r["seed"] == seed and r["phase"] == "train"
+                        )
+                        for probe in probe_fetched_skills(FrozenLibrary(library), world, test, workflows, seed=seed):
+                            probe.update(seed=seed, condition=cname)
+                            probes.append(probe)
             finally:
                 if library is not None:
                     library.close()
     if progress:
         progress("done", done, total)
-    from benchmarks.report import summarize
+    from benchmarks.report import paired, skill_quality, summarize
 
+    train_workflows = sorted({t.workflow or t.id for t in train})
+    pairs = paired(records, config.conditions)
     return {
         "config": config.to_json(),
         "tasks": {"train": [t.id for t in train], "test": [t.id for t in test]},
+        "train_workflows": train_workflows,
         "records": records,
+        "probes": probes,
         "libraries": libraries,
         "summary": summarize(records, config.conditions),
+        "skill_quality": skill_quality(probes, libraries, records, config.conditions, len(train_workflows)),
+        "paired": pairs,
+        # test tasks solved without skills and failed with them (same seed), per condition
+        "made_worse": {c: p["made_worse"] for c, p in pairs.items()},
         "elapsed_s": round(time.perf_counter() - started, 2),
     }
 
@@ -324,13 +375,85 @@ def run_task(
                 record["learn"] = {
                     "status": result.status,
                     "skill": result.skill.name if result.skill else None,
-                    "duplicate_of": result.duplicate_of,
+                    "duplicate_of": getattr(result, "duplicate_of", None),
                     "reasons": [_short(r) for r in result.reasons][:3],
                 }
             except Exception as exc:  # a library error is a finding, not a crash
                 record["learn"] = {"status": "error", "skill": None, "reasons": [_short(f"{type(exc).__name__}: {exc}")]}
         record["learn_ms"] = round((time.perf_counter() - start) * 1000, 2)
     return record
+
+
+# LearnResult statuses whose ``result.skill`` is the skill the trace now belongs to (a new
+# skill, evidence merged into one, a revised version, or an existing equivalent); "held"
+# (waiting for approval) and "rejected" attach the trace to no fetchable skill.
+SKILL_STATUSES = frozenset({"saved", "merged", "revised", "duplicate"})
+
+
+def skill_workflows(train_records: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
+    """Skill name -> the workflows of the train traces it was learned from or merged with."""
+    found: dict[str, set[str]] = {}
+    for r in train_records:
+        learn = r.get("learn") or {}
+        if learn.get("status") in SKILL_STATUSES and learn.get("skill"):
+            found.setdefault(learn["skill"], set()).add(r["workflow"] or r["task_id"])
+    return found
+
+
+def right_workflow(workflow: str, skill_workflows: set[str]) -> bool:
+    """A skill is of the right workflow when a trace of it was learned into the skill; for a
+    combined test workflow (``a+b``) a skill of either part counts."""
+    return bool({workflow, *workflow.split("+")} & skill_workflows)
+
+
+def probe_fetched_skills(
+    library: Any,
+    world: World,
+    tasks: Sequence[Task],
+    workflows: dict[str, set[str]],
+    *,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """The library alone on each test task: the top skill of ``fetch(instruction, k=1)``, run
+    with arguments bound by name from the task's params on a fresh world, then verified.
+
+    This measures retrieval and generalization without any agent: fetch@1 of the right
+    workflow (``workflows``: skill name -> workflows of its train traces) and the fetched
+    skill's success. A skill parameter the task's params do not have is a failure (unbound).
+    """
+    out = []
+    for task in tasks:
+        world.reset(seed, task)
+        probe: dict[str, Any] = {
+            "task_id": task.id, "workflow": task.workflow, "skill": None, "skill_workflows": [],
+            "right_workflow": False, "bound": False, "ran_ok": False, "success": False,
+            "tool_calls": 0, "error": None,
+        }
+        out.append(probe)
+        matches = library.fetch(task.instruction, k=1)
+        if not matches:
+            probe["error"] = "fetch returned no skill"
+            continue
+        skill = matches[0].skill
+        learned_from = workflows.get(skill.name, set())
+        probe.update(skill=skill.name, similarity=round(matches[0].similarity, 4),
+                     skill_workflows=sorted(learned_from),
+                     right_workflow=right_workflow(task.workflow or task.id, learned_from))
+        names = list((skill.parameters or {}).get("properties", {}))
+        missing = [n for n in names if n not in task.params]
+        if missing:
+            probe["error"] = f"skill parameter(s) not in the task's params: {', '.join(missing)}"
+            continue
+        probe["bound"] = True
+        try:
+            run = library.run(skill.name, {n: task.params[n] for n in names}, world.tools(),
+                              tool_schemas=world.tool_schemas())
+        except Exception as exc:  # the library refused to run it
+            probe["error"] = _short(f"{type(exc).__name__}: {exc}")
+            continue
+        probe.update(ran_ok=run.ok, error=_short(run.error), tool_calls=len(run.trace.calls))
+        probe["success"] = bool(world.verify(task).success)
+    return out
 
 
 def describe_library(library: "SkillLibrary") -> dict[str, Any]:

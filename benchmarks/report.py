@@ -13,6 +13,8 @@ from statistics import mean, pstdev
 from typing import Any, Iterable, Sequence
 
 PHASES = ("train", "test")
+# what SkillLibrary.learn may answer (LearnResult.status); the report assumes none in particular
+LEARN_STATUSES = ("saved", "merged", "revised", "held", "duplicate", "rejected")
 
 
 def _rate(num: float, den: float) -> float | None:
@@ -68,6 +70,100 @@ def summarize(records: Sequence[dict[str, Any]], conditions: Iterable[str]) -> d
     return out
 
 
+def skill_quality(
+    probes: Sequence[dict[str, Any]],
+    libraries: dict[str, Any],
+    records: Sequence[dict[str, Any]],
+    conditions: Iterable[str],
+    train_workflows: int,
+) -> dict[str, Any]:
+    """condition -> how the library itself does, without an agent (mean over seeds).
+
+    ``skills``: distinct skill names in the library after training; ``skills_per_workflow``:
+    that / distinct workflows of the train tasks; ``fetch_at_1``: test tasks whose top fetched
+    skill was learned from (or merged with) a train trace of the task's workflow;
+    ``fetched_success``: test tasks the top fetched skill solved, run with arguments bound by
+    name from the task's params; ``tool_calls``: primitive calls per such run.
+    """
+    out: dict[str, Any] = {}
+    for condition in conditions:
+        rows = [p for p in probes if p["condition"] == condition]
+        keys = sorted(k for k in libraries if k.startswith(f"{condition}-seed"))
+        if not keys:
+            continue
+        names = [len({s["name"] for s in libraries[k]["skills"]}) for k in keys]
+        statuses: dict[str, int] = defaultdict(int)
+        for r in records:
+            if r["condition"] == condition and r["phase"] == "train" and r.get("learn"):
+                statuses[r["learn"]["status"]] += 1
+        skills = round(mean(names), 2)
+        out[condition] = {
+            "seeds": len(keys),
+            "skills": skills,
+            "train_workflows": train_workflows,
+            "skills_per_workflow": round(skills / train_workflows, 3) if train_workflows else None,
+            "learn_statuses": {k: round(v / len(keys), 2) for k, v in sorted(statuses.items())},
+            "test_tasks": len(rows) // len(keys) if rows else 0,
+            "fetch_at_1": _rate(sum(p["right_workflow"] for p in rows), len(rows)),
+            "bound": _rate(sum(p["bound"] for p in rows), len(rows)),
+            "fetched_success": _rate(sum(p["success"] for p in rows), len(rows)),
+            "tool_calls": round(mean(p["tool_calls"] for p in rows if p["bound"]), 2)
+            if any(p["bound"] for p in rows) else None,
+            "by_workflow": _probes_by_workflow(rows),
+        }
+    return out
+
+
+def _probes_by_workflow(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """workflow -> fetch@1 right, fetched skill solves, and the workflows of the wrong skills fetched."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in rows:
+        groups[p["workflow"] or p["task_id"]].append(p)
+    out = {}
+    for workflow, ps in sorted(groups.items()):
+        wrong: dict[str, int] = defaultdict(int)
+        for p in ps:
+            if not p["right_workflow"]:
+                wrong["+".join(p["skill_workflows"]) or ("(none)" if p["skill"] is None else "(unknown)")] += 1
+        out[workflow] = {
+            "tasks": len(ps),
+            "fetch_at_1": _rate(sum(p["right_workflow"] for p in ps), len(ps)),
+            "fetched_success": _rate(sum(p["success"] for p in ps), len(ps)),
+            "wrong_fetches": dict(sorted(wrong.items(), key=lambda kv: -kv[1])),
+        }
+    return out
+
+
+def paired(records: Sequence[dict[str, Any]], conditions: Iterable[str], baseline: str = "none") -> dict[str, Any]:
+    """condition -> each test task's outcome against ``baseline``'s on the same seed.
+
+    ``made_worse``: solved by the baseline, failed under the condition; ``made_better``: the
+    reverse. Empty when the run has no baseline condition.
+    """
+    conditions = list(conditions)
+    if baseline not in conditions:
+        return {}
+    base = {(r["seed"], r["task_id"]): r["success"] for r in records
+            if r["condition"] == baseline and r["phase"] == "test"}
+    out: dict[str, Any] = {}
+    for condition in conditions:
+        if condition == baseline:
+            continue
+        worse, better, pairs = [], [], 0
+        for r in records:
+            if r["condition"] != condition or r["phase"] != "test" or (r["seed"], r["task_id"]) not in base:
+                continue
+            pairs += 1
+            before = base[(r["seed"], r["task_id"])]
+            entry = {"seed": r["seed"], "task_id": r["task_id"], "workflow": r["workflow"]}
+            if before and not r["success"]:
+                worse.append(dict(entry, why=r.get("stopped") or r.get("evidence")))
+            elif r["success"] and not before:
+                better.append(entry)
+        out[condition] = {"baseline": baseline, "pairs": pairs, "made_worse": worse, "made_better": better}
+    return out
+
+
 def by_workflow(records: Sequence[dict[str, Any]], phase: str = "test") -> dict[str, dict[str, Any]]:
     """workflow -> condition -> {success_rate, decisions, skill_success_rate}."""
     groups: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
@@ -104,9 +200,11 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
     """The results as a markdown report: the side-by-side table, then details."""
     cfg = results["config"]
     summary = results["summary"]
+    suite = f" ({cfg['suite']} suite)" if cfg.get("suite") else ""
     lines = [
-        f"# Benchmark: {cfg['world']} world, {cfg['agent']} agent",
+        f"# Benchmark: {cfg['world']} world{suite}, {cfg['agent']} agent",
         "",
+        *([f"Command: `{cfg['command']}`", ""] if cfg.get("command") else []),
         f"Conditions: {', '.join(cfg['conditions'])}; skills learned with the "
         f"{cfg.get('generalizer', 'dataflow')} generalizer; seeds: {cfg['seeds']}; "
         f"tasks: {len(results['tasks']['train'])} train, {len(results['tasks']['test'])} test; "
@@ -150,6 +248,49 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
         lines += ["", "Learning the skills cost model tokens too (LLM generalizer, tokens it reported for "
                   "saved skills; not in the table's tokens/task): "
                   + "; ".join(f"{c}: {v:.0f} per train task" for c, v in learn_tokens.items() if v) + "."]
+    quality = results.get("skill_quality") or {}
+    if quality:
+        lines += ["", "## The library alone on the test tasks", "",
+                  "| condition | skills in library | train workflows | skills / workflow | "
+                  "fetch@1 right workflow | fetched skill solves | tool calls/run | learn statuses (train) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for condition, q in quality.items():
+            statuses = ", ".join(f"{k} {_fmt(v)}" for k, v in q["learn_statuses"].items()) or "–"
+            lines.append(
+                f"| {condition} | {_fmt(q['skills'])} | {q['train_workflows']} | "
+                f"{_fmt(q['skills_per_workflow'])} | {_fmt(q['fetch_at_1'], pct=True)} | "
+                f"{_fmt(q['fetched_success'], pct=True)} | {_fmt(q['tool_calls'])} | {statuses} |"
+            )
+        for condition, q in quality.items():
+            flows = q.get("by_workflow") or {}
+            if not flows or len(flows) > 40:
+                continue
+            lines += ["", f"{condition}, by test workflow (pooled over seeds):", "",
+                      "| workflow | tasks | fetch@1 right workflow | fetched skill solves | wrong fetches: workflows of the skill |",
+                      "|---|---|---|---|---|"]
+            for workflow, w in flows.items():
+                wrong = ", ".join(f"{k} ×{v}" for k, v in w["wrong_fetches"].items()) or "–"
+                lines.append(f"| {workflow} | {w['tasks']} | {_fmt(w['fetch_at_1'], pct=True)} | "
+                             f"{_fmt(w['fetched_success'], pct=True)} | {wrong} |")
+        lines += ["", "For every test task: the top skill of `fetch(instruction, k=1)` counts as the "
+                  "right workflow when a train trace of the task's workflow was learned into it "
+                  "(LearnResult status saved, merged, revised or duplicate); it is then run on a "
+                  "fresh world with its parameters bound by name from the task's params and the "
+                  "world's verifier judges the result (no agent, no fallback). Mean over seeds."]
+    pairs = results.get("paired")
+    if pairs is not None and cfg["conditions"]:
+        lines += ["", "## Test tasks skills made worse (solved without, failed with; same seed)", ""]
+        if not pairs:
+            lines.append("Not measured: the run has no `none` condition to pair with.")
+        for condition, p in pairs.items():
+            worse, better = p["made_worse"], p["made_better"]
+            lines.append(f"- {condition} vs {p['baseline']}: **{len(worse)} made worse**, "
+                         f"{len(better)} made better, of {p['pairs']} paired test tasks")
+            for w in worse[:20]:
+                why = _short_text(w.get("why"))
+                lines.append(f"  - seed {w['seed']} `{w['task_id']}`" + (f": {why}" if why else ""))
+            if len(worse) > 20:
+                lines.append(f"  - ... and {len(worse) - 20} more (results.json: made_worse)")
     table = by_workflow(results["records"], "test")
     if table:
         conditions = cfg["conditions"]
@@ -188,6 +329,13 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
     if plots:
         lines += ["", "## Plots", ""] + [f"- {p}" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def _short_text(value: Any, limit: int = 160) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- plots ----------------------------------------------------------------------------------------

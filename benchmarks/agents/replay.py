@@ -7,6 +7,13 @@ filled with those params occurs in the instruction (so a return skill never runs
 exchange, and a two-part instruction can run two skills). Then it replays only the gold
 actions the skills did not already perform. A failed skill leaves its completed calls in
 place and the rest of the gold actions are replayed.
+
+``fit="top"`` (``--agent-opt fit=top``) trusts retrieval instead: the library learns from the
+gold traces only (the agent uses no skills while it learns) and, with a frozen library (the
+test phase), the agent runs the top fetched skill whose parameters bind by name, whatever its
+``when`` says, then replays the gold actions it did not perform. A skill of the wrong
+workflow can then change the world in ways the gold actions do not undo: that is what the
+harness's "made worse" list shows.
 """
 
 from __future__ import annotations
@@ -33,10 +40,21 @@ class ReplayAgent(Agent):
     name = "replay"
     worlds = None
 
-    def __init__(self, *, k: int = 6, min_similarity: float = 0.3, max_tool_calls: int = 400) -> None:
+    FITS = ("when", "top")
+
+    def __init__(
+        self, *, k: int = 6, min_similarity: float = 0.3, max_tool_calls: int = 400, fit: str = "when"
+    ) -> None:
+        if fit not in self.FITS:
+            raise ValueError(f"fit must be one of {', '.join(self.FITS)}, got {fit!r}")
         self.k = k
         self.min_similarity = min_similarity
         self.max_tool_calls = max_tool_calls
+        # "when": run the fetched skills whose filled `when` occurs in the instruction (in
+        # train and test); "top": learn from the gold traces only (no skills while the
+        # library learns) and, with a frozen library (test), trust retrieval: run the top
+        # fetched skill whose parameters bind by name, then replay what it did not do
+        self.fit = fit
 
     def supports(self, world: World) -> bool:
         return True  # any world whose tasks carry gold actions
@@ -48,8 +66,8 @@ class ReplayAgent(Agent):
         remaining = [(a.name, dict(a.arguments)) for a in task.gold]
         stopped = None
         try:
-            if library is not None:
-                done = self._use_skills(s, task)
+            if library is not None and (self.fit == "when" or getattr(library, "frozen", False)):
+                done = self._use_skills(s, task) if self.fit == "when" else self._use_top_skill(s, task)
                 left = []
                 for name, arguments in remaining:
                     key = _key(name, arguments)
@@ -64,6 +82,20 @@ class ReplayAgent(Agent):
             stopped = str(exc)
         last = next((c.result for c in reversed(s.episode.calls) if c.ok), None)
         return s.finish(result=last, stopped=stopped)
+
+    def _use_top_skill(self, s: Session, task: Task) -> Counter[str]:
+        """Run the top fetched skill when its parameters bind by name; return its completed calls."""
+        done: Counter[str] = Counter()
+        matches = s.fetch(task.instruction, k=1)
+        if not matches or matches[0].similarity < self.min_similarity:
+            return done
+        arguments = bind_by_name(matches[0].skill, task.params)
+        if arguments is None:
+            return done
+        s.hit()
+        s.run_skill(matches[0].skill, arguments, text=task.instruction)
+        done.update(_key(c.name, c.arguments) for c in s.last_inner if c.ok)
+        return done
 
     def _use_skills(self, s: Session, task: Task) -> Counter[str]:
         """Run the fitting skills; return the calls they completed.

@@ -13,6 +13,11 @@ shop: eight support workflows (cancel by email / by name and zip, re-address a p
 order, change a user's address, return, exchange, swap items of a pending order, change a
 pending order's payment); three train and two test tasks each with other customers and
 orders, plus test tasks combining two workflows for one customer.
+
+shop_users (the shop world's ``users`` suite, see ``shop_users.py``): thirteen workflows
+written as customers write, persona, mood and chatter around several phrasings of each
+request; 208 train tasks, 52 test tasks with unseen customers, held-out phrasings and
+more items than any train task.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.tasks.shop_users import shop_users_tasks
 from benchmarks.worlds.base import GoldAction, Task
 from benchmarks.worlds.crafting import phrase, plan
 from benchmarks.worlds.shop import CANCEL_REASONS, CITIES, STREET_KINDS, STREETS, ShopWorld
@@ -413,7 +419,8 @@ def shop_tasks(seed: int = 0) -> list[Task]:
     return tasks
 
 
-SUITES = {"crafting": crafting_tasks, "shop": shop_tasks}
+# file stem -> generator; "shop_users" is the shop world's "users" suite (shop_users.py)
+SUITES = {"crafting": crafting_tasks, "shop": shop_tasks, "shop_users": shop_users_tasks}
 
 
 def to_jsonl(tasks: list[Task]) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from skill_library import ranking
+from skill_library.induction import description
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import SkillLibraryError, SkillNotFoundError
 from skill_library.models import (
@@ -139,7 +140,7 @@ class SkillLibrary:
         if not isinstance(skill, Skill):
             raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
         _check_addable(skill)
-        embedding = self.embedder.embed([skill.when])[0]
+        embedding = self.embedder.embed([description.index_text(skill.when)])[0]
         with self._index.writing() as index:
             duplicate = self._duplicate_of(embedding, skill.name, index)
             if duplicate is not None:
@@ -147,7 +148,7 @@ class SkillLibrary:
                     status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1]
                 )
             stored = self.store.add_version(skill, initial_success=verified)
-            self._sync_index(index, stored, known={stored.when: embedding})
+            self._sync_index(index, stored, known={description.index_text(stored.when): embedding})
         return AddResult(status="added", skill=stored)
 
     def add_many(
@@ -174,7 +175,7 @@ class SkillLibrary:
         with bar, self._index.writing() as index:
             for start in range(0, len(skills), batch_size):
                 batch = skills[start : start + batch_size]
-                vectors = self.embedder.embed([s.when for s in batch])
+                vectors = self.embedder.embed([description.index_text(s.when) for s in batch])
                 neighbours = index.query_many(vectors, min(2, index.count()))
                 # Earlier batches are in the index already; this batch is checked in memory.
                 accepted: list[tuple[Skill, list[float]]] = []
@@ -286,7 +287,7 @@ class SkillLibrary:
             raise TypeError("tools must be a collection of tool names, not one string")
         threshold = self.min_reliability if min_reliability is None else min_reliability
         floor = self.min_similarity if min_similarity is None else min_similarity
-        embedding = self.embedder.embed([task])[0]
+        embedding = self.embedder.embed([description.query_text(task)])[0]
         return self._fetch_vector(embedding, k, threshold, kinds, floor=floor,
                                   tools=None if tools is None else frozenset(tools))
 
@@ -439,7 +440,9 @@ class SkillLibrary:
                 out[n] = LearnResult(status="rejected", reasons=reasons)
             else:
                 checked[n] = trace
-        vectors = dict(zip(checked, self.embedder.embed([t.task for t in checked.values()])))
+        vectors = dict(zip(checked, self.embedder.embed(
+            [description.query_text(t.task) for t in checked.values()]
+        )))
         prepared: dict[int, tuple[Any, Any, list[Skill]]] = {}
         index = self.index
         indexed = index.count() > 0
@@ -453,7 +456,8 @@ class SkillLibrary:
                 out[n] = LearnResult(status="rejected", reasons=reasons, report=report)
             else:
                 prepared[n] = (candidate, report, related)
-        texts = {n: admission.example_for(checked[n], c).text for n, (c, _r, _rel) in prepared.items()}
+        examples = {n: admission.example_for(checked[n], c) for n, (c, _r, _rel) in prepared.items()}
+        texts = {n: description.index_text(e.text, e.params) for n, e in examples.items()}
         unique = list(dict.fromkeys(texts.values()))
         known = dict(zip(unique, self.embedder.embed(unique))) if unique else {}
         if prepared:
@@ -483,7 +487,8 @@ class SkillLibrary:
         names = self.store.names(prefix=candidate.name)
         # the trace's task with its values masked, as it would be stored: what reads alike
         # is compared on what the workflow asks, not on who asked
-        example_text = admission.example_for(trace, candidate).text
+        example = admission.example_for(trace, candidate)
+        example_text = description.index_text(example.text, example.params)
         if example_text not in known:
             known[example_text] = self.embedder.embed([example_text])[0]
         near = {h.name: h.similarity for h in best_per_skill(

@@ -229,17 +229,26 @@ def entries_for(
 ) -> list[IndexEntry]:
     """Index entries for skill records (name, version, kind, when) and their examples.
 
-    Each skill gets its ``when`` and each of its indexed examples whose text differs from
-    the texts before it.
+    Each skill gets its ``when`` and each of its indexed examples, in their embedded form
+    (:func:`~skill_library.induction.description.index_text`; an example less the chatter
+    that varies between the skill's examples), each distinct text once.
     """
+    from skill_library.induction import description
+
     out: list[IndexEntry] = []
     for s in skills:
         name, version, kind, when = s.name, s.version, s.kind, s.when  # type: ignore[attr-defined]
-        out.append(IndexEntry(name=name, version=version, kind=kind, when=when))
-        seen = {when}
-        for example in (examples or {}).get(name, ()):
-            text = example.text  # type: ignore[attr-defined]
-            if not example.indexed or text in seen:  # type: ignore[attr-defined]
+        found = list((examples or {}).get(name, ()))
+        # the when's placeholders read like the first example's values did
+        text = description.index_text(when, found[0].params if found else None)  # type: ignore[attr-defined]
+        out.append(IndexEntry(name=name, version=version, kind=kind, when=text))
+        seen = {text}
+        shared = description.shared_sentences([e.text for e in found])  # type: ignore[attr-defined]
+        for example, masked in zip(found, shared):
+            if not example.indexed:  # type: ignore[attr-defined]
+                continue
+            text = description.index_text(masked, example.params)  # type: ignore[attr-defined]
+            if text in seen:
                 continue
             seen.add(text)
             key = f"{name}#{example.trace_id}"  # type: ignore[attr-defined]

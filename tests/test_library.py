@@ -31,7 +31,7 @@ WORKFLOWS = {
 def test_add_then_fetch_returns_the_closest_reliable_skill(library):
     for name, when in WORKFLOWS.items():
         assert library.add(make_skill(name, when), verified=True).added
-    matches = library.fetch("please cancel my pending order", k=2)
+    matches = library.fetch("please cancel my pending order", k=2, min_similarity=-1)
     assert [m.skill.name for m in matches][0] == "cancel_order"
     assert len(matches) == 2
     top = matches[0]
@@ -129,7 +129,7 @@ def test_fetch_over_fetches_past_unreliable_neighbours(library):
             library.feedback(skill.name, False)
     library.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
     library.add(make_skill("book_flight", WORKFLOWS["book_flight"]), verified=True)
-    matches = library.fetch("sort the warehouse shelf by colour", k=2)
+    matches = library.fetch("sort the warehouse shelf by colour", k=2, min_similarity=-1)
     assert len(matches) == 2
     assert {m.skill.name for m in matches} == {"water_plants", "book_flight"}
 
@@ -419,7 +419,7 @@ def test_an_open_library_sees_other_processes_writes(tmp_path, embedder):
     path = tmp_path / "lib"
     with _reopen(path, embedder) as lib:
         lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
-        assert [m.skill.name for m in lib.fetch("book a flight", k=1)] == ["water_plants"]
+        assert [m.skill.name for m in lib.fetch("book a flight", k=1, min_similarity=-1)] == ["water_plants"]
         _in_other_process(_add_in_other_process, str(path), "book_flight", WORKFLOWS["book_flight"])
         assert [m.skill.name for m in lib.fetch("book a flight", k=1)] == ["book_flight"]
         # the other process's skill also counts for the duplicate check here
@@ -433,3 +433,20 @@ def test_an_open_library_sees_other_processes_writes(tmp_path, embedder):
         with warnings.catch_warnings():
             warnings.simplefilter("error", IndexRebuiltWarning)
             assert [m.skill.name for m in lib.fetch("book a flight", k=2)] == ["water_plants"]
+
+
+def test_fetch_has_a_similarity_floor_and_a_tool_filter(library):
+    for name, when in WORKFLOWS.items():
+        library.add(make_skill(name, when), verified=True)
+    assert library.fetch("what is the capital of Australia?", k=3) == []  # nothing related
+    assert library.fetch("what is the capital of Australia?", k=1, min_similarity=-1)  # no floor
+    assert [m.skill.name for m in library.fetch("please cancel my pending order", k=1)] == ["cancel_order"]
+    # only skills whose tools the agent has
+    code = "def refund_order(order_id: str) -> dict:\n    return refund(order_id=order_id)\n"
+    library.add(Skill.from_function(code, when="refund a pending order", tools=["refund"]), verified=True)
+    names = [m.skill.name for m in library.fetch("refund my pending order", k=3, tools=["cancel"])]
+    assert "refund_order" not in names
+    names = [m.skill.name for m in library.fetch("refund my pending order", k=3, tools=["refund"])]
+    assert names[0] == "refund_order"
+    with pytest.raises(TypeError, match="collection of tool names"):
+        library.fetch("refund my pending order", tools="refund")

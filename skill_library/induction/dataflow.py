@@ -402,7 +402,7 @@ def _collect_refs(spec: Spec, out: set[int]) -> None:
     elif kind == "expr":
         _collect_refs(spec[2], out)
         _collect_refs(spec[3], out)
-    elif kind in ("len", "round"):
+    elif kind in ("len", "round", "map"):
         _collect_refs(spec[1], out)
 
 
@@ -623,6 +623,9 @@ class _Builder:
         if isinstance(value, list) and value:
             items = tuple(self.best(v, arg, before, f"{where}[{n}]", item=item)
                           for n, v in enumerate(value))
+            mapped = self._whole_list(items)
+            if mapped is not None:
+                return mapped
             if any(p[0] != "const" for p in items):
                 return ("list", items)
         if isinstance(value, str):
@@ -633,6 +636,24 @@ class _Builder:
                         self._constant(part[1], where, before, glue=True)
                 return concat
         return self._constant(value, where, before)
+
+    def _whole_list(self, items: tuple[Spec, ...]) -> Spec | None:
+        """``("map", source, tail)`` when ``items`` read the same field of every element of
+        one result list, in order: the argument is that field of all the list's elements,
+        however many there are (``[e["id"] for e in r2["items"]]``)."""
+        if not all(s[0] == "ref" for s in items):
+            return None
+        call, first = items[0][1], items[0][2]
+        for depth in range(len(first)):
+            base, tail = first[:depth], first[depth + 1:]
+            if not isinstance(first[depth], int):
+                continue
+            if not all(s[1] == call and s[2] == base + (n,) + tail for n, s in enumerate(items)):
+                continue
+            source = _path_value(self.calls[call].result, base)
+            if isinstance(source, list) and len(source) == len(items):
+                return ("map", ("ref", call, base), tail)
+        return None
 
     def best(self, value: Any, arg: str, before: int, where: str, *,
              item: tuple[int, Path, Any] | None = None) -> Spec:
@@ -826,7 +847,7 @@ class _Builder:
             elif kind == "expr":
                 collect(spec[2])
                 collect(spec[3])
-            elif kind in ("len", "round"):
+            elif kind in ("len", "round", "map"):
                 collect(spec[1])
 
         for step in plan.steps:
@@ -850,6 +871,7 @@ class _Builder:
             "item"
         )
         self.taken.add(loop_var)
+        element_var = self._fresh("element")
 
         def expr(spec: Spec) -> str:
             kind = spec[0]
@@ -882,6 +904,9 @@ class _Builder:
                 return repr(spec[1])
             if kind == "round":
                 return f"round({expr(spec[1])}, {spec[2]})"
+            if kind == "map":
+                var = element_var
+                return f"[{var}{''.join(f'[{k!r}]' for k in spec[2])} for {var} in {expr(spec[1])}]"
             raise AssertionError(kind)
 
         def call_expr(step: _Step) -> str:

@@ -53,7 +53,10 @@ _CHATTER_WORDS = frozenset(
     """hi hello hey thanks thank cheers patient busy frustrated annoyed happy sorry hope hoping
     appreciate appreciated quick quickly asap rush rushed calm kind kindly polite please""".split()
 )
-_SENTENCE_RE = re.compile(r"[^.!?\n]+(?:[.!?]+|\n|$)")
+# a sentence ends at . ! ? followed by a space or the end (so "a.b@x.org" stays whole)
+_SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|\n|$)", re.DOTALL)
+_ID_RE = re.compile(r"(?<![\w@{])(#[A-Za-z]*\d+|[A-Za-z]+_[A-Za-z_]*\d+)(?![\w@}])")
+_NUMBER_RE = re.compile(r"(?<![\w{])\d{5,}(?![\w}])")
 _PLACEHOLDER_RE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _WORD_RE = re.compile(r"[a-z0-9]+")
 
@@ -244,11 +247,62 @@ def _depersonalize(sentence: str) -> str:
 def masked_example(task: str, bindings: Mapping[str, Any], topic: set[str]) -> str:
     """One example task for the index: values masked, persona and chatter dropped."""
     masked = mask_values(task.strip(), bindings)
-    kept = [d for d in (_depersonalize(s) for s in sentences(masked) if _keep(s, topic)) if d]
+    parts = sentences(masked) or [masked]
+    kept = [d for d in (_depersonalize(s) for s in parts if _keep(s, topic)) if d]
     if not kept:  # nothing looked like the request: keep the sentence nearest the topic
-        parts = sentences(masked) or [masked]
         kept = [max(parts, key=lambda s: len(set(_words(s)) & topic))]
-    return scrub(" ".join(kept)).strip()
+    return " ".join(scrub(s) for s in kept).strip()
+
+
+def value_shape(text: str) -> str:
+    """``text`` with value-shaped tokens as words: emails ``email``, ids ``id``, long
+    numbers ``number``. Applied alike to queries and to the texts they are compared with, so
+    an order id in a task meets the id an example had, whoever the customer was."""
+    text = _EMAIL_RE.sub("email", text)
+    text = _ID_RE.sub("id", text)
+    return _NUMBER_RE.sub("number", text)
+
+
+def query_text(task: str) -> str:
+    """The form of a task that fetch embeds (see :func:`value_shape`)."""
+    return value_shape(task)
+
+
+def _shape_of(name: str, value: Any) -> str:
+    if isinstance(value, list):
+        value = value[0] if value else ""
+    if value is None or isinstance(value, (dict, bool)):
+        return name.replace("_", " ")
+    raw = str(value)
+    shaped = value_shape(raw)
+    return shaped if shaped != raw else name.replace("_", " ")
+
+
+def index_text(text: str, params: Mapping[str, Any] | None = None) -> str:
+    """The form of a ``when`` or masked example that is embedded: each ``{name}`` becomes
+    what its value looks like to :func:`value_shape` (``id``, ``email``, ``number``) or,
+    for other values, the parameter's name in words (never the value itself)."""
+    params = params or {}
+    return _PLACEHOLDER_RE.sub(
+        lambda m: _shape_of(m.group(0)[1:-1], params.get(m.group(0)[1:-1])), text
+    )
+
+
+def shared_sentences(texts: Sequence[str]) -> list[str]:
+    """Each text less the sentences that bind no argument and that fewer than
+    :data:`SHARED_SENTENCE_SHARE` of the texts have (chatter that varies between examples)."""
+    if len(texts) < 2:
+        return list(texts)
+    counts: dict[str, int] = {}
+    for text in texts:
+        for key in {_norm(s) for s in sentences(text)}:
+            counts[key] = counts.get(key, 0) + 1
+    out = []
+    for text in texts:
+        kept = [s for s in sentences(text) if _PLACEHOLDER_RE.search(s)
+                or counts.get(_norm(s), 0) >= SHARED_SENTENCE_SHARE * len(texts)]
+        out.append(" ".join(kept) or text)
+    return out
 
 
 def _norm(sentence: str) -> str:

@@ -84,6 +84,7 @@ class SentenceTransformerEmbedder:
             model = _models.get(key)
             if model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                _quiet_third_party()
                 import torch
                 from sentence_transformers import SentenceTransformer
 
@@ -116,14 +117,19 @@ class SentenceTransformerEmbedder:
         )
         return vectors.tolist()
 
-    def embed_one(self, text: str) -> list[float]:
-        """The normalized embedding of one text."""
-        return self.embed([text])[0]
 
 
-def embed_one(embedder: Embedder, text: str) -> list[float]:
-    """Embed a single text with any :class:`Embedder`."""
-    return embedder.embed([text])[0]
+def _quiet_third_party() -> None:
+    """No progress bars ("Loading weights") or advisory logs from the model libraries:
+    the library reports its own progress."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - a dependency of sentence-transformers
+        return
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 @register_embedding_function

@@ -11,6 +11,7 @@ added behind it.
 from __future__ import annotations
 
 import abc
+import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,10 +20,22 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from skill_library.errors import SkillNotFoundError
+from skill_library.errors import (
+    LibraryNotFoundError,
+    RecordStoreCorruptError,
+    SchemaVersionError,
+    SkillNotFoundError,
+    TraceNotFoundError,
+)
 from skill_library.models import Provenance, Skill, SkillStatus, Trace, utc_now
 
 SCHEMA_VERSION = 1
+#: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
+IN_QUERY_BATCH = 500
+#: the file name of the SQLite records inside a library folder
+RECORDS_FILE = "records.db"
+#: SQLite result codes that mean the file is damaged or not a database at all
+_SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 metadata = sa.MetaData()
 
@@ -132,7 +145,34 @@ class RecordStore(abc.ABC):
 
     @abc.abstractmethod
     def get_trace(self, trace_id: str) -> Trace:
-        """A stored trace; KeyError if unknown."""
+        """A stored trace; :class:`TraceNotFoundError` (a ``KeyError``) if unknown."""
+
+    def traces_for(self, name: str) -> list[Trace]:
+        """Traces of ``name``: those its versions were learned from and those of its
+        recorded outcomes, oldest first. Unknown name: :class:`SkillNotFoundError`."""
+        ids: list[str] = []
+        for version in self.history(name):
+            ids.extend(i for i in version.provenance.trace_ids if i not in ids)
+        for outcome in self.outcome_log(name):
+            if outcome["trace_id"] and outcome["trace_id"] not in ids:
+                ids.append(outcome["trace_id"])
+        found = []
+        for trace_id in ids:
+            try:
+                found.append(self.get_trace(trace_id))
+            except TraceNotFoundError:
+                pass  # an outcome may name a trace that was never stored
+        return sorted(found, key=lambda t: t.created_at)
+
+    def integrity_problem(self) -> str | None:
+        """What is wrong with the stored records (``None`` when they look sound)."""
+        return None
+
+    def check_integrity(self) -> None:
+        """Raise :class:`RecordStoreCorruptError` when :meth:`integrity_problem` finds one."""
+        problem = self.integrity_problem()
+        if problem is not None:
+            raise RecordStoreCorruptError(getattr(self, "url", type(self).__name__), problem)
 
     @abc.abstractmethod
     def index_generation(self) -> int:
@@ -165,44 +205,108 @@ def _enable_sqlite_wal(engine: Engine) -> None:
 
 
 class SQLRecordStore(RecordStore):
-    """:class:`RecordStore` on SQLAlchemy Core; ``url`` like ``sqlite:///path/records.db``."""
+    """:class:`RecordStore` on SQLAlchemy Core; ``url`` like ``sqlite:///path/records.db``.
 
-    def __init__(self, url: str) -> None:
+    A SQLite file that is not a database, is empty (0 bytes) or lacks the library's tables
+    raises :class:`RecordStoreCorruptError` (never opens as an empty library); a missing
+    file is created only with ``create=True`` (else :class:`LibraryNotFoundError`).
+    """
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = url
         self._engine = sa.create_engine(url, future=True)
         self._sqlite = self._engine.dialect.name == "sqlite"
+        database = self._engine.url.database
+        self.path: Path | None = (
+            Path(database) if self._sqlite and database and database != ":memory:" else None
+        )
+        fresh = True
+        if self.path is not None:
+            if self.path.exists():
+                fresh = False
+                if self.path.stat().st_size == 0:
+                    raise RecordStoreCorruptError(self.path, "is empty (0 bytes)")
+            elif not create:
+                raise LibraryNotFoundError(self.path.parent, f"no {self.path.name}")
         if self._sqlite:
             _enable_sqlite_wal(self._engine)
         with self._write() as conn:
+            if not fresh:
+                missing = {t.name for t in metadata.sorted_tables} - set(
+                    sa.inspect(conn).get_table_names()
+                )
+                if missing:
+                    raise RecordStoreCorruptError(
+                        self.path, f"is not a skill-library records file (no {', '.join(sorted(missing))} table)"
+                    )
             metadata.create_all(conn)
             found = conn.execute(
                 sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
             ).scalar()
             if found is None:
+                if not fresh:
+                    raise RecordStoreCorruptError(self.path, "has no schema version")
                 conn.execute(
                     meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION))
                 )
             elif int(found) > SCHEMA_VERSION:
-                raise RuntimeError(
+                raise SchemaVersionError(
                     f"record store {url} has schema version {found}; this library reads "
                     f"up to {SCHEMA_VERSION}: upgrade skill-library"
                 )
 
     @classmethod
-    def in_folder(cls, folder: Path) -> "SQLRecordStore":
+    def in_folder(cls, folder: Path, *, create: bool = True) -> "SQLRecordStore":
         """The SQLite store ``records.db`` inside a library folder."""
-        return cls(f"sqlite:///{Path(folder) / 'records.db'}")
+        return cls(f"sqlite:///{Path(folder) / RECORDS_FILE}", create=create)
+
+    def integrity_problem(self) -> str | None:
+        """SQLite's ``quick_check`` and the library's tables and schema version."""
+        try:
+            with self._read() as conn:
+                if self._sqlite:
+                    verdict = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check")]
+                    if verdict != ["ok"]:
+                        return f"fails SQLite's integrity check ({'; '.join(verdict[:3])})"
+                missing = {t.name for t in metadata.sorted_tables} - set(
+                    sa.inspect(conn).get_table_names()
+                )
+                if missing:
+                    return f"lacks the table(s) {', '.join(sorted(missing))}"
+                found = conn.execute(
+                    sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+                ).scalar()
+                if found is None:
+                    return "has no schema version"
+        except RecordStoreCorruptError as exc:
+            return exc.problem
+        return None
 
     # -- transactions -------------------------------------------------------------------
     def _write(self) -> Any:
-        conn = self._engine.connect()
-        conn.info["write"] = True
-        return _Transaction(conn)
+        return _Transaction(self, write=True)
 
     def _read(self) -> Any:
-        conn = self._engine.connect()
-        conn.info["write"] = False
-        return _Transaction(conn)
+        return _Transaction(self, write=False)
+
+    def _connect(self, write: bool) -> Connection:
+        try:
+            conn = self._engine.connect()
+        except sa.exc.DatabaseError as exc:
+            raise self._corrupt(exc) or exc
+        conn.info["write"] = write
+        return conn
+
+    def _corrupt(self, exc: BaseException) -> RecordStoreCorruptError | None:
+        """The named error for a damaged file, or None for any other database error."""
+        orig = getattr(exc, "orig", exc)
+        if getattr(orig, "sqlite_errorcode", None) in _SQLITE_CORRUPT_CODES:
+            where = self.path if self.path is not None else self.url
+            problem = "is not a SQLite database" if "not a database" in str(orig) else "is damaged"
+            error = RecordStoreCorruptError(where, f"{problem} ({orig})")
+            error.__cause__ = exc
+            return error
+        return None
 
     # -- skills -------------------------------------------------------------------------
     def add_version(self, skill: Skill, *, initial_success: bool = False) -> Skill:
@@ -272,10 +376,10 @@ class SQLRecordStore(RecordStore):
         names = sorted({n for n, _ in wanted})
         found = {}
         with self._read() as conn:
-            for start in range(0, len(names), 500):  # stay far below SQLite's variable limit
+            for start in range(0, len(names), IN_QUERY_BATCH):
                 rows = conn.execute(
                     sa.select(versions_table).where(
-                        versions_table.c.name.in_(names[start : start + 500])
+                        versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
                     )
                 ).mappings()
                 for row in rows:
@@ -357,6 +461,7 @@ class SQLRecordStore(RecordStore):
 
     # -- traces -------------------------------------------------------------------------
     def save_trace(self, trace: Trace) -> None:
+        trace = trace.capped()
         body = trace.model_dump(mode="json")
         with self._write() as conn:
             exists = conn.execute(
@@ -379,8 +484,36 @@ class SQLRecordStore(RecordStore):
                 sa.select(traces_table.c.body).where(traces_table.c.id == trace_id)
             ).scalar()
         if body is None:
-            raise KeyError(f"no trace with id {trace_id!r}")
+            raise TraceNotFoundError(trace_id)
         return Trace.model_validate(body)
+
+    def traces_for(self, name: str) -> list[Trace]:
+        ids: set[str] = set()
+        for version in self.history(name):  # raises for an unknown name
+            ids.update(version.provenance.trace_ids)
+        with self._read() as conn:
+            ids.update(
+                r[0]
+                for r in conn.execute(
+                    sa.select(outcomes_table.c.trace_id)
+                    .where(outcomes_table.c.name == name)
+                    .where(outcomes_table.c.trace_id.is_not(None))
+                )
+            )
+            ran = traces_table.c.source.startswith(f"skill:{name}@", autoescape=True)
+            chosen = sorted(ids)
+            bodies: dict[str, Any] = {}
+            for row in conn.execute(sa.select(traces_table.c.id, traces_table.c.body).where(ran)):
+                bodies[row[0]] = row[1]
+            for start in range(0, len(chosen), IN_QUERY_BATCH):
+                for row in conn.execute(
+                    sa.select(traces_table.c.id, traces_table.c.body).where(
+                        traces_table.c.id.in_(chosen[start : start + IN_QUERY_BATCH])
+                    )
+                ):
+                    bodies[row[0]] = row[1]
+        traces = [Trace.model_validate(b) for b in bodies.values()]
+        return sorted(traces, key=lambda t: (t.created_at, t.id))
 
     def index_generation(self) -> int:
         with self._read() as conn:
@@ -454,13 +587,22 @@ class SQLRecordStore(RecordStore):
 
 
 class _Transaction:
-    """Context manager: one connection, one transaction, committed on success."""
+    """Context manager: one connection, one transaction, committed on success.
 
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
+    A database error that means the file is damaged becomes :class:`RecordStoreCorruptError`.
+    """
+
+    def __init__(self, store: SQLRecordStore, *, write: bool) -> None:
+        self._store = store
+        self._write = write
 
     def __enter__(self) -> Connection:
-        self._tx = self._conn.begin()
+        self._conn = self._store._connect(self._write)
+        try:
+            self._tx = self._conn.begin()
+        except sa.exc.DatabaseError as exc:
+            self._conn.close()
+            raise self._store._corrupt(exc) or exc
         return self._conn
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -469,8 +611,14 @@ class _Transaction:
                 self._tx.commit()
             else:
                 self._tx.rollback()
+        except sa.exc.DatabaseError as error:
+            raise self._store._corrupt(error) or error
         finally:
             self._conn.close()
+        if isinstance(exc, sa.exc.DatabaseError):
+            corrupt = self._store._corrupt(exc)
+            if corrupt is not None:
+                raise corrupt
 
 
 def _row_to_skill(row: Any) -> Skill:

@@ -23,7 +23,7 @@ from skill_library.induction.validation import complete_candidate, derived_param
 from skill_library.models import Skill, ToolCall, Trace, VerificationReport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sandbox import Sandbox
+    from sandbox import Limits, Sandbox
 
 LiveVerifier = Callable[[Candidate], "bool | VerificationReport"]
 
@@ -166,10 +166,12 @@ def replay_verify(
     sandbox: "Sandbox",
     *,
     related: Sequence[Skill] = (),
+    limits: "Limits | None" = None,
 ) -> VerificationReport:
     """Run ``candidate`` against replay stubs of ``trace`` and compare (no live check).
 
-    The tools and skills the candidate calls are read from its code, not its declaration.
+    The tools and skills the candidate calls are read from its code, not its declaration;
+    ``limits`` are the sandbox limits of the replay (default: the sandbox's own).
     """
     candidate = complete_candidate(candidate, trace, related)
     expected = [c for c in trace.calls if c.ok]
@@ -184,7 +186,8 @@ def replay_verify(
     args = _arguments(candidate, trace)
     try:
         run = sandbox.run(
-            [*composed, candidate.code], entry=candidate.name, args=args, tools=stubs
+            [*composed, candidate.code], entry=candidate.name, args=args, tools=stubs,
+            limits=limits,
         )
     except Exception as exc:  # the sandbox itself failed: not the candidate's verdict alone
         return VerificationReport(

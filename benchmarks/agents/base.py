@@ -229,7 +229,7 @@ class Session:
                 tool_schemas=self.world.tool_schemas(),
                 limits=self.skill_limits,
             )
-            ok, value, error = run.ok, run.value, run.error
+            ok, value, error = run.ok, run.value, str(run.error) if run.error else None
             version = run.version
         except BudgetExceeded:
             raise

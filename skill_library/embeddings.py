@@ -115,7 +115,8 @@ class SentenceTransformerEmbedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return vectors.tolist()
+        result: list[list[float]] = vectors.tolist()
+        return result
 
 
 
@@ -128,8 +129,8 @@ def _quiet_third_party() -> None:
         from transformers.utils import logging as hf_logging
     except ImportError:  # pragma: no cover - a dependency of sentence-transformers
         return
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
 
 @register_embedding_function

@@ -8,6 +8,7 @@ index is derived and rebuilt from it whenever it is missing, damaged or out of s
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from skill_library.errors import (
     SkillPolicyError,
     SkillUsageError,
 )
+from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.models import (
     AddResult,
     LearnResult,
@@ -38,13 +40,11 @@ from skill_library.models import (
     ToolCall,
     Trace,
 )
-from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
 from skill_library.vector_index import VectorIndex, entries_for
 
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
-
     from skill_library.induction import Generalizer
 
 __all__ = ["GeneralizerName", "IndexRebuiltWarning", "SkillLibrary"]
@@ -244,15 +244,15 @@ class SkillLibrary:
             )
         return self.store.list(status=status)
 
-    def history(self, name: str) -> list[Skill]:
+    def history(self, name: str) -> builtins.list[Skill]:
         """Every version of ``name``, oldest first, each with its own counts."""
         return self.store.history(name)
 
-    def outcomes(self, name: str) -> list[dict[str, Any]]:
+    def outcomes(self, name: str) -> builtins.list[dict[str, Any]]:
         """The append-only outcome log of ``name`` (all versions), oldest first."""
         return self.store.outcome_log(name)
 
-    def traces(self, name: str) -> list[Trace]:
+    def traces(self, name: str) -> builtins.list[Trace]:
         """The stored traces of ``name``: learned from, run, or named by an outcome."""
         return self.store.traces_for(name)
 
@@ -280,7 +280,7 @@ class SkillLibrary:
         *,
         min_reliability: float | None = None,
         kinds: Sequence[SkillKind] | None = None,
-    ) -> list[Match]:
+    ) -> builtins.list[Match]:
         """The ``k`` best skills for ``task``: active, reliability >= the threshold,
         ordered by cosine similarity of ``task`` to their ``when``, ties by reliability
         then name."""
@@ -435,7 +435,7 @@ class SkillLibrary:
             )
         return LearnResult(status="saved", skill=added.skill, report=report)
 
-    def _related_skills(self, trace: Trace) -> list[Skill]:
+    def _related_skills(self, trace: Trace) -> builtins.list[Skill]:
         """Skills the trace invoked, plus the nearest fetchable skills to its task."""
         related: dict[str, Skill] = {}
         for call in trace.calls:
@@ -571,7 +571,7 @@ class SkillLibrary:
             )
         return run
 
-    def _closure(self, skill: Skill) -> tuple[list[str], list[str]]:
+    def _closure(self, skill: Skill) -> tuple[builtins.list[str], builtins.list[str]]:
         """Sources of ``skill`` and its dependencies, and every tool they declare."""
         sources: list[str] = []
         tools: list[str] = []

@@ -11,6 +11,7 @@ added behind it.
 from __future__ import annotations
 
 import abc
+import builtins
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -122,7 +123,7 @@ class RecordStore(abc.ABC):
         """The active-pointer version of every skill, by name."""
 
     @abc.abstractmethod
-    def history(self, name: str) -> list[Skill]:
+    def history(self, name: str) -> builtins.list[Skill]:
         """Every version of ``name``, oldest first."""
 
     @abc.abstractmethod
@@ -136,7 +137,7 @@ class RecordStore(abc.ABC):
         """Change the lifecycle status of the active version of ``name``."""
 
     @abc.abstractmethod
-    def outcome_log(self, name: str) -> list[dict[str, Any]]:
+    def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
         """Every outcome recorded for ``name``, oldest first."""
 
     @abc.abstractmethod
@@ -147,7 +148,7 @@ class RecordStore(abc.ABC):
     def get_trace(self, trace_id: str) -> Trace:
         """A stored trace; :class:`TraceNotFoundError` (a ``KeyError``) if unknown."""
 
-    def traces_for(self, name: str) -> list[Trace]:
+    def traces_for(self, name: str) -> builtins.list[Trace]:
         """Traces of ``name``: those its versions were learned from and those of its
         recorded outcomes, oldest first. Unknown name: :class:`SkillNotFoundError`."""
         ids: list[str] = []
@@ -293,7 +294,10 @@ class SQLRecordStore(RecordStore):
         try:
             conn = self._engine.connect()
         except sa.exc.DatabaseError as exc:
-            raise self._corrupt(exc) or exc
+            corrupt = self._corrupt(exc)
+            if corrupt is None:
+                raise
+            raise corrupt from exc
         conn.info["write"] = write
         return conn
 
@@ -303,9 +307,7 @@ class SQLRecordStore(RecordStore):
         if getattr(orig, "sqlite_errorcode", None) in _SQLITE_CORRUPT_CODES:
             where = self.path if self.path is not None else self.url
             problem = "is not a SQLite database" if "not a database" in str(orig) else "is damaged"
-            error = RecordStoreCorruptError(where, f"{problem} ({orig})")
-            error.__cause__ = exc
-            return error
+            return RecordStoreCorruptError(where, f"{problem} ({orig})")
         return None
 
     # -- skills -------------------------------------------------------------------------
@@ -405,7 +407,7 @@ class SQLRecordStore(RecordStore):
         with self._read() as conn:
             return [_row_to_skill(row) for row in conn.execute(query).mappings()]
 
-    def history(self, name: str) -> list[Skill]:
+    def history(self, name: str) -> builtins.list[Skill]:
         with self._read() as conn:
             rows = conn.execute(
                 sa.select(versions_table)
@@ -441,7 +443,7 @@ class SQLRecordStore(RecordStore):
             )
             return self._get(conn, name, version)
 
-    def outcome_log(self, name: str) -> list[dict[str, Any]]:
+    def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
         with self._read() as conn:
             self._active_version(conn, name)
             rows = conn.execute(
@@ -487,7 +489,7 @@ class SQLRecordStore(RecordStore):
             raise TraceNotFoundError(trace_id)
         return Trace.model_validate(body)
 
-    def traces_for(self, name: str) -> list[Trace]:
+    def traces_for(self, name: str) -> builtins.list[Trace]:
         ids: set[str] = set()
         for version in self.history(name):  # raises for an unknown name
             ids.update(version.provenance.trace_ids)
@@ -602,7 +604,10 @@ class _Transaction:
             self._tx = self._conn.begin()
         except sa.exc.DatabaseError as exc:
             self._conn.close()
-            raise self._store._corrupt(exc) or exc
+            corrupt = self._store._corrupt(exc)
+            if corrupt is None:
+                raise
+            raise corrupt from exc
         return self._conn
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -612,13 +617,16 @@ class _Transaction:
             else:
                 self._tx.rollback()
         except sa.exc.DatabaseError as error:
-            raise self._store._corrupt(error) or error
+            corrupt = self._store._corrupt(error)
+            if corrupt is None:
+                raise
+            raise corrupt from error
         finally:
             self._conn.close()
         if isinstance(exc, sa.exc.DatabaseError):
             corrupt = self._store._corrupt(exc)
             if corrupt is not None:
-                raise corrupt
+                raise corrupt from exc
 
 
 def _row_to_skill(row: Any) -> Skill:

@@ -35,7 +35,6 @@ from skill_library.errors import (
 
 if TYPE_CHECKING:
     from sandbox import Limits
-
     from skill_library.library import SkillLibrary
 
 console = Console()
@@ -205,7 +204,7 @@ def limits_from(
         "wall_seconds": wall_seconds,
         "memory_mb": memory_mb,
     }
-    chosen = {k: v for k, v in given.items() if v is not None}
+    chosen: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if not chosen:
         return None
     from sandbox import Limits

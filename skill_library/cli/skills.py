@@ -120,7 +120,7 @@ def list_(
 ) -> None:
     """List every skill's current version: SkillLibrary.list()."""
     with open_library(directory) as lib:
-        skills = lib.list(status=status.value if status is not None else None)  # type: ignore[arg-type]
+        skills = lib.list(status=status.value if status is not None else None)
     if as_json:
         emit([skill_json(s) for s in skills])
         return

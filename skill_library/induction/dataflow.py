@@ -654,7 +654,7 @@ class _Builder:
             doc_lines += ["", "Args:"]
             doc_lines += [f"    {p.name}: e.g. {_short(p.value, 40)}" for p in plan.params]
         doc_lines += ["", f"Learned from a verified trace; calls {', '.join(tools + skills)}."]
-        doc = "\n".join(doc_lines[:1] + [("    " + l) if l else "" for l in doc_lines[1:]])
+        doc = "\n".join(doc_lines[:1] + [("    " + line) if line else "" for line in doc_lines[1:]])
         lines = [f"def {func_name}({args}):", "    " + _docstring(doc + "\n    ")]
         for number, step in enumerate(plan.steps):
             var = step_var.get(number)

@@ -87,7 +87,7 @@ class _Replay:
             if len(args) > len(order):
                 arguments.update({f"arg{n}": v for n, v in enumerate(args) if n >= len(order)})
             arguments.update(kwargs)
-            self.actual.append(ToolCall(name=name, arguments=arguments, kind=kind))
+            self.actual.append(ToolCall(name=name, arguments=arguments, kind=kind))  # type: ignore[arg-type]
             for index, call in enumerate(self.expected):
                 if (
                     not self.used[index]

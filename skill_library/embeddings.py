@@ -17,6 +17,8 @@ from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
 DEFAULT_MODEL_ENV = "SKILL_LIBRARY_EMBEDDING_MODEL"
+#: texts per forward pass of the model
+ENCODE_BATCH = 64
 
 _models: dict[tuple[str, str], Any] = {}
 _models_lock = threading.Lock()
@@ -63,7 +65,7 @@ class SentenceTransformerEmbedder:
         *,
         device: str = "cpu",
         threads: int | None = None,
-        batch_size: int = 64,
+        batch_size: int = ENCODE_BATCH,
     ) -> None:
         self._model_path = str(model) if model is not None else default_model_path()
         self._device = device

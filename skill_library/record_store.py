@@ -33,6 +33,8 @@ from skill_library.models import Provenance, Skill, SkillStatus, Trace, utc_now
 SCHEMA_VERSION = 1
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
+#: how long a SQLite writer waits for another one's lock before giving up
+SQLITE_BUSY_TIMEOUT_MS = 60_000
 #: the file name of the SQLite records inside a library folder
 RECORDS_FILE = "records.db"
 #: SQLite result codes that mean the file is damaged or not a database at all
@@ -195,7 +197,7 @@ def _enable_sqlite_wal(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()

@@ -22,6 +22,8 @@ COLLECTION = "skills"
 INDEX_FORMAT = 1
 # Chroma refuses batches larger than its max batch size (5,461 here); stay well under it.
 UPSERT_BATCH = 1000
+#: entries embedded per batch when the index is rebuilt from the records
+REBUILD_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ class VectorIndex:
         self,
         entries: Sequence[IndexEntry],
         *,
-        batch_size: int = 256,
+        batch_size: int = REBUILD_BATCH,
         progress: Callable[[int], None] | None = None,
     ) -> None:
         """Replace the whole collection with ``entries``, embedding their ``when`` texts."""

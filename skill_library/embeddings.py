@@ -13,9 +13,6 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
-from chromadb.utils.embedding_functions import register_embedding_function
-
 DEFAULT_MODEL_ENV = "SKILL_LIBRARY_EMBEDDING_MODEL"
 #: texts per forward pass of the model
 ENCODE_BATCH = 64
@@ -135,34 +132,11 @@ def _quiet_third_party() -> None:
     hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
 
-@register_embedding_function
-class SkillEmbeddingFunction(EmbeddingFunction[Documents]):
-    """Chroma embedding function backed by an :class:`Embedder` (never Chroma's default)."""
+def __getattr__(name: str) -> Any:
+    # SkillEmbeddingFunction lives in chroma_embedding, so that importing this module does
+    # not import chromadb (commands that embed nothing stay fast)
+    if name == "SkillEmbeddingFunction":
+        from skill_library.chroma_embedding import SkillEmbeddingFunction
 
-    def __init__(self, embedder: Embedder | None = None, model: str | None = None) -> None:
-        self._embedder = embedder or SentenceTransformerEmbedder(model)
-
-    def __call__(self, input: Documents) -> Embeddings:
-        import numpy as np
-
-        return [np.asarray(v, dtype=np.float32) for v in self._embedder.embed(list(input))]
-
-    @staticmethod
-    def name() -> str:
-        return "skill_library_sentence_transformer"
-
-    def get_config(self) -> dict[str, Any]:
-        return {"model": self._embedder.model_name}
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> "SkillEmbeddingFunction":
-        return SkillEmbeddingFunction(model=config.get("model"))
-
-    def default_space(self) -> str:  # type: ignore[override]
-        return "cosine"
-
-    def supported_spaces(self) -> list[str]:  # type: ignore[override]
-        return ["cosine"]
-
-    def is_legacy(self) -> bool:
-        return False
+        return SkillEmbeddingFunction
+    raise AttributeError(name)

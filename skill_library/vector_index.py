@@ -10,13 +10,13 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-import chromadb
-from chromadb.config import Settings
-
-from skill_library.embeddings import Embedder, SkillEmbeddingFunction
+from skill_library.embeddings import Embedder
 from skill_library.errors import IndexCorruptError
+
+if TYPE_CHECKING:  # chromadb is imported when an index is opened, not with this module
+    import chromadb
 
 COLLECTION = "skills"
 INDEX_FORMAT = 1
@@ -50,6 +50,11 @@ class VectorIndex:
     """A persistent Chroma collection of skill ``when`` embeddings."""
 
     def __init__(self, folder: Path, embedder: Embedder) -> None:
+        import chromadb
+        from chromadb.config import Settings
+
+        from skill_library.chroma_embedding import SkillEmbeddingFunction
+
         self.folder = Path(folder)
         self.embedder = embedder
         self._function = SkillEmbeddingFunction(embedder)

@@ -78,7 +78,7 @@ for args in {commands!r}:
         codes.append(exc.code)
     else:
         codes.append(0)
-heavy = sorted(m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules)
+heavy = sorted(m for m in ("torch", "sentence_transformers", "transformers", "chromadb") if m in sys.modules)
 print("PROBE", codes, heavy, file=sys.stderr)
 """
 
@@ -101,9 +101,13 @@ def test_commands_that_embed_nothing_never_import_torch(workdir, tmp_path):
     lib = tmp_path / "lib"
     done = skills("add", "water.py", "--when", "water one garden bed", "--create", cwd=workdir, lib=lib)
     assert done.returncode == 0, done.stderr
+    records_only = [list(c) for c in NO_EMBEDDING if c[0] != "retire"]
+    codes, heavy = probe(records_only, tmp_path, lib)
+    assert codes == [0] * len(records_only)
+    assert heavy == [], f"{heavy} imported by one of {records_only}"  # not even chromadb
     codes, heavy = probe([list(c) for c in NO_EMBEDDING], tmp_path, lib)
     assert codes == [0] * len(NO_EMBEDDING)
-    assert heavy == [], f"{heavy} imported by one of {NO_EMBEDDING}"
+    assert heavy == ["chromadb"], f"{heavy} imported by one of {NO_EMBEDDING}"  # retire updates the index
     # a command that embeds does load the model: the probe can see it
     codes, heavy = probe([["fetch", "water the roses"]], tmp_path, lib)
     assert codes == [0] and "torch" in heavy

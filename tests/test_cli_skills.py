@@ -170,3 +170,18 @@ def test_learn_errors_do_not_echo_a_large_trace(tmp_path, lib):
     path.write_text(json.dumps({"task": "t", "calls": [{"name": "", "arguments": {"x": "y" * 200_000}}]}))
     code, out = invoke("learn", str(path), lib=lib)
     assert code == 3 and len(out) < 2_000
+
+
+def test_an_index_rebuild_is_a_one_line_notice_not_a_raw_warning(shelf):
+    import shutil
+
+    code, out = invoke("feedback", LONG_NAME, "--success", lib=shelf)
+    assert code == 0
+    shutil.rmtree(shelf / "chroma")
+    code, out = invoke("fetch", "reserve the items of a shelf", "--json", lib=shelf)
+    assert code == 0
+    notices = [line for line in out.splitlines() if line.startswith("notice:")]
+    assert len(notices) == 1 and "rebuilding it from 1 skill record(s)" in notices[0]
+    assert "IndexRebuiltWarning" not in out and "warnings.warn" not in out
+    data = "\n".join(line for line in out.splitlines() if not line.startswith("notice:"))
+    assert json.loads(data)[0]["name"] == LONG_NAME

@@ -126,6 +126,8 @@ def command(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            for developer_only in (DeprecationWarning, PendingDeprecationWarning, ResourceWarning):
+                warnings.simplefilter("ignore", developer_only)  # for developers, not users
             try:
                 return func(*args, **kwargs)
             except (SkillLibraryError, ValidationError) as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import builtins
 import sqlite3
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
@@ -35,6 +36,9 @@ SCHEMA_VERSION = 1
 IN_QUERY_BATCH = 500
 #: how long a SQLite writer waits for another one's lock before giving up
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+#: a 0-byte records file is re-checked this often, this far apart, before it is an error
+EMPTY_FILE_CHECKS = 5
+EMPTY_FILE_WAIT_SECONDS = 0.1
 #: the file name of the SQLite records inside a library folder
 RECORDS_FILE = "records.db"
 #: SQLite result codes that mean the file is damaged or not a database at all
@@ -227,7 +231,7 @@ class SQLRecordStore(RecordStore):
         if self.path is not None:
             if self.path.exists():
                 fresh = False
-                if self.path.stat().st_size == 0:
+                if _stays_empty(self.path):
                     raise RecordStoreCorruptError(self.path, "is empty (0 bytes)")
             elif not create:
                 raise LibraryNotFoundError(self.path.parent, f"no {self.path.name}")
@@ -235,10 +239,11 @@ class SQLRecordStore(RecordStore):
             _enable_sqlite_wal(self._engine)
         with self._write() as conn:
             if not fresh:
-                missing = {t.name for t in metadata.sorted_tables} - set(
-                    sa.inspect(conn).get_table_names()
-                )
-                if missing:
+                present = set(sa.inspect(conn).get_table_names())
+                missing = {t.name for t in metadata.sorted_tables} - present
+                # no table at all: a database another process is creating right now
+                fresh = not present
+                if missing and present:
                     raise RecordStoreCorruptError(
                         self.path, f"is not a skill-library records file (no {', '.join(sorted(missing))} table)"
                     )
@@ -588,6 +593,16 @@ class SQLRecordStore(RecordStore):
             .where(versions_table.c.version == version)
             .values({column.name: column + 1})
         )
+
+
+def _stays_empty(path: Path) -> bool:
+    """True when ``path`` has 0 bytes and keeps them for a moment: another process that is
+    creating the library writes the header within milliseconds of creating the file."""
+    for _ in range(EMPTY_FILE_CHECKS):
+        if path.stat().st_size:
+            return False
+        time.sleep(EMPTY_FILE_WAIT_SECONDS)
+    return path.stat().st_size == 0
 
 
 class _Transaction:

@@ -144,3 +144,28 @@ def test_init_and_create_make_a_library(tmp_path, embedder):
     with SkillLibrary(tmp_path / "api", embedder=embedder) as lib:
         assert lib.list() == []
     assert (tmp_path / "api" / "records.db").is_file()
+
+
+
+def test_a_records_file_being_created_by_another_process_is_not_damage(tmp_path):
+    """The two states another process's creation passes through: a 0-byte file for a few
+    milliseconds, then a database with no table yet. Neither is an error."""
+    import threading
+
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    records = folder / "records.db"
+    records.write_bytes(b"")
+
+    def creator() -> None:  # what sqlite3 does a moment after creating the file
+        with sqlite3.connect(records) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+
+    timer = threading.Timer(0.15, creator)
+    timer.start()
+    store = SQLRecordStore.in_folder(folder, create=False)
+    timer.join()
+    try:
+        assert store.integrity_problem() is None and store.list() == []
+    finally:
+        store.close()

@@ -79,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(seconds)
             rows.append((" ".join(args[:2]) if args[0] != "--help" else "--help", statistics.median(times), code))
     floor = rows[0][1]
-    print(f"{'command':<24} {'median s':>9} {'x --help':>9}  exit")
+    print(f"{'command':<32} {'median s':>9} {'x --help':>9}  exit")
     for name, seconds, code in rows:
-        print(f"skills {name:<17} {seconds:>9.2f} {seconds / floor:>9.1f}  {code}")
+        print(f"{'skills ' + name:<32} {seconds:>9.2f} {seconds / floor:>9.1f}  {code}")
     return 0
 
 

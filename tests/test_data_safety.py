@@ -169,3 +169,11 @@ def test_a_records_file_being_created_by_another_process_is_not_damage(tmp_path)
         assert store.integrity_problem() is None and store.list() == []
     finally:
         store.close()
+
+
+def test_a_newer_schema_is_one_line_and_exit_2(made):
+    with sqlite3.connect(made / "records.db") as conn:
+        conn.execute("UPDATE library_meta SET value = '99' WHERE key = 'schema_version'")
+    code, out, _ = invoke("list", "--dir", str(made))
+    assert code == 2 and len(out.strip().splitlines()) == 1
+    assert "has schema version 99" in out and "upgrade skill-library" in out

@@ -12,7 +12,7 @@ export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test demo bench clean
+.PHONY: install test lint demo bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,19 +20,26 @@ $(PY):
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev,plot]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# lint and type checks first (rules and strictness: pyproject.toml), then the tests
 test: $(STAMP)
+	$(PY) -m ruff check skill_library sandbox benchmarks
+	$(PY) -m mypy
 	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check skill_library sandbox benchmarks
+	$(PY) -m mypy
 
 demo: $(STAMP)
 	$(PY) -m benchmarks demo
 
 bench: $(STAMP)
-	$(PY) -m pip install --quiet smolagents
+	$(PY) -m pip install --quiet -e '.[bench]' --config-settings editable_mode=compat
 	$(PY) benchmarks/perf_fetch.py
 	$(PY) benchmarks/perf_sandbox.py
 

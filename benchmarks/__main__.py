@@ -33,8 +33,8 @@ USERS_SEEDS = 3
 
 
 def _run(config, *, progress: bool, console) -> dict[str, Any]:
-    from benchmarks.harness import run_benchmark
     from benchmarks import report
+    from benchmarks.harness import run_benchmark
 
     if not progress:
         results = run_benchmark(config)

@@ -6,7 +6,8 @@ Protocol, for every seed and condition:
    all libraries share one embedder, loaded once per process;
 2. the train tasks, with learning on: every verified success goes through
    ``library.learn(trace, generalizer=...)`` with the run's generalizer (``dataflow``, the
-   offline one, unless the config asks for ``llm``; never chosen by the environment); every skill run that finished without error is reported
+   offline one, unless the config asks for ``llm``; never chosen by the environment); every skill run that
+   finished without error is reported
    with ``library.feedback`` (the agent's own check of it where it made one, else the
    task's verdict), and a run that raised is recorded as a failure by ``library.run``;
 3. the test tasks with the library frozen: agents see it through a ``FrozenLibrary``
@@ -38,12 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from skill_library.models import Outcome
-
 from benchmarks.agents import AGENTS, agent_for_condition, conditions_for
 from benchmarks.agents.base import Agent, Episode
 from benchmarks.frozen_library import FrozenLibrary
 from benchmarks.worlds import Task, World, get_world, load_tasks
+from skill_library.models import Outcome
 
 if TYPE_CHECKING:
     from skill_library import SkillLibrary
@@ -103,12 +103,18 @@ class RunConfig:
         if self.conditions is None:
             self.conditions = list(conditions_for(self.agent))
 
+    @property
+    def chosen_conditions(self) -> list[str]:
+        """``conditions`` after defaulting (never None)."""
+        assert self.conditions is not None
+        return self.conditions
+
     def to_json(self) -> dict[str, Any]:
         return {
             "world": self.world,
             "suite": self.suite,
             "agent": self.agent,
-            "conditions": list(self.conditions),
+            "conditions": list(self.chosen_conditions),
             "seeds": self.seeds,
             "out": str(self.out),
             "min_reliability": self.min_reliability,
@@ -201,11 +207,11 @@ def run_benchmark(
 ) -> dict[str, Any]:
     """Run ``config``; return the results (also what ``results.json`` holds)."""
     started = time.perf_counter()
-    check_conditions(config.agent, config.conditions)
+    check_conditions(config.agent, config.chosen_conditions)
     if config.generalizer not in GENERALIZERS:
         raise ValueError(f"unknown generalizer {config.generalizer!r}; generalizers are: {', '.join(GENERALIZERS)}")
     world = get_world(config.world)
-    agents = {c: agent_for_condition(config.agent, c, **config.agent_options) for c in config.conditions}
+    agents = {c: agent_for_condition(config.agent, c, **config.agent_options) for c in config.chosen_conditions}
     for agent in agents.values():
         if not agent.supports(world):
             raise ValueError(f"agent {config.agent!r} does not work in world {config.world!r}")
@@ -217,7 +223,7 @@ def run_benchmark(
     test = [t for t in all_tasks if t.split == "test"][: config.max_test]
     if not train and not test:
         raise ValueError("no tasks to run")
-    needs_library = any(CONDITIONS[c].skills for c in config.conditions)
+    needs_library = any(CONDITIONS[c].skills for c in config.chosen_conditions)
     generalizer = make_generalizer(config.generalizer) if needs_library else None
     if needs_library and embedder is None:
         embedder = default_embedder()
@@ -227,10 +233,10 @@ def run_benchmark(
     records: list[dict[str, Any]] = []
     probes: list[dict[str, Any]] = []
     libraries: dict[str, Any] = {}
-    total = config.seeds * len(config.conditions) * (len(train) + len(test))
+    total = config.seeds * len(config.chosen_conditions) * (len(train) + len(test))
     done = 0
     for seed in range(config.seeds):
-        for cname in config.conditions:
+        for cname in config.chosen_conditions:
             condition = CONDITIONS[cname]
             library = None
             lib_key = f"{cname}-seed{seed}"
@@ -247,9 +253,11 @@ def run_benchmark(
                     for index, task in enumerate(phase_tasks):
                         if progress:
                             progress(f"{cname} seed {seed} {phase} {task.id}", done, total)
+                        # a FrozenLibrary is a read-only stand-in with the same interface
                         view = library if library is None or learning else FrozenLibrary(library)
                         record = run_task(
-                            agents[cname], world, task, view, seed=seed, learning=learning, generalizer=generalizer
+                            agents[cname], world, task, view,  # type: ignore[arg-type]
+                            seed=seed, learning=learning, generalizer=generalizer,
                         )
                         record.update(seed=seed, condition=cname, phase=phase, index=index)
                         records.append(record)
@@ -271,7 +279,7 @@ def run_benchmark(
     from benchmarks.report import paired, skill_quality, summarize
 
     train_workflows = sorted({t.workflow or t.id for t in train})
-    pairs = paired(records, config.conditions)
+    pairs = paired(records, config.chosen_conditions)
     return {
         "config": config.to_json(),
         "tasks": {"train": [t.id for t in train], "test": [t.id for t in test]},
@@ -279,8 +287,8 @@ def run_benchmark(
         "records": records,
         "probes": probes,
         "libraries": libraries,
-        "summary": summarize(records, config.conditions),
-        "skill_quality": skill_quality(probes, libraries, records, config.conditions, len(train_workflows)),
+        "summary": summarize(records, config.chosen_conditions),
+        "skill_quality": skill_quality(probes, libraries, records, config.chosen_conditions, len(train_workflows)),
         "paired": pairs,
         # test tasks solved without skills and failed with them (same seed), per condition
         "made_worse": {c: p["made_worse"] for c, p in pairs.items()},
@@ -379,7 +387,8 @@ def run_task(
                     "reasons": [_short(r) for r in result.reasons][:3],
                 }
             except Exception as exc:  # a library error is a finding, not a crash
-                record["learn"] = {"status": "error", "skill": None, "reasons": [_short(f"{type(exc).__name__}: {exc}")]}
+                reasons = [_short(f"{type(exc).__name__}: {exc}")]
+                record["learn"] = {"status": "error", "skill": None, "reasons": reasons}
         record["learn_ms"] = round((time.perf_counter() - start) * 1000, 2)
     return record
 

@@ -225,8 +225,10 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
             lines.append(
                 f"| {condition} | {phase} | {success} | {_fmt(m['tool_calls'])} | "
                 f"{_fmt(m['decisions'])} | {_fmt(m['llm_calls'])} | {_fmt(m['tokens'])} | "
-                f"{_fmt(m['wall_ms'])} | {_fmt(m['skills_learned']) if phase == 'train' and m['learn_statuses'] else '–'} | "
-                f"{_fmt(m['skill_success_rate'], pct=True)} | {_fmt(m['reuse_rate'], pct=True) if m['fetches'] else '–'} | "
+                f"{_fmt(m['wall_ms'])} | "
+                f"{_fmt(m['skills_learned']) if phase == 'train' and m['learn_statuses'] else '–'} | "
+                f"{_fmt(m['skill_success_rate'], pct=True)} | "
+                f"{_fmt(m['reuse_rate'], pct=True) if m['fetches'] else '–'} | "
                 f"{_fmt(m['fetch_hit_rate'], pct=True)} |"
             )
     lines += [
@@ -360,8 +362,13 @@ def _curves(records: Sequence[dict[str, Any]], condition: str) -> tuple[list[flo
 
 
 def plot(results: dict[str, Any], out: Path) -> list[str]:
-    """Write the learning-curve and with/without plots into ``out``; return their paths."""
-    import matplotlib
+    """Write the learning-curve and with/without plots into ``out``; return their paths.
+
+    Needs the ``plot`` extra (matplotlib): :class:`MissingExtraError` names it when absent.
+    """
+    from skill_library.errors import require_extra
+
+    matplotlib: Any = require_extra("matplotlib", "plot", "plotting benchmark results")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -100,7 +100,7 @@ def _assemble(program: list[tuple[int, Any, Any, int | str]]) -> list[tuple[int,
     for i, (code, jt, jf, k) in enumerate(body):
         def off(target: Any) -> int:
             if isinstance(target, str):
-                delta = labels[target] - i - 1
+                delta = labels[target] - i - 1  # noqa: B023 - called at once, in this iteration
                 if not 0 <= delta <= 255:
                     raise ValueError("seccomp jump out of range")
                 return delta
@@ -227,7 +227,7 @@ def harden(root_dir: str, *, keep_fds: tuple[int, ...], seccomp: bool = True) ->
         "RLIMIT_MSGQUEUE": 0,
         "RLIMIT_NOFILE": top_fd + 1,
     }
-    applied = {}
+    applied: dict[str, object] = {}
     for name, value in static.items():
         limit = getattr(resource, name, None)
         if limit is None:

@@ -683,7 +683,7 @@ class Sandbox:
                 signal.SIGSEGV: " (stack overflow in C code?)",
                 signal.SIGKILL: " (out of memory?)",
                 signal.SIGABRT: " (interpreter abort, often out of memory)",
-            }.get(sig, "")
+            }.get(sig, "")  # type: ignore[call-overload]
             message = f"the worker process was killed by {name}{hint}"
         else:
             message = f"the worker process exited with status {os.WEXITSTATUS(status)}"

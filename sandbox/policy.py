@@ -142,14 +142,14 @@ class SandboxPolicy(RestrictingNodeTransformer):
     def visit_Import(self, node: ast.Import) -> ast.AST:
         for alias in node.names:
             self._check_module(node, alias.name)
-        return super().visit_Import(node)
+        return super().visit_Import(node)  # type: ignore[return-value]
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
         if node.level:
             self.error(node, "relative imports are not allowed")
         else:
             self._check_module(node, node.module)
-        return super().visit_ImportFrom(node)
+        return super().visit_ImportFrom(node)  # type: ignore[return-value]
 
     # -- native reads where the guard is the identity ---------------------------------
     def visit_Attribute(self, node: ast.Attribute):  # type: ignore[override]

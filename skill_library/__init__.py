@@ -5,6 +5,8 @@ stored as versioned records, indexed by their ``when`` text, fetched by similari
 reliability, and run in a restricted sandbox.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from skill_library.errors import (
     GeneralizationError,
     IndexCorruptError,
@@ -47,7 +49,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):  # lazy: importing models must not pull in torch/chromadb
+if TYPE_CHECKING:
+    from skill_library.library import SkillLibrary
+
+
+def __getattr__(name: str) -> Any:  # lazy: importing models must not pull in torch/chromadb
     if name == "SkillLibrary":
         from skill_library.library import SkillLibrary
 

@@ -13,10 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
-from chromadb.utils.embedding_functions import register_embedding_function
-
 DEFAULT_MODEL_ENV = "SKILL_LIBRARY_EMBEDDING_MODEL"
+#: texts per forward pass of the model
+ENCODE_BATCH = 64
 
 _models: dict[tuple[str, str], Any] = {}
 _models_lock = threading.Lock()
@@ -63,7 +62,7 @@ class SentenceTransformerEmbedder:
         *,
         device: str = "cpu",
         threads: int | None = None,
-        batch_size: int = 64,
+        batch_size: int = ENCODE_BATCH,
     ) -> None:
         self._model_path = str(model) if model is not None else default_model_path()
         self._device = device
@@ -84,6 +83,7 @@ class SentenceTransformerEmbedder:
             model = _models.get(key)
             if model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                _quiet_third_party()
                 import torch
                 from sentence_transformers import SentenceTransformer
 
@@ -114,46 +114,29 @@ class SentenceTransformerEmbedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return vectors.tolist()
-
-    def embed_one(self, text: str) -> list[float]:
-        """The normalized embedding of one text."""
-        return self.embed([text])[0]
+        result: list[list[float]] = vectors.tolist()
+        return result
 
 
-def embed_one(embedder: Embedder, text: str) -> list[float]:
-    """Embed a single text with any :class:`Embedder`."""
-    return embedder.embed([text])[0]
+
+def _quiet_third_party() -> None:
+    """No progress bars ("Loading weights") or advisory logs from the model libraries:
+    the library reports its own progress."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - a dependency of sentence-transformers
+        return
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
 
-@register_embedding_function
-class SkillEmbeddingFunction(EmbeddingFunction[Documents]):
-    """Chroma embedding function backed by an :class:`Embedder` (never Chroma's default)."""
+def __getattr__(name: str) -> Any:
+    # SkillEmbeddingFunction lives in chroma_embedding, so that importing this module does
+    # not import chromadb (commands that embed nothing stay fast)
+    if name == "SkillEmbeddingFunction":
+        from skill_library.chroma_embedding import SkillEmbeddingFunction
 
-    def __init__(self, embedder: Embedder | None = None, model: str | None = None) -> None:
-        self._embedder = embedder or SentenceTransformerEmbedder(model)
-
-    def __call__(self, input: Documents) -> Embeddings:
-        import numpy as np
-
-        return [np.asarray(v, dtype=np.float32) for v in self._embedder.embed(list(input))]
-
-    @staticmethod
-    def name() -> str:
-        return "skill_library_sentence_transformer"
-
-    def get_config(self) -> dict[str, Any]:
-        return {"model": self._embedder.model_name}
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> "SkillEmbeddingFunction":
-        return SkillEmbeddingFunction(model=config.get("model"))
-
-    def default_space(self) -> str:  # type: ignore[override]
-        return "cosine"
-
-    def supported_spaces(self) -> list[str]:  # type: ignore[override]
-        return ["cosine"]
-
-    def is_legacy(self) -> bool:
-        return False
+        return SkillEmbeddingFunction
+    raise AttributeError(name)

@@ -35,3 +35,84 @@ class GeneralizationError(SkillLibraryError):
 
 class LLMError(SkillLibraryError):
     """The LLM endpoint could not be reached or answered unusably."""
+
+
+class LibraryNotFoundError(SkillLibraryError, FileNotFoundError):
+    """A folder holds no skill library (and creating one was not asked for)."""
+
+    def __init__(self, path: object, detail: str = "") -> None:
+        self.path = path
+        self.detail = detail
+        super().__init__(str(path))
+
+    def __str__(self) -> str:
+        why = f" ({self.detail})" if self.detail else ""
+        return (
+            f"no skill library in {self.path}{why}: run `skills init --dir {self.path}` "
+            "(or pass --create; SkillLibrary(path, create=True) in Python) to make one"
+        )
+
+
+class RecordStoreCorruptError(SkillLibraryError):
+    """The records file is not a usable skill-library database (garbage, empty, damaged)."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+    def __str__(self) -> str:
+        return (
+            f"the records file {self.path} {self.problem}: restore it from a backup, or move "
+            "it away and run `skills init` to start an empty library"
+        )
+
+
+class SchemaVersionError(SkillLibraryError, RuntimeError):
+    """The records were written by a newer skill-library (a newer schema version)."""
+
+
+class TraceNotFoundError(SkillLibraryError, KeyError):
+    """No stored trace has the given id."""
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = trace_id
+        super().__init__(trace_id)
+
+    def __str__(self) -> str:
+        return f"no trace with id {self.trace_id!r}"
+
+
+class SkillUsageError(SkillLibraryError, ValueError):
+    """A skill was called wrongly: missing tools or arguments that break its schema.
+
+    Not the skill's failure: no outcome is recorded.
+    """
+
+
+class SkillPolicyError(SkillLibraryError, ValueError):
+    """A skill's code breaks the sandbox policy (it would fail on every run)."""
+
+
+class MissingExtraError(SkillLibraryError, ImportError):
+    """An optional feature needs an extra that is not installed."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        self.feature, self.extra, self.module = feature, extra, module
+        super().__init__(f"{feature} needs the '{extra}' extra")
+
+    def __str__(self) -> str:
+        return (
+            f"{self.feature} needs the optional '{self.extra}' extra ({self.module} is not "
+            f"installed): pip install 'skill-library[{self.extra}]'"
+        )
+
+
+def require_extra(module: str, extra: str, feature: str) -> object:
+    """Import ``module`` or raise :class:`MissingExtraError` naming ``extra``."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(feature, extra, module) from None

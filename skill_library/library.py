@@ -8,22 +8,33 @@ index is derived and rebuilt from it whenever it is missing, damaged or out of s
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
 from skill_library import ranking
 from skill_library.induction import description
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
-from skill_library.errors import SkillLibraryError, SkillNotFoundError
+from skill_library.errors import (
+    LibraryNotFoundError,
+    LLMError,
+    RecordStoreCorruptError,
+    SkillLibraryError,
+    SkillNotFoundError,
+    SkillPolicyError,
+    SkillUsageError,
+)
+from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.models import (
     AddResult,
     Example,
     LearnResult,
     Match,
     Outcome,
+    RunError,
     Skill,
     SkillKind,
     SkillRun,
@@ -31,16 +42,14 @@ from skill_library.models import (
     ToolCall,
     Trace,
 )
-from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
-from skill_library.record_store import RecordStore, SQLRecordStore
+from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
 from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
 
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
-
     from skill_library.induction import Generalizer
 
-__all__ = ["IndexRebuiltWarning", "SkillLibrary"]
+__all__ = ["GeneralizerName", "IndexRebuiltWarning", "SkillLibrary"]
 
 DUPLICATE_SIMILARITY = 0.9
 DEFAULT_MIN_RELIABILITY = 0.6
@@ -61,38 +70,57 @@ RELATED_SKILLS = 3
 LEARN_BATCH = 64
 #: Index entries read when looking for a skill of the same workflow as a new trace.
 WORKFLOW_QUERY_ENTRIES = 24
+#: skills embedded and written to the index per batch in :meth:`SkillLibrary.add_many`
+ADD_BATCH = 256
+#: the generalizers a library can be told to use by name
+GeneralizerName = Literal["dataflow", "llm"]
 
 
 class SkillLibrary:
     """A folder of versioned, verified skills: records in SQLite, ``when`` vectors in Chroma.
 
-    ``SkillLibrary(path)`` opens or creates the library in ``path``. ``embedder`` defaults
-    to the packaged all-MiniLM-L6-v2 (loaded on first need); ``min_reliability`` is the
-    fetch threshold on Laplace reliability. ``read_only_tools`` names the tools that only
-    read state: learning drops reads whose results a skill does not use, and replay
-    verification lets a skill read more or less often than its trace (to look before it
-    acts).
+    ``SkillLibrary(path)`` opens the library in ``path``, creating it when the folder holds
+    none (``create=True``, the default, as ``sqlite3.connect`` does; the CLI passes
+    ``create=False`` unless ``skills init`` or ``--create``). With ``create=False`` a folder
+    without a library raises :class:`LibraryNotFoundError`. A damaged or empty records file
+    always raises :class:`RecordStoreCorruptError`, as does a folder whose records are gone
+    while its index is there. ``embedder`` defaults to the packaged all-MiniLM-L6-v2
+    (loaded on first need); ``min_reliability`` is the fetch threshold on Laplace
+    reliability; ``generalizer`` is what :meth:`learn` uses by default: ``"dataflow"``
+    (offline, the default) or ``"llm"`` (the endpoint from ``OPENAI_*`` settings). The
+    environment alone never turns the LLM on.
+    ``min_similarity`` is fetch's floor on cosine similarity; ``read_only_tools`` names
+    the tools that only read state: learning drops argument-free reads whose results a
+    skill does not use, and replay verification lets a skill read more or less often than
+    its trace (to look before it acts).
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
+        create: bool = True,
         embedder: Embedder | None = None,
         min_reliability: float = DEFAULT_MIN_RELIABILITY,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
         store: RecordStore | None = None,
         read_only_tools: Iterable[str] = (),
+        generalizer: "GeneralizerName | Generalizer" = "dataflow",
     ) -> None:
         if not 0.0 <= min_reliability <= 1.0:
             raise ValueError(f"min_reliability must be within [0, 1], got {min_reliability}")
+        if isinstance(generalizer, str) and generalizer not in get_args(GeneralizerName):
+            raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
         self.path = Path(path)
+        if store is None:
+            _check_folder(self.path, create)
         self.path.mkdir(parents=True, exist_ok=True)
         self.min_reliability = min_reliability
         self.min_similarity = min_similarity
         self.read_only_tools = frozenset(read_only_tools)
+        self.generalizer = generalizer
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
-        self.store: RecordStore = store or SQLRecordStore.in_folder(self.path)
+        self.store: RecordStore = store or SQLRecordStore.in_folder(self.path, create=create)
         self._index = SyncedIndex(self.path, self.store, self.embedder)
         self._sandbox: Sandbox | None = None
         self._closed = False
@@ -170,7 +198,7 @@ class SkillLibrary:
                 raise TypeError(f"add_many() takes Skills, got {type(skill).__name__}")
             _check_addable(skill)
         results: list[AddResult] = []
-        batch_size = 256
+        batch_size = ADD_BATCH
         bar = _ProgressBar(progress, "adding skills", len(skills))
         with bar, self._index.writing() as index:
             for start in range(0, len(skills), batch_size):
@@ -237,15 +265,27 @@ class SkillLibrary:
 
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
         """The current version of every skill (optionally only those with ``status``)."""
+        if status is not None and status not in get_args(SkillStatus):
+            raise ValueError(
+                f"status must be one of {', '.join(get_args(SkillStatus))}, got {status!r}"
+            )
         return self.store.list(status=status)
 
-    def history(self, name: str) -> list[Skill]:
+    def history(self, name: str) -> builtins.list[Skill]:
         """Every version of ``name``, oldest first, each with its own counts."""
         return self.store.history(name)
 
-    def outcomes(self, name: str) -> list[dict[str, Any]]:
+    def outcomes(self, name: str) -> builtins.list[dict[str, Any]]:
         """The append-only outcome log of ``name`` (all versions), oldest first."""
         return self.store.outcome_log(name)
+
+    def traces(self, name: str) -> builtins.list[Trace]:
+        """The stored traces of ``name``: learned from, run, or named by an outcome."""
+        return self.store.traces_for(name)
+
+    def trace(self, trace_id: str) -> Trace:
+        """One stored trace by id (:class:`TraceNotFoundError` when unknown)."""
+        return self.store.get_trace(trace_id)
 
     def retire(self, name: str) -> Skill:
         """Retire a skill: it stays in the records but is never fetched again."""
@@ -269,7 +309,7 @@ class SkillLibrary:
         min_similarity: float | None = None,
         tools: Iterable[str] | None = None,
         kinds: Sequence[SkillKind] | None = None,
-    ) -> list[Match]:
+    ) -> builtins.list[Match]:
         """The ``k`` best skills for ``task``, each at most once.
 
         A skill qualifies when it is active, its reliability is at least
@@ -301,7 +341,7 @@ class SkillLibrary:
         *,
         floor: float = -1.0,
         tools: frozenset[str] | None = None,
-    ) -> list[Match]:
+    ) -> builtins.list[Match]:
         wanted_kinds = set(kinds) if kinds is not None else None
         index = index if index is not None else self.index
         n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
@@ -372,17 +412,39 @@ class SkillLibrary:
         return self._sandbox
 
     def default_generalizer(self) -> "Generalizer":
-        """The LLM generalizer when an endpoint is configured, else the offline one."""
+        """The generalizer this library was set to use (offline dataflow unless ``"llm"``)."""
+        return self.resolve_generalizer(self.generalizer)
+
+    def resolve_generalizer(self, generalizer: "GeneralizerName | Generalizer | None") -> "Generalizer":
+        """A generalizer from a name, an instance, or ``None`` (the library's setting).
+
+        ``"llm"`` needs an endpoint from the ``OPENAI_*`` settings (else :class:`LLMError`);
+        environment variables alone never select it.
+        """
         from skill_library.induction import DataflowGeneralizer, LLMGeneralizer
 
-        return LLMGeneralizer.from_env() or DataflowGeneralizer()
+        if generalizer is None:
+            generalizer = self.generalizer
+        if generalizer == "dataflow":
+            return DataflowGeneralizer()
+        if generalizer == "llm":
+            if not LLMGeneralizer.configured():
+                raise LLMError(
+                    "the LLM generalizer needs an endpoint: set OPENAI_BASE_URL and/or "
+                    "OPENAI_API_KEY (and SKILL_LIBRARY_MODEL)"
+                )
+            return LLMGeneralizer()
+        if isinstance(generalizer, str):
+            raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
+        return generalizer
 
     def learn(
         self,
         trace: Trace | Mapping[str, Any],
         *,
-        generalizer: "Generalizer | None" = None,
+        generalizer: "GeneralizerName | Generalizer | None" = None,
         verifier: Callable[..., Any] | None = None,
+        limits: "Limits | None" = None,
     ) -> LearnResult:
         """Turn a verified successful trace into a skill, or into evidence for one.
 
@@ -396,17 +458,21 @@ class SkillLibrary:
         stored; ``rejected`` gives reasons (a malformed or unverified trace stores nothing).
         ``trace`` may also be a mapping of trace fields or ``{"messages": [...], "task":
         ..., "outcome": ...}`` (an OpenAI transcript).
+        ``generalizer`` is a name (``"dataflow"``, ``"llm"``) or an instance (default: the
+        library's setting); ``limits`` are the sandbox limits of the replay (for a long
+        trace, raise ``max_tool_calls``).
         """
-        return self.learn_many([trace], generalizer=generalizer, verifier=verifier)[0]
+        return self.learn_many([trace], generalizer=generalizer, verifier=verifier, limits=limits)[0]
 
     def learn_many(
         self,
         traces: Iterable[Trace | Mapping[str, Any]],
         *,
-        generalizer: "Generalizer | None" = None,
+        generalizer: "GeneralizerName | Generalizer | None" = None,
         verifier: Callable[..., Any] | None = None,
+        limits: "Limits | None" = None,
         progress: bool = False,
-    ) -> list[LearnResult]:
+    ) -> builtins.list[LearnResult]:
         """:meth:`learn` for many traces, in input order, with batched embedding.
 
         Traces are taken :data:`LEARN_BATCH` at a time: their tasks are embedded in one
@@ -415,12 +481,12 @@ class SkillLibrary:
         write lock, so later traces of a batch merge into skills its earlier traces made.
         """
         items = list(traces)
-        results: list[LearnResult] = []
-        generalizer = generalizer or self.default_generalizer()
+        results: builtins.list[LearnResult] = []
+        chosen = self.resolve_generalizer(generalizer)
         with _ProgressBar(progress, "learning traces", len(items)) as bar:
             for start in range(0, len(items), LEARN_BATCH):
                 chunk = items[start : start + LEARN_BATCH]
-                results.extend(self._learn_batch(chunk, generalizer, verifier))
+                results.extend(self._learn_batch(chunk, chosen, verifier, limits))
                 bar.advance(len(chunk))
         return results
 
@@ -429,10 +495,11 @@ class SkillLibrary:
         items: Sequence[Trace | Mapping[str, Any]],
         generalizer: "Generalizer",
         verifier: Callable[..., Any] | None,
-    ) -> list[LearnResult]:
+        limits: "Limits | None" = None,
+    ) -> builtins.list[LearnResult]:
         from skill_library.induction import admission, check_trace, coerce_trace, learn_from_trace
 
-        out: list[LearnResult | None] = [None] * len(items)
+        out: builtins.list[LearnResult | None] = [None] * len(items)
         checked: dict[int, Trace] = {}
         for n, item in enumerate(items):
             trace, reasons = coerce_trace(item)  # a Trace, its fields, or an OpenAI transcript
@@ -443,14 +510,14 @@ class SkillLibrary:
         vectors = dict(zip(checked, self.embedder.embed(
             [description.query_text(t.task) for t in checked.values()]
         )))
-        prepared: dict[int, tuple[Any, Any, list[Skill]]] = {}
+        prepared: dict[int, tuple[Any, Any, builtins.list[Skill]]] = {}
         index = self.index
         indexed = index.count() > 0
         for n, trace in checked.items():
             related = self._related_skills(trace, vectors[n], index if indexed else None)
             candidate, report, reasons = learn_from_trace(
                 trace, generalizer=generalizer, sandbox=self.sandbox, related=related,
-                live_verifier=verifier, read_only=self.read_only_tools,
+                live_verifier=verifier, read_only=self.read_only_tools, limits=limits,
             )
             if reasons or candidate is None or report is None:
                 out[n] = LearnResult(status="rejected", reasons=reasons, report=report)
@@ -474,7 +541,7 @@ class SkillLibrary:
         candidate: Any,
         report: Any,
         trace: Trace,
-        related: list[Skill],
+        related: builtins.list[Skill],
         generalizer: Any,
         index: VectorIndex,
         known: dict[str, Any],
@@ -499,7 +566,7 @@ class SkillLibrary:
         neighbours = [found[n] for n in wanted if n in found]
         evidence = self.store.examples([s.name for s in neighbours])
 
-        def example_traces(skill: Skill) -> list[Trace]:
+        def example_traces(skill: Skill) -> builtins.list[Trace]:
             found = []
             for example in evidence[skill.name]:
                 try:
@@ -508,7 +575,7 @@ class SkillLibrary:
                     continue
             return found
 
-        def revise(traces: list[Trace], skill: Skill) -> Any:
+        def revise(traces: builtins.list[Trace], skill: Skill) -> Any:
             return revision.revise(
                 traces, generalizer=generalizer, sandbox=self.sandbox,
                 related=[r for r in related if r.name != skill.name], extra=[candidate],
@@ -627,14 +694,14 @@ class SkillLibrary:
         if changed:
             index.upsert(changed, [known[e.when] for e in changed])
 
-    def examples(self, name: str) -> list[Example]:
+    def examples(self, name: str) -> builtins.list[Example]:
         """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""
         self.store.get(name)  # raises for an unknown name
         return self.store.examples([name])[name]
 
     def _related_skills(
         self, trace: Trace, task_vector: Sequence[float], index: VectorIndex | None
-    ) -> list[Skill]:
+    ) -> builtins.list[Skill]:
         """Skills the trace invoked, plus the nearest fetchable skills to its task."""
         related: dict[str, Skill] = {}
         for call in trace.calls:
@@ -675,7 +742,9 @@ class SkillLibrary:
         it makes come back as a new, stored :class:`Trace`. An exception or a limit hit
         records a failure; a success is recorded by ``verifier`` (when given) or later
         through :meth:`feedback`. ``record=False`` writes nothing (no trace, no outcome),
-        for evaluating a frozen library.
+        for evaluating a frozen library. Calling it wrongly (a declared tool missing from
+        ``tools``, arguments that break the parameter schema) raises
+        :class:`SkillUsageError` before the run and records nothing.
         """
         skill = self.get(name)
         if skill.kind != "code" or not skill.code:
@@ -686,6 +755,12 @@ class SkillLibrary:
         _check_args(skill, args)
         sources, declared = self._closure(skill)
         provided = dict(tools or {})
+        missing = [t for t in declared if t not in provided]
+        if missing:
+            raise SkillUsageError(
+                f"skill {name!r} needs the tool(s) {', '.join(missing)}, which were not given "
+                "(pass them in tools=, or the CLI's --tools MODULE)"
+            )
         allowed = {t: provided[t] for t in declared if t in provided}
         # closed by default: a skill may not pass arguments a tool's schema does not list
         schemas = {
@@ -713,8 +788,9 @@ class SkillLibrary:
         ]
         error = None
         if not result.ok and result.error is not None:
-            where = f" (line {result.error.line})" if result.error.line else ""
-            error = f"{result.error.type}: {result.error.message}{where}"
+            error = RunError(
+                type=result.error.type, message=result.error.message, line=result.error.line
+            )
         trace = Trace(
             task=_task_text(skill, args),
             params=args,
@@ -734,7 +810,9 @@ class SkillLibrary:
             trace=trace,
         )
         if not result.ok:
-            outcome = Outcome(success=False, verifier="sandbox", evidence=error)
+            outcome = Outcome(
+                success=False, verifier="sandbox", evidence=str(error) if error else result.limit
+            )
         elif verifier is not None:
             judge = getattr(verifier, "__name__", "verifier")
             try:
@@ -756,10 +834,10 @@ class SkillLibrary:
             )
         return run
 
-    def _closure(self, skill: Skill) -> tuple[list[str], list[str]]:
+    def _closure(self, skill: Skill) -> tuple[builtins.list[str], builtins.list[str]]:
         """Sources of ``skill`` and its dependencies, and every tool they declare."""
-        sources: list[str] = []
-        tools: list[str] = []
+        sources: builtins.list[str] = []
+        tools: builtins.list[str] = []
         seen: set[str] = set()
         stack = [skill]
         while stack:
@@ -782,7 +860,33 @@ class SkillLibrary:
         return sources, tools
 
 
+def _check_folder(path: Path, create: bool) -> None:
+    """Refuse a folder that holds no library (unless ``create``) or lost its records."""
+    records = path / RECORDS_FILE
+    if records.exists():
+        return
+    if path.exists() and not path.is_dir():
+        raise LibraryNotFoundError(path, "it is a file, not a folder")
+    if (path / "chroma").is_dir():
+        raise RecordStoreCorruptError(
+            records, "is missing while the folder still has its vector index (chroma/)"
+        )
+    if not create:
+        raise LibraryNotFoundError(
+            path, "no such folder" if not path.exists() else f"the folder has no {RECORDS_FILE}"
+        )
+
+
 def _check_addable(skill: Skill) -> None:
+    if skill.code is not None:
+        from sandbox import PolicyViolation, check_source
+
+        try:
+            check_source(skill.code)
+        except PolicyViolation as exc:
+            raise SkillPolicyError(
+                f"skill {skill.name!r} breaks the sandbox policy and could never run: {exc}"
+            ) from None
     if skill.status != "active":
         raise ValueError(
             f"status: add() stores active versions; {skill.name!r} has status {skill.status!r}"
@@ -795,13 +899,25 @@ def _check_addable(skill: Skill) -> None:
 
 
 def _check_args(skill: Skill, args: dict[str, Any]) -> None:
+    """Arguments against the skill's parameter schema; messages never echo the values."""
+    from sandbox.schema import schema_errors
+
     properties = (skill.parameters or {}).get("properties", {})
     unknown = sorted(set(args) - set(properties))
     if unknown:
-        raise ValueError(f"skill {skill.name!r} has no parameter(s) {', '.join(unknown)}")
+        raise SkillUsageError(f"skill {skill.name!r} has no parameter(s) {', '.join(unknown)}")
     missing = [p for p in (skill.parameters or {}).get("required", []) if p not in args]
     if missing:
-        raise ValueError(f"skill {skill.name!r} needs argument(s) {', '.join(missing)}")
+        raise SkillUsageError(f"skill {skill.name!r} needs argument(s) {', '.join(missing)}")
+    types_only = {
+        "type": "object",
+        "properties": {
+            k: {"type": v["type"]} for k, v in properties.items() if isinstance(v, dict) and "type" in v
+        },
+    }
+    problems = schema_errors(args, types_only)
+    if problems:
+        raise SkillUsageError(f"skill {skill.name!r}: {'; '.join(problems)}")
 
 
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

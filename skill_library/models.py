@@ -25,6 +25,30 @@ CallKind = Literal["tool", "skill"]
 # a leading letter: the sandbox refuses names that start with an underscore
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
+#: Largest JSON size (bytes) of one stored trace value (a parameter, a call's arguments or
+#: result, the final result, the task text); a larger one is stored as a marker
+#: ``{"truncated": true, "original_bytes": N, "preview": "..."}`` (text: a cut with a note).
+TRACE_VALUE_MAX_BYTES = 64 * 1024
+#: How many characters of a truncated value the marker keeps as a preview.
+TRUNCATED_PREVIEW_CHARS = 200
+
+
+def cap_value(value: Any, max_bytes: int = TRACE_VALUE_MAX_BYTES) -> Any:
+    """``value`` itself when its JSON fits in ``max_bytes``, else a truncation marker."""
+    if isinstance(value, str):
+        size = len(value.encode("utf-8"))
+        if size <= max_bytes:
+            return value
+        return f"{value[:max_bytes // 4]}... [truncated: {size} bytes]"
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    size = len(text.encode("utf-8"))
+    if size <= max_bytes:
+        return value
+    return {"truncated": True, "original_bytes": size, "preview": text[:TRUNCATED_PREVIEW_CHARS]}
+
 
 def utc_now() -> datetime:
     """The current time, timezone-aware, in UTC."""
@@ -83,6 +107,32 @@ class Trace(BaseModel):
         if not value.strip():
             raise ValueError("task must not be blank")
         return value
+
+    def capped(self, max_bytes: int = TRACE_VALUE_MAX_BYTES) -> "Trace":
+        """This trace with every value larger than ``max_bytes`` replaced by a marker
+        holding its original size (see :data:`TRACE_VALUE_MAX_BYTES`)."""
+        calls = [
+            c.model_copy(
+                update={
+                    "arguments": {k: cap_value(v, max_bytes) for k, v in c.arguments.items()},
+                    "result": cap_value(c.result, max_bytes),
+                    "error": cap_value(c.error, max_bytes) if c.error is not None else None,
+                }
+            )
+            for c in self.calls
+        ]
+        outcome = self.outcome
+        if outcome is not None:
+            outcome = outcome.model_copy(update={"evidence": cap_value(outcome.evidence, max_bytes)})
+        return self.model_copy(
+            update={
+                "task": cap_value(self.task, max_bytes),
+                "params": {k: cap_value(v, max_bytes) for k, v in self.params.items()},
+                "calls": calls,
+                "result": cap_value(self.result, max_bytes),
+                "outcome": outcome,
+            }
+        )
 
     @property
     def verified_success(self) -> bool:
@@ -304,20 +354,28 @@ class Skill(BaseModel):
         *,
         when: str,
         name: str | None = None,
+        infer_tools: bool = False,
         **fields: Any,
     ) -> "Skill":
         """A code skill from the source of one function; name and parameters come from it.
 
         When ``name`` is omitted the source must define exactly one top-level function.
+        ``infer_tools=True`` (and no ``tools=``) declares as tools the names the code calls
+        but does not define, import or get from builtins, less ``depends_on``.
         """
         if name is None:
             functions = signature.top_level_functions(code)
             if len(functions) != 1:
+                found = ", ".join(f.name for f in functions)
                 raise ValueError(
-                    f"code: expected exactly one top-level function, found {len(functions)}; "
-                    "pass name= to choose one"
+                    f"code: expected exactly one top-level function, found {len(functions)}"
+                    f"{f' ({found})' if found else ''}; pass name= (the CLI's --name) to choose one"
                 )
             name = functions[0].name
+        if infer_tools and fields.get("tools") is None:
+            skills = set(fields.get("depends_on") or ())
+            fields["tools"] = [n for n in signature.free_calls(code) if n not in skills]
+        fields = {k: v for k, v in fields.items() if v is not None}
         return cls(name=name, code=code, when=when, **fields)
 
 
@@ -387,6 +445,18 @@ class LearnResult(BaseModel):
     duplicate_of: str | None = None
 
 
+class RunError(BaseModel):
+    """Why a skill run failed: the exception type, its message and the line in the skill."""
+
+    type: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f" (line {self.line})" if self.line else ""
+        return f"{self.type}: {self.message}{where}"
+
+
 class SkillRun(BaseModel):
     """The result of running a skill in the sandbox, with the calls it made as a trace."""
 
@@ -394,7 +464,7 @@ class SkillRun(BaseModel):
     version: int
     ok: bool
     value: Any = None
-    error: str | None = None
+    error: RunError | None = None
     limit: str | None = None
     stdout: str = ""
     duration_ms: float = 0.0

@@ -11,6 +11,9 @@ added behind it.
 from __future__ import annotations
 
 import abc
+import builtins
+import sqlite3
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,10 +22,27 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from skill_library.errors import SkillNotFoundError
+from skill_library.errors import (
+    LibraryNotFoundError,
+    RecordStoreCorruptError,
+    SchemaVersionError,
+    SkillNotFoundError,
+    TraceNotFoundError,
+)
 from skill_library.models import Example, Provenance, Skill, SkillStatus, Trace, utc_now
 
 SCHEMA_VERSION = 1
+#: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
+IN_QUERY_BATCH = 500
+#: how long a SQLite writer waits for another one's lock before giving up
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+#: a 0-byte records file is re-checked this often, this far apart, before it is an error
+EMPTY_FILE_CHECKS = 5
+EMPTY_FILE_WAIT_SECONDS = 0.1
+#: the file name of the SQLite records inside a library folder
+RECORDS_FILE = "records.db"
+#: SQLite result codes that mean the file is damaged or not a database at all
+_SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 metadata = sa.MetaData()
 
@@ -142,7 +162,7 @@ class RecordStore(abc.ABC):
         """The active-pointer version of every skill, by name."""
 
     @abc.abstractmethod
-    def history(self, name: str) -> list[Skill]:
+    def history(self, name: str) -> builtins.list[Skill]:
         """Every version of ``name``, oldest first."""
 
     @abc.abstractmethod
@@ -156,7 +176,7 @@ class RecordStore(abc.ABC):
         """Change the lifecycle status of the active version of ``name``."""
 
     @abc.abstractmethod
-    def outcome_log(self, name: str) -> list[dict[str, Any]]:
+    def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
         """Every outcome recorded for ``name``, oldest first."""
 
     @abc.abstractmethod
@@ -165,10 +185,37 @@ class RecordStore(abc.ABC):
 
     @abc.abstractmethod
     def get_trace(self, trace_id: str) -> Trace:
-        """A stored trace; KeyError if unknown."""
+        """A stored trace; :class:`TraceNotFoundError` (a ``KeyError``) if unknown."""
+
+    def traces_for(self, name: str) -> builtins.list[Trace]:
+        """Traces of ``name``: those its versions were learned from and those of its
+        recorded outcomes, oldest first. Unknown name: :class:`SkillNotFoundError`."""
+        ids: list[str] = []
+        for version in self.history(name):
+            ids.extend(i for i in version.provenance.trace_ids if i not in ids)
+        for outcome in self.outcome_log(name):
+            if outcome["trace_id"] and outcome["trace_id"] not in ids:
+                ids.append(outcome["trace_id"])
+        found = []
+        for trace_id in ids:
+            try:
+                found.append(self.get_trace(trace_id))
+            except TraceNotFoundError:
+                pass  # an outcome may name a trace that was never stored
+        return sorted(found, key=lambda t: t.created_at)
+
+    def integrity_problem(self) -> str | None:
+        """What is wrong with the stored records (``None`` when they look sound)."""
+        return None
+
+    def check_integrity(self) -> None:
+        """Raise :class:`RecordStoreCorruptError` when :meth:`integrity_problem` finds one."""
+        problem = self.integrity_problem()
+        if problem is not None:
+            raise RecordStoreCorruptError(getattr(self, "url", type(self).__name__), problem)
 
     @abc.abstractmethod
-    def names(self, *, prefix: str | None = None) -> list[str]:
+    def names(self, *, prefix: str | None = None) -> builtins.list[str]:
         """Every skill name (starting with ``prefix`` when given), sorted."""
 
     @abc.abstractmethod
@@ -176,7 +223,7 @@ class RecordStore(abc.ABC):
         """The current version of each of ``names`` that exists."""
 
     @abc.abstractmethod
-    def examples(self, names: Sequence[str]) -> dict[str, list[Example]]:
+    def examples(self, names: Sequence[str]) -> dict[str, builtins.list[Example]]:
         """The stored examples of each of ``names`` (oldest first); absent names map to []."""
 
     @abc.abstractmethod
@@ -214,7 +261,7 @@ def _enable_sqlite_wal(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
@@ -225,44 +272,110 @@ def _enable_sqlite_wal(engine: Engine) -> None:
 
 
 class SQLRecordStore(RecordStore):
-    """:class:`RecordStore` on SQLAlchemy Core; ``url`` like ``sqlite:///path/records.db``."""
+    """:class:`RecordStore` on SQLAlchemy Core; ``url`` like ``sqlite:///path/records.db``.
 
-    def __init__(self, url: str) -> None:
+    A SQLite file that is not a database, is empty (0 bytes) or lacks the library's tables
+    raises :class:`RecordStoreCorruptError` (never opens as an empty library); a missing
+    file is created only with ``create=True`` (else :class:`LibraryNotFoundError`).
+    """
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = url
         self._engine = sa.create_engine(url, future=True)
         self._sqlite = self._engine.dialect.name == "sqlite"
+        database = self._engine.url.database
+        self.path: Path | None = (
+            Path(database) if self._sqlite and database and database != ":memory:" else None
+        )
+        fresh = True
+        if self.path is not None:
+            if self.path.exists():
+                fresh = False
+                if _stays_empty(self.path):
+                    raise RecordStoreCorruptError(self.path, "is empty (0 bytes)")
+            elif not create:
+                raise LibraryNotFoundError(self.path.parent, f"no {self.path.name}")
         if self._sqlite:
             _enable_sqlite_wal(self._engine)
         with self._write() as conn:
+            if not fresh:
+                present = set(sa.inspect(conn).get_table_names())
+                missing = {t.name for t in metadata.sorted_tables} - present
+                # no table at all: a database another process is creating right now
+                fresh = not present
+                if missing and present:
+                    raise RecordStoreCorruptError(
+                        self.path, f"is not a skill-library records file (no {', '.join(sorted(missing))} table)"
+                    )
             metadata.create_all(conn)
             found = conn.execute(
                 sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
             ).scalar()
             if found is None:
+                if not fresh:
+                    raise RecordStoreCorruptError(self.path, "has no schema version")
                 conn.execute(
                     meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION))
                 )
             elif int(found) > SCHEMA_VERSION:
-                raise RuntimeError(
+                raise SchemaVersionError(
                     f"record store {url} has schema version {found}; this library reads "
                     f"up to {SCHEMA_VERSION}: upgrade skill-library"
                 )
 
     @classmethod
-    def in_folder(cls, folder: Path) -> "SQLRecordStore":
+    def in_folder(cls, folder: Path, *, create: bool = True) -> "SQLRecordStore":
         """The SQLite store ``records.db`` inside a library folder."""
-        return cls(f"sqlite:///{Path(folder) / 'records.db'}")
+        return cls(f"sqlite:///{Path(folder) / RECORDS_FILE}", create=create)
+
+    def integrity_problem(self) -> str | None:
+        """SQLite's ``quick_check`` and the library's tables and schema version."""
+        try:
+            with self._read() as conn:
+                if self._sqlite:
+                    verdict = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check")]
+                    if verdict != ["ok"]:
+                        return f"fails SQLite's integrity check ({'; '.join(verdict[:3])})"
+                missing = {t.name for t in metadata.sorted_tables} - set(
+                    sa.inspect(conn).get_table_names()
+                )
+                if missing:
+                    return f"lacks the table(s) {', '.join(sorted(missing))}"
+                found = conn.execute(
+                    sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+                ).scalar()
+                if found is None:
+                    return "has no schema version"
+        except RecordStoreCorruptError as exc:
+            return exc.problem
+        return None
 
     # -- transactions -------------------------------------------------------------------
     def _write(self) -> Any:
-        conn = self._engine.connect()
-        conn.info["write"] = True
-        return _Transaction(conn)
+        return _Transaction(self, write=True)
 
     def _read(self) -> Any:
-        conn = self._engine.connect()
-        conn.info["write"] = False
-        return _Transaction(conn)
+        return _Transaction(self, write=False)
+
+    def _connect(self, write: bool) -> Connection:
+        try:
+            conn = self._engine.connect()
+        except sa.exc.DatabaseError as exc:
+            corrupt = self._corrupt(exc)
+            if corrupt is None:
+                raise
+            raise corrupt from exc
+        conn.info["write"] = write
+        return conn
+
+    def _corrupt(self, exc: BaseException) -> RecordStoreCorruptError | None:
+        """The named error for a damaged file, or None for any other database error."""
+        orig = getattr(exc, "orig", exc)
+        if getattr(orig, "sqlite_errorcode", None) in _SQLITE_CORRUPT_CODES:
+            where = self.path if self.path is not None else self.url
+            problem = "is not a SQLite database" if "not a database" in str(orig) else "is damaged"
+            return RecordStoreCorruptError(where, f"{problem} ({orig})")
+        return None
 
     # -- skills -------------------------------------------------------------------------
     def add_version(self, skill: Skill, *, initial_success: bool = False) -> Skill:
@@ -332,10 +445,10 @@ class SQLRecordStore(RecordStore):
         names = sorted({n for n, _ in wanted})
         found = {}
         with self._read() as conn:
-            for start in range(0, len(names), 500):  # stay far below SQLite's variable limit
+            for start in range(0, len(names), IN_QUERY_BATCH):
                 rows = conn.execute(
                     _versions().where(
-                        versions_table.c.name.in_(names[start : start + 500])
+                        versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
                     )
                 ).mappings()
                 for row in rows:
@@ -361,7 +474,7 @@ class SQLRecordStore(RecordStore):
         with self._read() as conn:
             return [_row_to_skill(row) for row in conn.execute(query).mappings()]
 
-    def history(self, name: str) -> list[Skill]:
+    def history(self, name: str) -> builtins.list[Skill]:
         with self._read() as conn:
             rows = conn.execute(
                 _versions()
@@ -397,7 +510,7 @@ class SQLRecordStore(RecordStore):
             )
             return self._get(conn, name, version)
 
-    def outcome_log(self, name: str) -> list[dict[str, Any]]:
+    def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
         with self._read() as conn:
             self._active_version(conn, name)
             rows = conn.execute(
@@ -422,6 +535,7 @@ class SQLRecordStore(RecordStore):
 
     @staticmethod
     def _insert_trace(conn: Connection, trace: Trace) -> None:
+        trace = trace.capped()  # arguments and results beyond the size cap become markers
         exists = conn.execute(
             sa.select(traces_table.c.id).where(traces_table.c.id == trace.id)
         ).scalar()
@@ -442,10 +556,10 @@ class SQLRecordStore(RecordStore):
                 sa.select(traces_table.c.body).where(traces_table.c.id == trace_id)
             ).scalar()
         if body is None:
-            raise KeyError(f"no trace with id {trace_id!r}")
+            raise TraceNotFoundError(trace_id)
         return Trace.model_validate(body)
 
-    def names(self, *, prefix: str | None = None) -> list[str]:
+    def names(self, *, prefix: str | None = None) -> builtins.list[str]:
         query = sa.select(skills_table.c.name).order_by(skills_table.c.name)
         if prefix is not None:
             escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -457,28 +571,28 @@ class SQLRecordStore(RecordStore):
         unique = sorted(set(names))
         found: dict[str, Skill] = {}
         with self._read() as conn:
-            for start in range(0, len(unique), 500):
+            for start in range(0, len(unique), IN_QUERY_BATCH):
                 rows = conn.execute(
                     _versions()
                     .join(skills_table, sa.and_(
                         skills_table.c.name == versions_table.c.name,
                         skills_table.c.active_version == versions_table.c.version,
                     ))
-                    .where(versions_table.c.name.in_(unique[start : start + 500]))
+                    .where(versions_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
                 ).mappings()
                 for row in rows:
                     found[row["name"]] = _row_to_skill(row)
         return found
 
     # -- examples and derived texts ------------------------------------------------------
-    def examples(self, names: Sequence[str]) -> dict[str, list[Example]]:
-        found: dict[str, list[Example]] = {n: [] for n in names}
+    def examples(self, names: Sequence[str]) -> dict[str, builtins.list[Example]]:
+        found: dict[str, builtins.list[Example]] = {n: [] for n in names}
         unique = sorted(set(names))
         with self._read() as conn:
-            for start in range(0, len(unique), 500):
+            for start in range(0, len(unique), IN_QUERY_BATCH):
                 rows = conn.execute(
                     sa.select(examples_table)
-                    .where(examples_table.c.name.in_(unique[start : start + 500]))
+                    .where(examples_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
                     .order_by(examples_table.c.created_at, examples_table.c.trace_id)
                 ).mappings()
                 for row in rows:
@@ -532,6 +646,34 @@ class SQLRecordStore(RecordStore):
                     )
                 )
             return self._get(conn, name, version)
+
+    def traces_for(self, name: str) -> builtins.list[Trace]:
+        ids: set[str] = set()
+        for version in self.history(name):  # raises for an unknown name
+            ids.update(version.provenance.trace_ids)
+        with self._read() as conn:
+            ids.update(
+                r[0]
+                for r in conn.execute(
+                    sa.select(outcomes_table.c.trace_id)
+                    .where(outcomes_table.c.name == name)
+                    .where(outcomes_table.c.trace_id.is_not(None))
+                )
+            )
+            ran = traces_table.c.source.startswith(f"skill:{name}@", autoescape=True)
+            chosen = sorted(ids)
+            bodies: dict[str, Any] = {}
+            for row in conn.execute(sa.select(traces_table.c.id, traces_table.c.body).where(ran)):
+                bodies[row[0]] = row[1]
+            for start in range(0, len(chosen), IN_QUERY_BATCH):
+                for row in conn.execute(
+                    sa.select(traces_table.c.id, traces_table.c.body).where(
+                        traces_table.c.id.in_(chosen[start : start + IN_QUERY_BATCH])
+                    )
+                ):
+                    bodies[row[0]] = row[1]
+        traces = [Trace.model_validate(b) for b in bodies.values()]
+        return sorted(traces, key=lambda t: (t.created_at, t.id))
 
     def index_generation(self) -> int:
         with self._read() as conn:
@@ -604,14 +746,36 @@ class SQLRecordStore(RecordStore):
         )
 
 
-class _Transaction:
-    """Context manager: one connection, one transaction, committed on success."""
+def _stays_empty(path: Path) -> bool:
+    """True when ``path`` has 0 bytes and keeps them for a moment: another process that is
+    creating the library writes the header within milliseconds of creating the file."""
+    for _ in range(EMPTY_FILE_CHECKS):
+        if path.stat().st_size:
+            return False
+        time.sleep(EMPTY_FILE_WAIT_SECONDS)
+    return path.stat().st_size == 0
 
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
+
+class _Transaction:
+    """Context manager: one connection, one transaction, committed on success.
+
+    A database error that means the file is damaged becomes :class:`RecordStoreCorruptError`.
+    """
+
+    def __init__(self, store: SQLRecordStore, *, write: bool) -> None:
+        self._store = store
+        self._write = write
 
     def __enter__(self) -> Connection:
-        self._tx = self._conn.begin()
+        self._conn = self._store._connect(self._write)
+        try:
+            self._tx = self._conn.begin()
+        except sa.exc.DatabaseError as exc:
+            self._conn.close()
+            corrupt = self._store._corrupt(exc)
+            if corrupt is None:
+                raise
+            raise corrupt from exc
         return self._conn
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -620,8 +784,17 @@ class _Transaction:
                 self._tx.commit()
             else:
                 self._tx.rollback()
+        except sa.exc.DatabaseError as error:
+            corrupt = self._store._corrupt(error)
+            if corrupt is None:
+                raise
+            raise corrupt from error
         finally:
             self._conn.close()
+        if isinstance(exc, sa.exc.DatabaseError):
+            corrupt = self._store._corrupt(exc)
+            if corrupt is not None:
+                raise corrupt from exc
 
 
 def _row_to_skill(row: Any) -> Skill:

@@ -8,6 +8,7 @@ the description.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 from typing import Any
 
@@ -144,3 +145,32 @@ def argument_names(func: ast.FunctionDef) -> list[str]:
 def docstring(func: ast.FunctionDef) -> str:
     """The function's docstring, or an empty string."""
     return ast.get_docstring(func) or ""
+
+
+#: names skill code may call that are not tools: Python's builtins and the sandbox's own
+_NOT_TOOLS = frozenset(dir(builtins)) | {"ToolError"}
+
+
+def free_calls(code: str) -> list[str]:
+    """Names the source calls as plain functions but never defines, imports or assigns,
+    less builtins: the tools (and other skills) it needs, in first-call order."""
+    tree = parse_source(code)
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    called: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            if name not in bound and name not in _NOT_TOOLS and name not in called:
+                called.append(name)
+    return called

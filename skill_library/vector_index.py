@@ -12,18 +12,20 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-import chromadb
-from chromadb.config import Settings
-
-from skill_library.embeddings import Embedder, SkillEmbeddingFunction
+from skill_library.embeddings import Embedder
 from skill_library.errors import IndexCorruptError
+
+if TYPE_CHECKING:  # chromadb is imported when an index is opened, not with this module
+    import chromadb
 
 COLLECTION = "skills"
 INDEX_FORMAT = 2  # 2: several entries (when + examples) per skill
 # Chroma refuses batches larger than its max batch size (5,461 here); stay well under it.
 UPSERT_BATCH = 1000
+#: entries embedded per batch when the index is rebuilt from the records
+REBUILD_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,11 @@ class VectorIndex:
     """A persistent Chroma collection of skill ``when`` embeddings."""
 
     def __init__(self, folder: Path, embedder: Embedder) -> None:
+        import chromadb
+        from chromadb.config import Settings
+
+        from skill_library.chroma_embedding import SkillEmbeddingFunction
+
         self.folder = Path(folder)
         self.embedder = embedder
         self._function = SkillEmbeddingFunction(embedder)
@@ -178,7 +185,7 @@ class VectorIndex:
         self,
         entries: Sequence[IndexEntry],
         *,
-        batch_size: int = 256,
+        batch_size: int = REBUILD_BATCH,
         progress: Callable[[int], None] | None = None,
     ) -> None:
         """Replace the whole collection with ``entries``, embedding their ``when`` texts."""

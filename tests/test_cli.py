@@ -25,6 +25,11 @@ def as_json(output: str):
     return json.loads(output)
 
 
+def plain(output: str) -> str:
+    """Output with rich's box characters and line breaks removed."""
+    return " ".join(output.replace("│", " ").split())
+
+
 @pytest.fixture
 def skill_file(tmp_path):
     path = tmp_path / "water.py"
@@ -84,19 +89,52 @@ def test_cli_round_trip(tmp_path, skill_file, embedder):
 
 def test_cli_errors_are_one_line_messages(tmp_path, skill_file, embedder):
     lib = tmp_path / "lib"
+    assert invoke("init", env_dir=lib)[0] == 0
     code, out = invoke("show", "ghost", env_dir=lib)
-    assert code == 1 and "no skill named 'ghost'" in out
+    assert code == 1 and out.strip() == "error: no skill named 'ghost'"
     code, out = invoke("fetch", "x", "-k", "0", env_dir=lib)
-    assert code == 1 and "k must be a positive integer" in out
+    assert code == 2 and "greater than or equal to 1" in " ".join(out.split())
     bad = tmp_path / "bad.py"
     bad.write_text("def a():\n    pass\n\ndef b():\n    pass\n")
     code, out = invoke("add", str(bad), "--when", "w", env_dir=lib)
-    assert code == 1 and "exactly one top-level function" in out
+    assert code == 1 and "exactly one top-level function, found 2 (a, b)" in out
+    assert "--name" in out
+
+
+def test_a_bug_is_not_turned_into_a_one_line_message(tmp_path, monkeypatch):
+    """Only the library's own errors are mapped: a KeyError from a bug shows as itself."""
+    from skill_library.library import SkillLibrary
+
+    lib = tmp_path / "lib"
+    assert invoke("init", env_dir=lib)[0] == 0
+
+    def broken(self, *args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(SkillLibrary, "list", broken)
+    result = runner.invoke(app, ["list"], env={"SKILLS_DIR": str(lib)})
+    assert result.exit_code == 1 and isinstance(result.exception, KeyError)
+    assert "error:" not in result.output
+
+
+def test_list_status_is_checked_against_the_real_statuses(tmp_path):
+    lib = tmp_path / "lib"
+    assert invoke("init", env_dir=lib)[0] == 0
+    code, out = invoke("list", "--status", "actve", env_dir=lib)
+    assert code == 2 and "'actve' is not one of 'draft', 'active', 'retired'" in plain(out)
+    code, out = invoke("list", "--status", "retired", "--json", env_dir=lib)
+    assert code == 0 and as_json(out) == []
+    from skill_library.library import SkillLibrary
+
+    with SkillLibrary(lib) as library, pytest.raises(ValueError, match="status must be one of"):
+        library.list(status="actve")  # type: ignore[arg-type]
 
 
 def test_console_script_is_installed(tmp_path):
     env = dict(os.environ, SKILLS_DIR=str(tmp_path / "lib"))
     script = Path(sys.executable).with_name("skills")
+    done = subprocess.run([str(script), "init"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
     done = subprocess.run([str(script), "list", "--json"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
@@ -104,6 +142,7 @@ def test_console_script_is_installed(tmp_path):
 
 def test_tools_that_cannot_be_loaded_are_one_line_errors(tmp_path):
     lib = tmp_path / "lib"
+    assert invoke("init", env_dir=lib)[0] == 0
     code, out = invoke("run", "ghost", "--tools", "no_such_tools_module_xyz", env_dir=lib)
     assert code == 1 and "cannot load tools from no_such_tools_module_xyz" in " ".join(out.split())
     code, out = invoke("run", "ghost", "--tools", str(tmp_path / "missing.py"), env_dir=lib)
@@ -127,10 +166,10 @@ def test_learn_reads_an_openai_transcript(tmp_path, embedder):
     }
     path = tmp_path / "transcript.json"
     path.write_text(json.dumps(transcript))
-    code, out = invoke("learn", str(path), "--json", env_dir=lib)
+    code, out = invoke("learn", str(path), "--json", "--create", env_dir=lib)
     assert code == 0, out
     assert as_json(out)["status"] == "saved" and as_json(out)["skill"]["tools"] == ["pour"]
     del transcript["messages"][1]
     path.write_text(json.dumps(transcript))
     code, out = invoke("learn", str(path), env_dir=lib)
-    assert code == 1 and "has no tool message answering it" in " ".join(out.split())
+    assert code == 3 and "has no tool message answering it" in " ".join(out.split())

@@ -45,7 +45,7 @@ def test_learn_then_run_with_new_arguments(tmp_path, embedder):
     tools_file = tmp_path / "stall_tools.py"
     tools_file.write_text(TOOLS_MODULE)
 
-    code, out = invoke("learn", str(trace_file), "--json", lib=lib)
+    code, out = invoke("learn", str(trace_file), "--json", "--create", lib=lib)
     assert code == 0, out
     learned = json.loads(out)
     assert learned["status"] == "saved"
@@ -66,7 +66,7 @@ def test_learn_then_run_with_new_arguments(tmp_path, embedder):
     # a failing run exits non-zero and is recorded as a failure
     code, out = invoke("run", skill["name"], "--args", '{"item": "plum", "quantity": 1}',
                        "--tools", str(tools_file), lib=lib)
-    assert code == 4 and "plum" in out
+    assert code == 4 and "plum" in out and "trace " in out
     code, out = invoke("show", skill["name"], "--json", lib=lib)
     assert json.loads(out)["failures"] == 1
 
@@ -76,7 +76,7 @@ def test_learn_rejects_unverified_and_malformed_traces(tmp_path, embedder):
     unverified = dict(TRACE, outcome={"success": True})
     path = tmp_path / "unverified.json"
     path.write_text(json.dumps(unverified))
-    code, out = invoke("learn", str(path), lib=lib)
+    code, out = invoke("learn", str(path), "--create", lib=lib)
     assert code == 3 and "verifier" in out
     code, out = invoke("list", "--json", lib=lib)
     assert json.loads(out) == []
@@ -89,11 +89,12 @@ def test_learn_rejects_unverified_and_malformed_traces(tmp_path, embedder):
     no_task = tmp_path / "no_task.json"
     no_task.write_text(json.dumps({"calls": []}))
     code, out = invoke("learn", str(no_task), lib=lib)
-    assert code == 1 and "task" in out
+    assert code == 3 and "task" in out
 
 
 def test_run_argument_errors(tmp_path, embedder):
     lib = tmp_path / "lib"
+    assert invoke("init", lib=lib)[0] == 0
     code, out = invoke("run", "ghost", "--args", "[1]", lib=lib)
     assert code == 1 and "--args must be a JSON object" in out
     code, out = invoke("run", "ghost", "--args", "{}", lib=lib)

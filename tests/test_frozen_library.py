@@ -19,7 +19,7 @@ def test_frozen_view_runs_without_recording(library):
     frozen = FrozenLibrary(library)
     assert [m.skill.name for m in frozen.fetch("make it explode", k=1)] == ["boom"]
     run = frozen.run("boom", {"n": 3}, {"explode": explode})
-    assert not run.ok and "exploded 3" in run.error
+    assert not run.ok and "exploded 3" in run.error.message
     skill = library.get("boom")
     assert (skill.successes, skill.failures) == (1, 0)  # unchanged: nothing recorded
     with pytest.raises(KeyError):

@@ -174,7 +174,7 @@ def test_tool_schemas_are_closed_unless_they_say_otherwise(library):
     library.add(Skill.from_function(code, when="move money between accounts", tools=["transfer"]), verified=True)
     schema = {"type": "object", "properties": {"amount": {"type": "integer"}}, "required": ["amount"]}
     run = library.run("move_money", {"amount": 5}, {"transfer": transfer}, tool_schemas={"transfer": schema})
-    assert not run.ok and "admin_override" in run.error and seen == []
+    assert not run.ok and "admin_override" in str(run.error) and seen == []
     open_schema = dict(schema, additionalProperties=True)
     run = library.run("move_money", {"amount": 5}, {"transfer": transfer}, tool_schemas={"transfer": open_schema})
     assert run.ok and seen == [{"admin_override": True}]

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from benchmarks.worlds.base import Task, ToolError, World
 from skill_library.models import Outcome, ToolCall, Trace
 
-from benchmarks.worlds.base import Task, ToolError, World
-
 if TYPE_CHECKING:  # the library pulls in torch/chromadb; agents only need its interface
+    from sandbox import Limits
     from skill_library import Match, Skill, SkillLibrary
 
 
@@ -128,7 +128,7 @@ class Session:
         agent: str,
         max_tool_calls: int = 400,
         max_decisions: int | None = None,
-        skill_limits: dict[str, Any] | None = None,
+        skill_limits: Limits | None = None,
     ) -> None:
         self.task = task
         self.world = world
@@ -229,7 +229,7 @@ class Session:
                 tool_schemas=self.world.tool_schemas(),
                 limits=self.skill_limits,
             )
-            ok, value, error = run.ok, run.value, run.error
+            ok, value, error = run.ok, run.value, str(run.error) if run.error else None
             version = run.version
         except BudgetExceeded:
             raise

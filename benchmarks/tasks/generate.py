@@ -34,6 +34,9 @@ from benchmarks.worlds.base import GoldAction, Task
 from benchmarks.worlds.crafting import phrase, plan
 from benchmarks.worlds.shop import CANCEL_REASONS, CITIES, STREET_KINDS, STREETS, ShopWorld
 
+#: the arguments of find_user_id_by_name_zip
+NAME_ZIP = ("first_name", "last_name", "zip")
+
 TASKS_DIR = Path(__file__).resolve().parent
 
 # -- crafting ---------------------------------------------------------------------------------
@@ -272,7 +275,7 @@ class _ShopMaker:
             "reason": self.rng.choice(CANCEL_REASONS),
         }
         return p, [
-            GoldAction(name="find_user_id_by_name_zip", arguments={k: p[k] for k in ("first_name", "last_name", "zip")}),
+            GoldAction(name="find_user_id_by_name_zip", arguments={k: p[k] for k in NAME_ZIP}),
             GoldAction(name="get_order_details", arguments={"order_id": p["order_id"]}),
             GoldAction(name="cancel_pending_order", arguments={"order_id": p["order_id"], "reason": p["reason"]}),
         ]
@@ -305,7 +308,7 @@ class _ShopMaker:
             "state": p["new_state"], "country": "USA", "zip": p["new_zip"],
         }
         return p, [
-            GoldAction(name="find_user_id_by_name_zip", arguments={k: p[k] for k in ("first_name", "last_name", "zip")}),
+            GoldAction(name="find_user_id_by_name_zip", arguments={k: p[k] for k in NAME_ZIP}),
             GoldAction(name="get_user_details", arguments={"user_id": user["user_id"]}),
             GoldAction(name="modify_user_address", arguments={"user_id": user["user_id"], **address}),
         ]
@@ -345,7 +348,9 @@ class _ShopMaker:
             GoldAction(name="get_product_details", arguments={"product_id": product_id}),
             GoldAction(
                 name=tool,
-                arguments={"order_id": p["order_id"], "item_ids": olds, "new_item_ids": news, "payment_method_id": method},
+                arguments={
+                    "order_id": p["order_id"], "item_ids": olds, "new_item_ids": news, "payment_method_id": method,
+                },
             ),
         ]
 

@@ -127,7 +127,7 @@ class ShopWorld(World):
             products[product_id] = {"name": name, "product_id": product_id, "variants": variants}
 
         users: dict[str, Any] = {}
-        names = [(f, l) for f in FIRST_NAMES for l in LAST_NAMES]
+        names = [(first, last) for first in FIRST_NAMES for last in LAST_NAMES]
         rng.shuffle(names)
         for first, last in names[:24]:
             user_id = f"{first.lower()}_{last.lower()}_{rng.randrange(1000, 9999)}"
@@ -375,7 +375,10 @@ class ShopWorld(World):
         self._method(order["user_id"], payment_method_id, amount=current["amount"])
         order["payment_history"] += [
             {"transaction_type": "payment", "amount": current["amount"], "payment_method_id": payment_method_id},
-            {"transaction_type": "refund", "amount": current["amount"], "payment_method_id": current["payment_method_id"]},
+            {
+                "transaction_type": "refund", "amount": current["amount"],
+                "payment_method_id": current["payment_method_id"],
+            },
         ]
         self._credit(order["user_id"], payment_method_id, -current["amount"])
         self._credit(order["user_id"], current["payment_method_id"], current["amount"])

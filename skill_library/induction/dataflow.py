@@ -932,7 +932,7 @@ class _Builder:
         if guard is not None:
             doc_lines += [f"Looks first: returns {guard[0]}() at once when it already holds "
                           f"{guard[1]!r} >= {guard[2]}."]
-        doc = "\n".join(doc_lines[:1] + [("    " + l) if l else "" for l in doc_lines[1:]])
+        doc = "\n".join(doc_lines[:1] + [("    " + line) if line else "" for line in doc_lines[1:]])
         lines = [f"def {func_name}({args}):", "    " + _docstring(doc + "\n    ")]
         if guard is not None:
             tool, key, param = guard

@@ -26,7 +26,7 @@ from skill_library.induction.verify import LiveVerifier, replay_verify, run_live
 from skill_library.models import Skill, Trace, VerificationReport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sandbox import Sandbox
+    from sandbox import Limits, Sandbox
 
 LearnOutcome = tuple[Candidate | None, VerificationReport | None, list[str]]
 
@@ -107,9 +107,16 @@ def coerce_trace(trace: Trace | Mapping[str, Any]) -> tuple[Trace | None, list[s
 class _CachedVerify:
     """Replay verification memoized by candidate fingerprint: one sandbox run per version."""
 
-    def __init__(self, trace: Trace, sandbox: "Sandbox", related: Sequence[Skill],
-                 read_only: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        sandbox: "Sandbox",
+        related: Sequence[Skill],
+        limits: "Limits | None" = None,
+        read_only: frozenset[str] = frozenset(),
+    ) -> None:
         self.trace, self.sandbox, self.related = trace, sandbox, related
+        self.limits = limits
         self.read_only = read_only
         self.reports: dict[str, VerificationReport] = {}
         self.runs = 0
@@ -121,7 +128,7 @@ class _CachedVerify:
         if key not in self.reports:
             self.runs += 1
             self.reports[key] = replay_verify(
-                candidate, self.trace, self.sandbox, related=self.related,
+                candidate, self.trace, self.sandbox, related=self.related, limits=self.limits,
                 read_only=self.read_only,
             )
         return self.reports[key]
@@ -145,6 +152,7 @@ def learn_from_trace(
     sandbox: "Sandbox",
     related: Sequence[Skill] = (),
     live_verifier: LiveVerifier | None = None,
+    limits: "Limits | None" = None,
     read_only: frozenset[str] = frozenset(),
 ) -> LearnOutcome:
     """Turn one trace into a verified candidate, or say why not.
@@ -163,7 +171,7 @@ def learn_from_trace(
     reasons = check_trace(checked)
     if reasons:
         return None, None, reasons
-    verify = _CachedVerify(checked, sandbox, related, read_only)
+    verify = _CachedVerify(checked, sandbox, related, limits, read_only)
     try:
         candidate = generalize(generalizer, checked, related=related, verify=verify,
                                read_only=read_only)

@@ -24,13 +24,13 @@ import jinja2
 from skill_library import signature
 from skill_library.errors import GeneralizationError, LLMError
 from skill_library.induction.candidate import Candidate, Verify
-from skill_library.llm_endpoint import endpoint_configured, model_name, openai_client
 from skill_library.induction.validation import (
     allowed_names,
     complete_candidate,
     derived_parameters_safe,
     validate_candidate,
 )
+from skill_library.llm_endpoint import endpoint_configured, model_name, openai_client
 from skill_library.models import Skill, Trace
 
 if TYPE_CHECKING:  # pragma: no cover - importing openai takes ~2 s: done on first use

@@ -362,10 +362,10 @@ def provenance_problems(
     # declared parameter descriptions are kept in the stored schema (merged_parameters)
     properties = (candidate.parameters or {}).get("properties")
     for prop, spec in (properties.items() if isinstance(properties, dict) else ()):
-        text = spec.get("description") if isinstance(spec, dict) else None
-        origin = trusted.untrusted_origin(text) if isinstance(text, str) and text else None
+        described = spec.get("description") if isinstance(spec, dict) else None
+        origin = trusted.untrusted_origin(described) if isinstance(described, str) and described else None
         if origin:
-            flag(f"description of parameter {prop!r}", text, origin)
+            flag(f"description of parameter {prop!r}", str(described), origin)
     return problems
 
 

@@ -23,7 +23,7 @@ from skill_library.induction.validation import complete_candidate, derived_param
 from skill_library.models import Skill, ToolCall, Trace, VerificationReport
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sandbox import Sandbox
+    from sandbox import Limits, Sandbox
 
 LiveVerifier = Callable[[Candidate], "bool | VerificationReport"]
 
@@ -88,7 +88,7 @@ class _Replay:
             if len(args) > len(order):
                 arguments.update({f"arg{n}": v for n, v in enumerate(args) if n >= len(order)})
             arguments.update(kwargs)
-            self.actual.append(ToolCall(name=name, arguments=arguments, kind=kind))
+            self.actual.append(ToolCall(name=name, arguments=arguments, kind=kind))  # type: ignore[arg-type]
             for index, call in enumerate(self.expected):
                 if (
                     not self.used[index]
@@ -177,10 +177,12 @@ def replay_verify(
     *,
     related: Sequence[Skill] = (),
     read_only: frozenset[str] = frozenset(),
+    limits: "Limits | None" = None,
 ) -> VerificationReport:
     """Run ``candidate`` against replay stubs of ``trace`` and compare (no live check).
 
-    The tools and skills the candidate calls are read from its code, not its declaration.
+    The tools and skills the candidate calls are read from its code, not its declaration;
+    ``limits`` are the sandbox limits of the replay (default: the sandbox's own).
     Calls of ``read_only`` tools are optional: the candidate may make them more or less
     often than the trace (a look before acting, or no repeat of an unused read); only the
     other calls are compared.
@@ -199,7 +201,8 @@ def replay_verify(
     args = _arguments(candidate, trace)
     try:
         run = sandbox.run(
-            [*composed, candidate.code], entry=candidate.name, args=args, tools=stubs
+            [*composed, candidate.code], entry=candidate.name, args=args, tools=stubs,
+            limits=limits,
         )
     except Exception as exc:  # the sandbox itself failed: not the candidate's verdict alone
         return VerificationReport(

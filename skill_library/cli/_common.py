@@ -1,0 +1,258 @@
+"""What every command shares: options, opening the library, one error mapper, output.
+
+Exit codes: 0 done; 1 a library error (unknown skill, a skill called wrongly, bad
+input); 2 bad usage (click's own code) or a library folder that cannot be used (none
+there, damaged records, newer schema); 3 refused (not added, not learned); 4 the skill
+ran and failed. Only the library's own error types become one-line messages: anything
+else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from skill_library.errors import (
+    IndexCorruptError,
+    LibraryNotFoundError,
+    RecordStoreCorruptError,
+    SchemaVersionError,
+    SkillLibraryError,
+)
+
+if TYPE_CHECKING:
+    from sandbox import Limits
+    from skill_library.library import SkillLibrary
+
+console = Console()
+err_console = Console(stderr=True, soft_wrap=True)  # one-line errors, never wrapped
+
+EXIT_ERROR = 1
+EXIT_UNUSABLE = 2
+EXIT_REFUSED = 3
+EXIT_RUN_FAILED = 4
+
+#: the library folder when neither --dir nor SKILLS_DIR is given
+DEFAULT_DIR = Path(".skills")
+#: longest piece of user input (an argument, a value) quoted in a message
+MAX_QUOTED_CHARS = 200
+
+#: library error type -> exit code, most specific first (the rest: EXIT_ERROR)
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (LibraryNotFoundError, EXIT_UNUSABLE),
+    (RecordStoreCorruptError, EXIT_UNUSABLE),
+    (SchemaVersionError, EXIT_UNUSABLE),
+    (IndexCorruptError, EXIT_UNUSABLE),
+    (SkillLibraryError, EXIT_ERROR),
+    (ValidationError, EXIT_ERROR),  # a model built from the user's input
+)
+
+DirOption = typer.Option(
+    None, "--dir", envvar="SKILLS_DIR", help="Library folder (default: ./.skills)."
+)
+JsonOption = typer.Option(False, "--json", help="Print JSON instead of text.")
+CreateOption = typer.Option(
+    False, "--create", help="Create the library when the folder has none."
+)
+MaxToolCallsOption = typer.Option(
+    None, "--max-tool-calls", min=0, help="Sandbox limit: tool calls per run (default 200)."
+)
+CpuSecondsOption = typer.Option(
+    None, "--cpu-seconds", min=0.001, help="Sandbox limit: CPU seconds per run (default 5)."
+)
+WallSecondsOption = typer.Option(
+    None, "--wall-seconds", min=0.001, help="Sandbox limit: wall-clock seconds (default 10)."
+)
+MemoryMbOption = typer.Option(
+    None, "--memory-mb", min=64, help="Sandbox limit: worker memory in MB (default 256)."
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def short(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    """Print ``error: message`` on one line of stderr and exit with ``code``."""
+    err_console.print(f"[red]error:[/red] {message}", markup=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def notice(message: str) -> None:
+    """A one-line notice on stderr (what a warning becomes in the CLI)."""
+    err_console.print(f"[yellow]notice:[/yellow] {message}", highlight=False)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """A pydantic error as one line: ``field: problem; field: problem``."""
+    parts = []
+    for error in exc.errors():
+        field = ".".join(str(p) for p in error.get("loc", ())) or exc.title
+        message = str(error.get("msg", "")).removeprefix("Value error, ")
+        parts.append(f"{field}: {message}")
+    return "; ".join(parts)
+
+
+def error_exit(exc: BaseException) -> tuple[str, int] | None:
+    """The one-line message and exit code for one of the library's errors, else None."""
+    for kind, code in EXIT_CODES:
+        if isinstance(exc, kind):
+            if isinstance(exc, ValidationError):
+                return validation_message(exc), code
+            return str(exc), code
+    return None
+
+
+def command(func: F) -> F:
+    """Wrap a command: library errors become one-line messages, warnings one-line notices."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for developer_only in (DeprecationWarning, PendingDeprecationWarning, ResourceWarning):
+                warnings.simplefilter("ignore", developer_only)  # for developers, not users
+            try:
+                return func(*args, **kwargs)
+            except (SkillLibraryError, ValidationError) as exc:
+                mapped = error_exit(exc)
+                assert mapped is not None
+                fail(*mapped)
+            finally:
+                seen: set[str] = set()
+                for warning in caught:
+                    text = str(warning.message).splitlines()[0] if str(warning.message) else ""
+                    if text and text not in seen:
+                        seen.add(text)
+                        notice(text)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def open_library(
+    directory: Path | None,
+    *,
+    create: bool = False,
+    generalizer: str | None = None,
+) -> Iterator[SkillLibrary]:
+    """The library in ``directory`` (default ``./.skills``), closed afterwards.
+
+    A folder with no library is an error unless ``create``.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from skill_library.library import SkillLibrary
+
+    options: dict[str, Any] = {"create": create}
+    if generalizer is not None:
+        options["generalizer"] = generalizer
+    library = SkillLibrary(directory or DEFAULT_DIR, **options)
+    try:
+        yield library
+    finally:
+        library.close()
+
+
+def emit(data: Any) -> None:
+    """Print ``data`` as indented JSON."""
+    typer.echo(json.dumps(data, indent=2, default=str))
+
+
+def split_names(text: str) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def json_value(text: str, option: str) -> Any:
+    """Parse an option's JSON, or ``@path`` to read it from a file; errors name the option."""
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            fail(f"{option}: cannot read {path}: {exc.strerror or exc}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"{option} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+
+
+def limits_from(
+    max_tool_calls: int | None,
+    cpu_seconds: float | None,
+    wall_seconds: float | None,
+    memory_mb: int | None,
+) -> Limits | None:
+    """Sandbox limits from the limit options (None when none was given)."""
+    given = {
+        "max_tool_calls": max_tool_calls,
+        "cpu_seconds": cpu_seconds,
+        "wall_seconds": wall_seconds,
+        "memory_mb": memory_mb,
+    }
+    chosen: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    if not chosen:
+        return None
+    from sandbox import Limits
+
+    try:
+        return Limits(**chosen)
+    except ValueError as exc:
+        fail(str(exc), EXIT_UNUSABLE)
+
+
+def load_tools(spec: str) -> dict[str, Callable[..., Any]]:
+    """Tools from a ``.py`` path or a module name: its ``TOOLS`` dict, else its public
+    functions.
+
+    A path, or a name with a ``NAME.py`` in the working directory, is loaded from that file;
+    any other name is imported as an installed module. ``sys.path`` is never changed, so
+    files in the working directory cannot shadow what the CLI imports.
+    """
+    path = Path(spec)
+    if not (spec.endswith(".py") or os.sep in spec):
+        local = Path.cwd() / f"{spec}.py"
+        path = local if local.is_file() else Path()
+    try:
+        if path != Path():
+            if not path.is_file():
+                fail(f"cannot load tools from {spec}: no such file")
+            module_name = f"skills_cli_tools_{path.stem}"
+            module_spec = importlib.util.spec_from_file_location(module_name, path)
+            if module_spec is None or module_spec.loader is None:
+                fail(f"cannot load tools from {spec}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[module_name] = module  # dataclasses and pickling look modules up
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec)
+    except typer.Exit:
+        raise
+    except Exception as exc:  # the tools module is the user's code: any import failure
+        fail(f"cannot load tools from {spec}: {type(exc).__name__}: {short(str(exc))}")
+    tools = getattr(module, "TOOLS", None)
+    if isinstance(tools, dict):
+        return dict(tools)
+    return {
+        name: obj
+        for name, obj in vars(module).items()
+        if callable(obj)
+        and not name.startswith("_")
+        and getattr(obj, "__module__", None) == module.__name__
+    }

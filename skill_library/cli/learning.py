@@ -1,0 +1,218 @@
+"""Commands of the learning loop: learn, fetch, run, feedback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from skill_library.cli._common import (
+    EXIT_REFUSED,
+    EXIT_RUN_FAILED,
+    CpuSecondsOption,
+    CreateOption,
+    DirOption,
+    JsonOption,
+    MaxToolCallsOption,
+    MemoryMbOption,
+    WallSecondsOption,
+    command,
+    console,
+    emit,
+    fail,
+    json_value,
+    limits_from,
+    load_tools,
+    open_library,
+    short,
+)
+from skill_library.serialize import match_json, run_json, skill_json
+
+LEARN_HELP = """Learn a skill from a verified trace: SkillLibrary.learn(trace).
+
+TRACE_FILE is JSON in one of three forms:
+
+\b
+1. A trace: {"task": "reserve 3 apple", "params": {"item": "apple", "quantity": 3},
+   "calls": [{"name": "reserve", "arguments": {...}, "result": ...}, ...],
+   "result": ..., "outcome": {"success": true, "verifier": "stock-audit"}}
+2. An OpenAI transcript with its verdict: {"task": ..., "params": {...},
+   "outcome": {"success": true, "verifier": ...}, "messages": [...]}
+3. A plain OpenAI messages array [...], with --task and --verifier (and --params).
+
+Only verified successes are learned (outcome.success with a named verifier). Learning is
+offline (the dataflow generalizer) unless --llm is given.
+"""
+
+
+def _trace_input(data: Any, task: str | None, verifier: str | None, params: str | None) -> Any:
+    """The learn() input from the file's JSON and the options that complete a transcript."""
+    if isinstance(data, list):
+        if task is None or verifier is None:
+            fail("a plain messages array needs --task and --verifier (who judged it a success)")
+        data = {"messages": data}
+    if not isinstance(data, dict):
+        fail("the trace file must hold a JSON object (a trace or a transcript) or a messages array")
+    if task is not None:
+        data["task"] = task
+    if verifier is not None:
+        data["outcome"] = {"success": True, "verifier": verifier}
+    if params is not None:
+        parsed = json_value(params, "--params")
+        if not isinstance(parsed, dict):
+            fail("--params must be a JSON object")
+        data["params"] = parsed
+    return data
+
+
+@command
+def learn(
+    trace_file: Path = typer.Argument(..., exists=True, dir_okay=False, help="The trace as JSON (see above)."),
+    task: Optional[str] = typer.Option(None, "--task", help="The task a messages array solved."),
+    verifier: Optional[str] = typer.Option(
+        None, "--verifier", help="Who verified the success (marks the trace verified)."
+    ),
+    params: Optional[str] = typer.Option(
+        None, "--params", help="The task's parameters as a JSON object (or @file.json)."
+    ),
+    llm: bool = typer.Option(False, "--llm", help="Use the LLM generalizer (OPENAI_* settings)."),
+    max_tool_calls: Optional[int] = MaxToolCallsOption,
+    cpu_seconds: Optional[float] = CpuSecondsOption,
+    wall_seconds: Optional[float] = WallSecondsOption,
+    memory_mb: Optional[int] = MemoryMbOption,
+    create: bool = CreateOption,
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Learn a skill from a verified trace: SkillLibrary.learn(trace)."""
+    data = _trace_input(json_value(f"@{trace_file}", str(trace_file)), task, verifier, params)
+    limits = limits_from(max_tool_calls, cpu_seconds, wall_seconds, memory_mb)
+    with open_library(directory, create=create) as lib:
+        result = lib.learn(data, generalizer="llm" if llm else "dataflow", limits=limits)
+    if as_json:
+        emit(result.model_dump(mode="json"))
+    elif result.status == "saved" and result.skill is not None:
+        console.print(
+            f"saved [bold]{result.skill.name}[/bold] v{result.skill.version}: {result.skill.when}",
+            highlight=False,
+        )
+    else:
+        why = "; ".join(result.reasons or [str(result.duplicate_of)])
+        console.print(f"[yellow]{result.status}[/yellow]: {short(why, 500)}", highlight=False)
+    if result.status == "rejected":
+        raise typer.Exit(EXIT_REFUSED)
+
+
+@command
+def fetch(
+    task: str,
+    k: int = typer.Option(2, "-k", min=1, help="How many skills at most."),
+    min_reliability: Optional[float] = typer.Option(
+        None, min=0.0, max=1.0, help="Override the reliability threshold."
+    ),
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Fetch skills for a task: SkillLibrary.fetch(task, k)."""
+    with open_library(directory) as lib:
+        matches = lib.fetch(task, k, min_reliability=min_reliability)
+    if as_json:
+        emit([match_json(m) for m in matches])
+        return
+    if not matches:
+        console.print("no skill qualifies")
+        return
+    width = max(len("name"), *(len(m.skill.name) for m in matches))
+    table = Table()
+    table.add_column("name", no_wrap=True, min_width=width, overflow="ignore")
+    for title in ("version", "similarity", "reliability", "when"):
+        table.add_column(title, overflow="fold")
+    for m in matches:
+        table.add_row(
+            m.skill.name, str(m.skill.version), f"{m.similarity:.3f}", f"{m.reliability:.2f}",
+            m.skill.when,
+        )
+    console.print(table, width=None if console.is_terminal else max(console.width, width + 60))
+
+
+@command
+def feedback(
+    name: str,
+    success: bool = typer.Option(..., "--success/--failure", help="The outcome to record."),
+    version: Optional[int] = typer.Option(None, help="Version (default: active)."),
+    trace_id: Optional[str] = typer.Option(None, help="Trace that produced the outcome (`run` prints it)."),
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Record an outcome: SkillLibrary.feedback(name, succeeded)."""
+    with open_library(directory) as lib:
+        skill = lib.feedback(name, success, version=version, trace_id=trace_id)
+    if as_json:
+        emit(skill_json(skill))
+    else:
+        console.print(
+            f"{skill.name} v{skill.version}: reliability {skill.reliability:.3f} "
+            f"({skill.successes} ok / {skill.failures} failed)"
+        )
+
+
+@command
+def run(
+    name: str,
+    args: str = typer.Option(
+        "{}", "--args", help="Arguments as a JSON object, or @file.json to read them from a file."
+    ),
+    tools: Optional[str] = typer.Option(
+        None, "--tools", help="A .py file, or a module name, with the tools (TOOLS dict or functions)."
+    ),
+    record: bool = typer.Option(
+        True, "--record/--no-record", help="Store the trace and a failure (default) or nothing."
+    ),
+    max_tool_calls: Optional[int] = MaxToolCallsOption,
+    cpu_seconds: Optional[float] = CpuSecondsOption,
+    wall_seconds: Optional[float] = WallSecondsOption,
+    memory_mb: Optional[int] = MemoryMbOption,
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Run a skill in the sandbox: SkillLibrary.run(name, args, tools, limits=, record=).
+
+    Prints the trace id, for `skills feedback NAME --trace-id ID`. A missing tool or
+    arguments that do not fit the skill's parameters are an error before the run, and
+    record nothing.
+    """
+    parsed = json_value(args, "--args")
+    if not isinstance(parsed, dict):
+        fail("--args must be a JSON object")
+    tool_map = load_tools(tools) if tools else {}
+    limits = limits_from(max_tool_calls, cpu_seconds, wall_seconds, memory_mb)
+    with open_library(directory) as lib:
+        result = lib.run(name, parsed, tool_map, limits=limits, record=record)
+    if as_json:
+        emit(run_json(result))
+    elif result.ok:
+        console.print(
+            f"ok in {result.duration_ms:.1f} ms, {len(result.trace.calls)} tool call(s); "
+            + (f"trace {result.trace.id}" if record else "not recorded"),
+            highlight=False,
+        )
+        typer.echo(json.dumps(result.value, default=str))
+    else:
+        limit = f" (hit the {result.limit} limit)" if result.limit else ""
+        console.print(
+            f"[red]failed[/red]{limit}: {short(str(result.error), 500)}; "
+            + (f"trace {result.trace.id}" if record else "not recorded"),
+            highlight=False,
+        )
+    if not result.ok:
+        raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this group's commands to ``app``."""
+    app.command(help=LEARN_HELP)(learn)
+    for function in (fetch, run, feedback):
+        app.command()(function)

@@ -1,0 +1,255 @@
+"""Commands on stored skills and their evidence: add, list, show, history, retire,
+outcomes, traces."""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import Any, Optional, get_args
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from skill_library.cli._common import (
+    EXIT_REFUSED,
+    CreateOption,
+    DirOption,
+    JsonOption,
+    command,
+    console,
+    emit,
+    fail,
+    open_library,
+    short,
+    split_names,
+)
+from skill_library.models import Skill, SkillStatus
+from skill_library.serialize import outcome_json, skill_json, trace_json
+
+#: the statuses `list --status` accepts: exactly the records' own
+StatusChoice = enum.Enum(  # type: ignore[misc]
+    "StatusChoice", {s: s for s in get_args(SkillStatus)}, type=str
+)
+
+#: characters of a trace's task shown in the `traces` table (the name is never cut)
+TASK_COLUMN_CHARS = 60
+
+
+def _table(*columns: str, names: list[str]) -> Table:
+    """A table whose first column (names) is never cut or wrapped; later ones wrap."""
+    table = Table(show_lines=False)
+    width = max([len(columns[0]), *(len(n) for n in names)])
+    table.add_column(columns[0], no_wrap=True, min_width=width, overflow="ignore")
+    for title in columns[1:]:
+        table.add_column(title, overflow="fold")
+    return table
+
+
+def _print_table(table: Table) -> None:
+    # wide enough that the name column is never cut: on a terminal rich wraps the rest
+    needed = sum(c.min_width or 0 for c in table.columns) + 3 * len(table.columns) + 40
+    console.print(table, width=max(console.width, needed) if not console.is_terminal else None)
+
+
+@command
+def add(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="A .py file with the function."),
+    when: str = typer.Option(..., "--when", help="When to use this skill (the text that is embedded)."),
+    name: Optional[str] = typer.Option(
+        None, "--name", help="The function to add, when the file defines several."
+    ),
+    verified: bool = typer.Option(False, "--verified", help="Count one verified success."),
+    tools: Optional[str] = typer.Option(
+        None,
+        "--tools",
+        help="Comma-separated tool names the skill may call (default: the names its code "
+        "calls but does not define or import).",
+    ),
+    depends_on: str = typer.Option("", "--depends-on", help="Comma-separated skill names it calls."),
+    create: bool = CreateOption,
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Add a hand-written skill: SkillLibrary.add(Skill.from_function(...)).
+
+    The code is checked against the sandbox policy now (an `import os` is refused here,
+    not at its first run).
+    """
+    code = file.read_text()
+    try:
+        skill = Skill.from_function(
+            code,
+            when=when,
+            name=name,
+            infer_tools=True,
+            tools=split_names(tools) if tools is not None else None,
+            depends_on=split_names(depends_on),
+        )
+    except ValidationError:
+        raise  # the error mapper prints it as one line
+    except ValueError as exc:  # from_function's own message (which function to add)
+        fail(str(exc))
+    with open_library(directory, create=create) as lib:
+        result = lib.add(skill, verified=verified)
+    if as_json:
+        emit(result.model_dump(mode="json"))
+    elif result.added and result.skill is not None:
+        tools_text = ", ".join(result.skill.tools) or "none"
+        console.print(
+            f"added [bold]{result.skill.name}[/bold] v{result.skill.version} (tools: {tools_text})",
+            highlight=False,
+        )
+    else:
+        console.print(
+            f"[yellow]not added:[/yellow] duplicate of [bold]{result.duplicate_of}[/bold] "
+            f"(similarity {result.similarity or 0:.3f})"
+        )
+    if not result.added:
+        raise typer.Exit(EXIT_REFUSED)
+
+
+@command
+def list_(
+    status: Optional[StatusChoice] = typer.Option(
+        None, "--status", help="Only skills with this status.", case_sensitive=False
+    ),
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """List every skill's current version: SkillLibrary.list()."""
+    with open_library(directory) as lib:
+        skills = lib.list(status=status.value if status is not None else None)
+    if as_json:
+        emit([skill_json(s) for s in skills])
+        return
+    table = _table("name", "version", "kind", "status", "reliability", "ok/fail", "when",
+                   names=[s.name for s in skills])
+    for s in skills:
+        table.add_row(
+            s.name, str(s.version), s.kind, s.status, f"{s.reliability:.2f}",
+            f"{s.successes}/{s.failures}", s.when,
+        )
+    _print_table(table)
+
+
+@command
+def show(
+    name: str,
+    version: Optional[int] = typer.Option(None, help="A specific version."),
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Show one skill: SkillLibrary.get(name, version).
+
+    Prints the facts as `#` comments, then the code exactly as stored (never wrapped):
+    `skills show NAME > NAME.py` is valid Python.
+    """
+    with open_library(directory) as lib:
+        skill = lib.get(name, version)
+    if as_json:
+        emit(skill_json(skill))
+        return
+    lines = [
+        f"{skill.name} v{skill.version} ({skill.kind}, {skill.status})",
+        f"when: {skill.when}",
+        f"reliability {skill.reliability:.3f} ({skill.successes} ok / {skill.failures} failed)",
+        f"tools: {', '.join(skill.tools) or '-'}; depends on: {', '.join(skill.depends_on) or '-'}",
+    ]
+    for line in lines:
+        typer.echo("# " + " ".join(line.splitlines()))
+    typer.echo(skill.code if skill.code else skill.description)
+
+
+@command
+def history(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
+    """Every version of a skill with its counts: SkillLibrary.history(name)."""
+    with open_library(directory) as lib:
+        versions = lib.history(name)
+    if as_json:
+        emit([skill_json(s) for s in versions])
+        return
+    table = _table("version", "status", "reliability", "ok/fail", "generalizer", "created",
+                   names=[str(s.version) for s in versions])
+    for s in versions:
+        table.add_row(
+            str(s.version), s.status, f"{s.reliability:.2f}", f"{s.successes}/{s.failures}",
+            s.provenance.generalizer, s.provenance.created_at.isoformat(timespec="seconds"),
+        )
+    _print_table(table)
+
+
+@command
+def retire(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
+    """Retire a skill so it is never fetched: SkillLibrary.retire(name)."""
+    with open_library(directory) as lib:
+        skill = lib.retire(name)
+    if as_json:
+        emit(skill_json(skill))
+    else:
+        console.print(f"retired {skill.name} v{skill.version}")
+
+
+@command
+def outcomes(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
+    """The outcome log of a skill, all versions, oldest first: SkillLibrary.outcomes(name)."""
+    with open_library(directory) as lib:
+        log = lib.outcomes(name)
+    if as_json:
+        emit([outcome_json(o) for o in log])
+        return
+    rows = [outcome_json(o) for o in log]
+    table = _table("recorded", "version", "outcome", "trace id",
+                   names=[str(r["recorded_at"])[:19] for r in rows])
+    for r in rows:
+        table.add_row(
+            str(r["recorded_at"])[:19], str(r["version"]),
+            "success" if r["success"] else "failure", r["trace_id"] or "-",
+        )
+    _print_table(table)
+    if not rows:
+        console.print(f"no outcomes recorded for {name}")
+
+
+@command
+def traces(
+    name: str,
+    trace_id: Optional[str] = typer.Option(None, "--id", help="Show this trace in full."),
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """The traces of a skill (learned from, or made by its runs): SkillLibrary.traces(name);
+    with --id, one trace in full: SkillLibrary.trace(id)."""
+    with open_library(directory) as lib:
+        if trace_id is not None:
+            one = lib.trace(trace_id)
+            found: list[Any] = [one]
+        else:
+            found = lib.traces(name)
+    if trace_id is not None:
+        emit(trace_json(found[0])) if as_json else typer.echo(
+            json.dumps(trace_json(found[0]), indent=2)
+        )
+        return
+    if as_json:
+        emit([trace_json(t) for t in found])
+        return
+    table = _table("id", "created", "source", "calls", "outcome", "task", names=[t.id for t in found])
+    for t in found:
+        verdict = "-" if t.outcome is None else ("success" if t.outcome.success else "failure")
+        table.add_row(
+            t.id, t.created_at.isoformat(timespec="seconds"), t.source, str(len(t.calls)),
+            verdict, short(t.task, TASK_COLUMN_CHARS),
+        )
+    _print_table(table)
+    if not found:
+        console.print(f"no traces stored for {name}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this group's commands to ``app``."""
+    app.command()(add)
+    app.command("list")(list_)
+    for function in (show, history, retire, outcomes, traces):
+        app.command()(function)

@@ -1,0 +1,113 @@
+"""What the `skills` process imports: nothing from the working directory but the --tools
+module (issue 16), and no torch or sentence-transformers for commands that embed nothing
+(issue 14 item 11). Real subprocesses of the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SKILLS = str(Path(sys.executable).with_name("skills"))
+
+HOSTILE = "raise SystemExit('hostile {name}.py in the working directory was imported')\n"
+
+
+def skills(*args: str, cwd: Path, lib: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SKILLS_DIR=str(lib))
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(
+        [SKILLS, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """A working directory full of modules named like what the CLI imports."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    for name in ("json", "typer", "rich", "sqlalchemy", "pydantic", "sandbox", "skill_library",
+                 "importlib_metadata", "numpy"):
+        (folder / f"{name}.py").write_text(HOSTILE.format(name=name))
+    (folder / "garden_tools.py").write_text(
+        "def pour(bed: str, litres: int) -> dict:\n    return {'bed': bed, 'poured': litres}\n"
+    )
+    (folder / "water.py").write_text(
+        "def water_bed(bed: str) -> dict:\n    return pour(bed=bed, litres=2)\n"
+    )
+    return folder
+
+
+def test_hostile_modules_in_the_working_directory_change_nothing(workdir, tmp_path):
+    lib = tmp_path / "lib"
+    done = skills("add", "water.py", "--when", "water one garden bed", "--json", "--create",
+                  cwd=workdir, lib=lib)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["skill"]["tools"] == ["pour"]
+    # the --tools module is found in the working directory by name, loaded by path
+    done = skills("run", "water_bed", "--args", '{"bed": "roses"}', "--tools", "garden_tools",
+                  "--json", cwd=workdir, lib=lib)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["value"] == {"bed": "roses", "poured": 2}
+    assert "hostile" not in done.stderr
+
+
+#: commands that need no embedding, with the arguments they take
+NO_EMBEDDING = [
+    ("list",),
+    ("show", "water_bed"),
+    ("history", "water_bed"),
+    ("outcomes", "water_bed"),
+    ("traces", "water_bed"),
+    ("feedback", "water_bed", "--success"),
+    ("retire", "water_bed"),
+]
+
+PROBE = """
+import sys
+from skill_library.cli import app
+codes = []
+for args in {commands!r}:
+    try:
+        app(args, prog_name="skills")
+    except SystemExit as exc:
+        codes.append(exc.code)
+    else:
+        codes.append(0)
+heavy = sorted(m for m in ("torch", "sentence_transformers", "transformers", "chromadb") if m in sys.modules)
+print("PROBE", codes, heavy, file=sys.stderr)
+"""
+
+
+def probe(commands: list[list[str]], cwd: Path, lib: Path) -> tuple[list[int], list[str]]:
+    """Run CLI commands in one fresh interpreter; their exit codes and the heavy modules
+    it imported."""
+    env = dict(os.environ, SKILLS_DIR=str(lib))
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(commands=commands)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=180,
+    )
+    line = [x for x in done.stderr.splitlines() if x.startswith("PROBE")]
+    assert line, done.stderr
+    codes, heavy = line[0].removeprefix("PROBE ").split("] [")
+    return json.loads(codes + "]"), json.loads(("[" + heavy).replace("'", '"'))
+
+
+def test_commands_that_embed_nothing_never_import_torch(workdir, tmp_path):
+    lib = tmp_path / "lib"
+    done = skills("add", "water.py", "--when", "water one garden bed", "--create", cwd=workdir, lib=lib)
+    assert done.returncode == 0, done.stderr
+    records_only = [list(c) for c in NO_EMBEDDING if c[0] != "retire"]
+    codes, heavy = probe(records_only, tmp_path, lib)
+    assert codes == [0] * len(records_only)
+    assert heavy == [], f"{heavy} imported by one of {records_only}"  # not even chromadb
+    codes, heavy = probe([list(c) for c in NO_EMBEDDING], tmp_path, lib)
+    assert codes == [0] * len(NO_EMBEDDING)
+    assert heavy == ["chromadb"], f"{heavy} imported by one of {NO_EMBEDDING}"  # retire updates the index
+    # a command that embeds does load the model: the probe can see it
+    codes, heavy = probe([["fetch", "water the roses"]], tmp_path, lib)
+    assert codes == [0] and "torch" in heavy

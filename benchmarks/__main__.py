@@ -4,7 +4,8 @@
     python -m benchmarks run --world shop --agent llm --max-test 5 --out DIR   # none,prompt,tools
     python -m benchmarks run --world shop --suite users --agent replay --out DIR
     python -m benchmarks demo [--out demo-output]
-    python -m benchmarks users [--out bench-output/users]   # = run --world shop --suite users --agent replay --agent-opt fit=top --seeds 3
+    python -m benchmarks users [--out bench-output/users]
+        # = run --world shop --suite users --agent replay --agent-opt fit=top --seeds 3
     python -m benchmarks list
 """
 
@@ -153,9 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=False)
     if args.command == "list":
         from benchmarks.agents import AGENTS, conditions_for
-        from benchmarks.worlds import load_tasks, world_names
-
         from benchmarks.harness import suite_path, suites
+        from benchmarks.worlds import load_tasks, world_names
 
         for name in world_names():
             for suite in suites(name):

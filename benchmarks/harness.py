@@ -266,7 +266,8 @@ def run_benchmark(
                     libraries[lib_key] = describe_library(library)
                     if test:
                         workflows = skill_workflows(
-                            r for r in records if r["condition"] == cname and r["seed"] == seed and r["phase"] == "train"
+                            r for r in records
+                            if r["condition"] == cname and r["seed"] == seed and r["phase"] == "train"
                         )
                         for probe in probe_fetched_skills(FrozenLibrary(library), world, test, workflows, seed=seed):
                             probe.update(seed=seed, condition=cname)

@@ -99,14 +99,14 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         with SkillLibrary(Path(tmp) / "many", embedder=embedder) as library:
-            library.sandbox  # start the workers outside the timing, as a long-lived library has
+            _ = library.sandbox  # start the workers outside the timing, as a long-lived library has
             start = time.perf_counter()
             results = library.learn_many(traces, generalizer=generalizer)
             many = time.perf_counter() - start
             statuses = Counter(r.status for r in results)
             skills = len(library.list())
         with SkillLibrary(Path(tmp) / "single", embedder=embedder) as library:
-            library.sandbox
+            _ = library.sandbox
             subset = traces[: args.single]
             start = time.perf_counter()
             for trace in subset:

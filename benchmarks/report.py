@@ -268,7 +268,8 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
             if not flows or len(flows) > 40:
                 continue
             lines += ["", f"{condition}, by test workflow (pooled over seeds):", "",
-                      "| workflow | tasks | fetch@1 right workflow | fetched skill solves | wrong fetches: workflows of the skill |",
+                      "| workflow | tasks | fetch@1 right workflow | fetched skill solves "
+                      "| wrong fetches: workflows of the skill |",
                       "|---|---|---|---|---|"]
             for workflow, w in flows.items():
                 wrong = ", ".join(f"{k} ×{v}" for k, v in w["wrong_fetches"].items()) or "–"

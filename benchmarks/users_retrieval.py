@@ -72,7 +72,8 @@ def main() -> int:
     for label, (example, query) in ways.items():
         vectors = np.asarray(embedder.embed([example(t) for t in train]))
         queries = np.asarray(embedder.embed([query(t) for t in test]))
-        right, confused = 0, Counter()
+        right = 0
+        confused: Counter[str] = Counter()
         for task, best in zip(test, (queries @ vectors.T).argmax(axis=1)):  # unit vectors: cosine
             nearest = train[int(best)].workflow
             right += nearest == task.workflow

@@ -23,8 +23,8 @@ from typing import Callable, Iterator
 
 from skill_library.embeddings import Embedder
 from skill_library.errors import IndexCorruptError
-from skill_library.record_store import RecordStore
 from skill_library.models import Skill
+from skill_library.record_store import RecordStore
 from skill_library.vector_index import IndexEntry, VectorIndex, entries_for, remove_index_folder
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
 from skill_library import ranking
-from skill_library.induction import description
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -28,6 +27,7 @@ from skill_library.errors import (
     SkillUsageError,
 )
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
+from skill_library.induction import description
 from skill_library.models import (
     AddResult,
     Example,

@@ -432,7 +432,7 @@ def test_an_open_library_sees_other_processes_writes(tmp_path, embedder):
     with _reopen(path, embedder) as lib:
         with warnings.catch_warnings():
             warnings.simplefilter("error", IndexRebuiltWarning)
-            assert [m.skill.name for m in lib.fetch("book a flight", k=2)] == ["water_plants"]
+            assert [m.skill.name for m in lib.fetch("book a flight", k=2, min_similarity=-1)] == ["water_plants"]
 
 
 def test_fetch_has_a_similarity_floor_and_a_tool_filter(library):

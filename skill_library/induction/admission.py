@@ -72,9 +72,10 @@ def normalized_code(code: str) -> str | None:
         def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
             node.name = bound.get(node.name, node.name)
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(
-                getattr(body[0], "value", None), ast.Constant
-            ) and isinstance(body[0].value.value, str):
+            first = body[0] if body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
+                first.value.value, str
+            ):
                 body = body[1:] or [ast.Pass()]
             node.body = body
             node.returns = None

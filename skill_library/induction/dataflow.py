@@ -25,7 +25,7 @@ import keyword
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -410,7 +410,7 @@ class _Builder:
     """The state of one generalization: params, the result index and names in use."""
 
     def __init__(self, trace: Trace, calls: list[ToolCall], min_number: float, *,
-                 read_only: Sequence[str] = (), evidence_note: str = ONE_TRACE_NOTE) -> None:
+                 read_only: Iterable[str] = (), evidence_note: str = ONE_TRACE_NOTE) -> None:
         self.trace = trace
         self.read_only = frozenset(read_only)
         self.evidence_note = evidence_note

@@ -179,7 +179,7 @@ def _frontmatter(skill: Skill, name: str, license: str | None) -> dict[str, Any]
         "source": f"skill-library {skill.name} v{skill.version} ({skill.provenance.generalizer})",
         "when": skill.when,
         "entry": skill.name,
-        "depends-on": ",".join(skill.depends_on),
+        **({"depends-on": ",".join(skill.depends_on)} if skill.depends_on else {}),
         "parameters": json.dumps(skill.parameters, sort_keys=True),
     }
     front: dict[str, Any] = {"name": name, "description": description[:MAX_DESCRIPTION]}

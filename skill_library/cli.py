@@ -367,6 +367,11 @@ def run(
         raise typer.Exit(4)
 
 
+from skill_library.integrations.cli import app as _integrations_app  # noqa: E402
+
+app.registered_commands += _integrations_app.registered_commands  # serve-mcp, export, import
+
+
 def main() -> None:
     """Console-script entry point."""
     sys.path.insert(0, os.getcwd())  # so `--tools mymodule` finds modules in the cwd

@@ -1,28 +1,9 @@
-"""An order desk (host tools) and a library holding two of its skills, for the integrations."""
+"""A library holding two skills of the order desk (desk_tools.py), for the integrations."""
 
 from __future__ import annotations
 
 import pytest
-
-USERS = {"alice@example.com": "u1", "bob@example.com": "u2"}
-ORDERS = {"u1": ["W1", "W2"], "u2": ["W7", "W8", "W9"]}
-CANCELLED: list[str] = []
-
-
-def find_user(email: str) -> dict:
-    return {"user_id": USERS[email]}
-
-
-def list_orders(user_id: str) -> list[dict]:
-    return [{"order_id": o, "status": "pending"} for o in ORDERS[user_id]]
-
-
-def cancel_order(order_id: str, reason: str) -> dict:
-    CANCELLED.append(order_id)
-    return {"order_id": order_id, "status": "cancelled"}
-
-
-TOOLS = {"find_user": find_user, "list_orders": list_orders, "cancel_order": cancel_order}
+from desk_tools import CANCELLED, TOOLS  # noqa: F401  (re-exported for the tests)
 
 CANCEL_CODE = '''
 def cancel_every_order(email: str) -> list:

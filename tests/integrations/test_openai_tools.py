@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import CANCELLED, TOOLS
+from desk_tools import CANCELLED, TOOLS
 from openai import OpenAI
 
 from skill_library.integrations.openai_tools import strict_parameters

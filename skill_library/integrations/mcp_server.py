@@ -82,6 +82,7 @@ class SkillServer:
         self.server = MCPServer(name=name, instructions=INSTRUCTIONS, log_level="WARNING")
         self._lock = threading.Lock()  # the library is used by one call at a time
         self._skill_tools: dict[str, tuple[int, str]] = {}  # name -> (version, when) registered
+        self._synced_generation: int | None = None
         for fn in (self.fetch_skills, self.run_skill, self.learn_trace, self.record_outcome,
                    self.list_skills, self.show_skill):
             self.server.add_tool(fn, name=fn.__name__, description=(fn.__doc__ or "").strip())
@@ -101,7 +102,15 @@ class SkillServer:
             raise ToolError(_one_line(exc)) from exc
 
     def _sync_skill_tools(self) -> bool:
-        """Register a tool per active code skill, drop stale ones; True when the list changed."""
+        """Register a tool per active code skill, drop stale ones; True when the list changed.
+
+        Every change of the active skills bumps the store's index generation first, so an
+        unchanged generation (one small query) means there is nothing to re-read.
+        """
+        generation = self.library.store.index_generation()
+        if generation == self._synced_generation:
+            return False
+        self._synced_generation = generation
         wanted = {
             s.name: s
             for s in self.library.list(status="active")

@@ -48,8 +48,11 @@ def serve_mcp(
         tool_map = load_tools(tools) if tools else {}
     except ValueError as exc:
         _fail(str(exc))
-    if http is not None and (":" not in http or not http.rpartition(":")[2].isdigit()):
-        _fail(f"--http must be HOST:PORT, got {http!r}")
+    if http is not None:
+        try:
+            mcp_server.parse_http(http)
+        except ValueError as exc:
+            _fail(str(exc))
     library = _open(directory)
     library.embedder.embed(["warm up"])  # load the model before the first request
     try:

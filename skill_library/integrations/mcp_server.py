@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 FIXED_TOOLS = ("fetch_skills", "run_skill", "learn_trace", "record_outcome", "list_skills", "show_skill")
 MAX_K = 50
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 INSTRUCTIONS = (
     "A library of verified, reusable skills. Call fetch_skills(task) before planning; call a "
     "skill's own tool (or run_skill) to run it; record_outcome(name, succeeded, trace_id) after "
@@ -243,12 +244,27 @@ def serve(
     *,
     http: str | None = None,
 ) -> None:
-    """Serve over stdio, or streamable HTTP on ``http`` ("127.0.0.1:PORT", path ``/mcp``)."""
-    server = build_server(library, tools)
+    """Serve over stdio, or streamable HTTP on ``http`` ("127.0.0.1:PORT", path ``/mcp``).
+
+    The server has no authentication and runs skills with the host's tools, so HTTP binds
+    to a loopback address only.
+    """
     if http is None:
-        server.run("stdio")
+        build_server(library, tools).run("stdio")
         return
+    host, port = parse_http(http)
+    build_server(library, tools).run("streamable-http", host=host, port=port)
+
+
+def parse_http(http: str) -> tuple[str, int]:
+    """``(host, port)`` of "HOST:PORT"; ValueError unless the host is a loopback address."""
     host, _, port = http.rpartition(":")
-    if not host or not port.isdigit():
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"--http must be HOST:PORT, got {http!r}")
-    server.run("streamable-http", host=host, port=int(port))
+    if host not in LOOPBACK:
+        raise ValueError(
+            f"--http host {host!r} is not a loopback address: the MCP server has no "
+            f"authentication, bind it to {', '.join(sorted(LOOPBACK))}"
+        )
+    return host, int(port)

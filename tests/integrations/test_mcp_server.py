@@ -172,3 +172,36 @@ def test_stdio_subprocess_serves_the_library(desk, tmp_path):
     assert not ran.is_error and json.loads(_text(ran)) == ["W1", "W2"]  # the subprocess's desk
     assert bad.is_error and _text(bad) == "argument email must be string, got int 3"
     assert not alive.is_error and alive.structured_content["version"] == 1
+
+
+def test_streamable_http_on_loopback(desk):
+    import socket
+    import threading
+
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = SkillServer(desk, TOOLS).server.streamable_http_app(host="127.0.0.1")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            anyio.run(anyio.sleep, 0.02)
+
+        async def main():
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                fetched = await client.call_tool("fetch_skills", {"task": "count the orders of alice", "k": 1})
+                bad = await client.call_tool("count_orders", {"email": "alice@example.com", "status": 1})
+                return fetched, bad
+
+        fetched, bad = anyio.run(main)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert fetched.structured_content["matches"][0]["name"] == "count_orders"
+    assert bad.is_error and _text(bad) == "argument status must be string, got int 1"

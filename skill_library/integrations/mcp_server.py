@@ -28,7 +28,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import CallToolResult, TextContent
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from skill_library.errors import SkillLibraryError
 from skill_library.integrations.openai_tools import argument_problem
@@ -51,6 +51,25 @@ INSTRUCTIONS = (
 
 # errors a caller can act on: their message goes back as the tool error
 _CALLER_ERRORS = (SkillLibraryError, ValueError, KeyError, TypeError)
+
+
+class _Server(MCPServer):
+    """MCPServer whose tool errors are one line, without the SDK's "Error executing tool" prefix."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):  # arguments that do not fit the input schema
+                raise ToolError("; ".join(_validation_line(e) for e in cause.errors())) from cause
+            text = str(exc).removeprefix(f"Error executing tool {name}: ")
+            raise ToolError(" ".join(text.split())) from cause
+
+
+def _validation_line(error: Any) -> str:
+    where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
+    return f"{where}: {error.get('msg', 'invalid')}"
 
 
 class _SkillTool(Tool):
@@ -80,7 +99,7 @@ class SkillServer:
         self.library = library
         self.tools = dict(tools or {})
         self.tool_schemas = dict(tool_schemas or {}) or None
-        self.server = MCPServer(name=name, instructions=INSTRUCTIONS, log_level="WARNING")
+        self.server: MCPServer = _Server(name=name, instructions=INSTRUCTIONS, log_level="WARNING")
         self._lock = threading.Lock()  # the library is used by one call at a time
         self._skill_tools: dict[str, tuple[int, str]] = {}  # name -> (version, when) registered
         self._synced_generation: int | None = None

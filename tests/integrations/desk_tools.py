@@ -12,6 +12,7 @@ def find_user(email: str) -> dict:
 
 
 def list_orders(user_id: str) -> list[dict]:
+    print(f"listing orders of {user_id}")  # stray output: must not reach the MCP stdio stream
     return [{"order_id": o, "status": "pending"} for o in ORDERS[user_id]]
 
 

@@ -79,6 +79,8 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(desk):
                 await client.call_tool("fetch_skills", {"task": "x", "k": 0}),
                 await client.call_tool("show_skill", {"name": "count_orders", "version": 9}),
                 await client.call_tool("record_outcome", {"name": "nope", "succeeded": True}),
+                await client.call_tool("list_skills", {"status": "bogus"}),
+                await client.call_tool("record_outcome", {"name": "count_orders"}),
                 await client.call_tool("cancel_every_order", {"email": "nobody@example.com"}),
             ]
             after = await client.call_tool("fetch_skills", {"task": "count orders of alice", "k": 1})
@@ -86,15 +88,17 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(desk):
 
     results, after = anyio.run(main)
     assert all(r.is_error for r in results)
-    assert [_text(r) for r in results[:6]] == [
+    assert [_text(r) for r in results[:8]] == [
         "cancel_every_order has no parameter(s) mail; it takes email",
-        "Error executing tool run_skill: no skill named 'nope'",
-        "Error executing tool fetch_skills: task must be a non-empty string",
-        "Error executing tool fetch_skills: k must be between 1 and 50, got 0",
-        "Error executing tool show_skill: skill 'count_orders' has no version 9",
-        "Error executing tool record_outcome: no skill named 'nope'",
+        "no skill named 'nope'",
+        "task must be a non-empty string",
+        "k must be between 1 and 50, got 0",
+        "skill 'count_orders' has no version 9",
+        "no skill named 'nope'",
+        "status: Input should be 'draft', 'active' or 'retired'",
+        "succeeded: Field required",
     ]
-    assert _text(results[6]) == "skill cancel_every_order v1 failed: ToolError: 'nobody@example.com' (line 4)"
+    assert _text(results[8]) == "skill cancel_every_order v1 failed: ToolError: 'nobody@example.com' (line 4)"
     # bad arguments ran nothing; the failed run is recorded as a failure
     assert (desk.get("cancel_every_order").successes, desk.get("cancel_every_order").failures) == (1, 1)
     assert not after.is_error and after.structured_content["matches"][0]["name"] == "count_orders"

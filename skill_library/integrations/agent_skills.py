@@ -266,15 +266,19 @@ def _to_skill(folder: Path, data: dict[str, Any], code: str) -> Skill:
         code = re.sub(rf"^def {re.escape(function)}\(", f"def {name}(", code, count=1, flags=re.MULTILINE)
     split = lambda text, sep=",": [t.strip() for t in text.split(sep) if t.strip()]  # noqa: E731
     tools = split(metadata["tools"]) if "tools" in metadata else split(data.get("allowed-tools", ""), None)
+    when = metadata.get("when") or data["description"]
     fields: dict[str, Any] = {
         "name": name,
         "code": code,
-        "when": metadata.get("when") or data["description"],
+        "when": when,
         "tools": tools,
         "depends_on": split(metadata.get("depends-on", "")),
         "status": "draft",
         "provenance": Provenance(generalizer=IMPORTED_BY, created_by=metadata.get("source") or str(folder)),
     }
+    about, marker, _ = data["description"].rpartition(" Use when: ")
+    if marker and "when" in metadata:  # ours: "<description> Use when: <when>"
+        fields["description"] = about
     problems = []
     if "parameters" in metadata:
         try:

@@ -31,7 +31,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import Field, ValidationError
 
 from skill_library.errors import SkillLibraryError
-from skill_library.integrations.openai_tools import argument_problem
+from skill_library.integrations.openai_tools import argument_problem, description_of
 from skill_library.library import SkillLibrary
 from skill_library.models import Skill, SkillStatus
 from skill_library.serialization import match_to_dict, run_to_dict, skill_to_dict
@@ -155,7 +155,7 @@ class SkillServer:
         base = Tool.from_function(_placeholder, name=skill.name, structured_output=False)
         fields = {f: getattr(base, f) for f in Tool.model_fields}
         fields.update(
-            description=" ".join(skill.when.split()) + (f". {skill.description}" if skill.description else ""),
+            description=description_of(skill),
             parameters=skill.parameters or {"type": "object", "properties": {}},
             handler=functools.partial(self._run_skill_tool, skill.name),
         )

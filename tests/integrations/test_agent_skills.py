@@ -69,6 +69,20 @@ def test_round_trip_imports_drafts_that_are_not_fetched(desk, tmp_path, embedder
             other.run("cancel_every_order", {"email": "bob@example.com"}, {})
 
 
+def test_a_description_other_than_the_docstring_survives_the_round_trip(library, tmp_path, embedder):
+    from conftest import COUNT_CODE
+
+    from skill_library.models import Skill
+
+    library.add(Skill.from_function(COUNT_CODE, when="count how many orders a customer has",
+                                    description="Counts orders; pending ones by default.",
+                                    tools=["find_user", "list_orders"]))
+    export_library(library, tmp_path / "out")
+    with SkillLibrary(tmp_path / "other", embedder=embedder) as other:
+        [result] = import_folders(other, tmp_path / "out")
+        assert result.skill.description == "Counts orders; pending ones by default."
+
+
 def test_a_draft_of_an_existing_skill_leaves_the_active_version_current(desk, tmp_path):
     export_library(desk, tmp_path / "out")
     [result] = import_folders(desk, tmp_path / "out" / "count-orders")

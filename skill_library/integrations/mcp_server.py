@@ -24,6 +24,7 @@ import threading
 from typing import Any, Callable, Mapping
 
 import anyio
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
@@ -106,7 +107,20 @@ class SkillServer:
         for fn in (self.fetch_skills, self.run_skill, self.learn_trace, self.record_outcome,
                    self.list_skills, self.show_skill):
             self.server.add_tool(fn, name=fn.__name__, description=(fn.__doc__ or "").strip())
+        self._advertise_tools_list_changed()
         self._sync_skill_tools()
+
+    def _advertise_tools_list_changed(self) -> None:
+        """Handshake-era sessions: say ``tools.listChanged`` (modern ones derive it themselves)."""
+        lowlevel = self.server._lowlevel_server  # noqa: SLF001 (the SDK asks for the flag per call)
+        capabilities = lowlevel.get_capabilities
+
+        def get_capabilities(notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any) -> Any:
+            options = notification_options or NotificationOptions()
+            options.tools_changed = True
+            return capabilities(options, *args, **kwargs)
+
+        lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]
 
     # -- plumbing -----------------------------------------------------------------------
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -112,6 +112,7 @@ def test_clients_are_told_when_the_skill_tools_change(desk):
 
     async def main():
         async with Client(server.server) as client:
+            assert client.server_capabilities.tools.list_changed is True
             async with client.listen(tools_list_changed=True) as events:
                 learned = await client.call_tool("learn_trace", {"trace": RESTOCK_TRACE})
                 with anyio.fail_after(5):
@@ -142,6 +143,7 @@ def test_handshake_era_clients_get_the_list_changed_notification(desk):
 
     async def main():
         async with Client(server.server, mode="legacy", message_handler=on_message) as client:
+            assert client.server_capabilities.tools.list_changed is True
             desk.retire("count_orders")
             await client.call_tool("list_skills", {})
             with anyio.fail_after(5):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from desk_tools import CANCELLED, TOOLS  # noqa: F401  (re-exported for the tests)
+from desk_tools import CANCELLED
 
 CANCEL_CODE = '''
 def cancel_every_order(email: str) -> list:

@@ -3,24 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from desk_tools import CANCELLED
-
-CANCEL_CODE = '''
-def cancel_every_order(email: str) -> list:
-    """Cancel all pending orders of a customer."""
-    user = find_user(email=email)
-    done = []
-    for order in list_orders(user_id=user["user_id"]):
-        done.append(cancel_order(order_id=order["order_id"], reason="customer request")["order_id"])
-    return done
-'''
-
-COUNT_CODE = '''
-def count_orders(email: str, status: str = "pending") -> int:
-    """How many orders of a customer have a status."""
-    user = find_user(email=email)
-    return len([o for o in list_orders(user_id=user["user_id"]) if o["status"] == status])
-'''
+from desk_tools import CANCEL_CODE, CANCELLED, COUNT_CODE
 
 
 @pytest.fixture

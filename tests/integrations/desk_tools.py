@@ -22,3 +22,21 @@ def cancel_order(order_id: str, reason: str) -> dict:
 
 
 TOOLS = {"find_user": find_user, "list_orders": list_orders, "cancel_order": cancel_order}
+
+# the sources of two skills over these tools
+CANCEL_CODE = '''
+def cancel_every_order(email: str) -> list:
+    """Cancel all pending orders of a customer."""
+    user = find_user(email=email)
+    done = []
+    for order in list_orders(user_id=user["user_id"]):
+        done.append(cancel_order(order_id=order["order_id"], reason="customer request")["order_id"])
+    return done
+'''
+
+COUNT_CODE = '''
+def count_orders(email: str, status: str = "pending") -> int:
+    """How many orders of a customer have a status."""
+    user = find_user(email=email)
+    return len([o for o in list_orders(user_id=user["user_id"]) if o["status"] == status])
+'''

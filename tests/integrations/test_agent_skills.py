@@ -68,7 +68,7 @@ def test_round_trip_imports_drafts_that_are_not_fetched(desk, tmp_path, embedder
 
 
 def test_a_description_other_than_the_docstring_survives_the_round_trip(library, tmp_path, embedder):
-    from conftest import COUNT_CODE
+    from desk_tools import COUNT_CODE
 
     from skill_library.models import Skill
 

@@ -65,6 +65,12 @@ def test_round_trip_imports_drafts_that_are_not_fetched(desk, tmp_path, embedder
         assert other.index.count() == 0 and other.reindex() == 0
         with pytest.raises(Exception, match="is draft; only active skills run"):
             other.run("cancel_every_order", {"email": "bob@example.com"}, {})
+        # accepted after a check: added as an active version, it is fetched from then on
+        draft = other.get("cancel_every_order")
+        accepted = other.add(draft.model_copy(update={"status": "active"}), verified=True).skill
+        assert (accepted.version, accepted.status) == (2, "active")
+        found = other.fetch("cancel every order of a customer by email", k=2)
+        assert [(m.skill.name, m.skill.version) for m in found] == [("cancel_every_order", 2)]
 
 
 def test_a_description_other_than_the_docstring_survives_the_round_trip(library, tmp_path, embedder):

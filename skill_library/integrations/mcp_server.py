@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 import anyio
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import CallToolResult, TextContent
 from pydantic import Field, ValidationError
@@ -60,6 +60,8 @@ class _Server(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a crash: the SDK logs it and keeps its text on the server
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):  # arguments that do not fit the input schema

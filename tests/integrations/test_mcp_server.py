@@ -211,3 +211,23 @@ def test_streamable_http_on_loopback(desk):
         thread.join(timeout=10)
     assert fetched.structured_content["matches"][0]["name"] == "count_orders"
     assert bad.is_error and _text(bad) == "argument status must be string, got int 1"
+
+
+def test_a_crash_is_a_generic_tool_error_and_the_server_keeps_serving(desk):
+    server = SkillServer(desk, TOOLS)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("secret internal detail")
+
+    async def main():
+        async with Client(server.server) as client:
+            desk.list = broken  # the store fails underneath list_skills
+            crashed = await client.call_tool("list_skills", {})
+            del desk.list
+            fine = await client.call_tool("list_skills", {})
+            return crashed, fine
+
+    crashed, fine = anyio.run(main)
+    assert crashed.is_error and _text(crashed) == "Error executing tool list_skills"
+    assert "secret" not in _text(crashed)
+    assert not fine.is_error and len(fine.structured_content["skills"]) == 2

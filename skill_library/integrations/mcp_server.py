@@ -37,7 +37,7 @@ from skill_library.library import SkillLibrary
 from skill_library.models import Skill, SkillStatus
 from skill_library.serialization import match_to_dict, run_to_dict, skill_to_dict
 
-__all__ = ["FIXED_TOOLS", "SkillServer", "build_server"]
+__all__ = ["FIXED_TOOLS", "SkillServer", "build_server", "parse_http", "serve"]
 
 log = logging.getLogger(__name__)
 

@@ -563,7 +563,8 @@ class SkillLibrary:
         )[: admission.WORKFLOW_NEIGHBOURS]} if index.count() else {}
         wanted = list(dict.fromkeys([*admission.family(candidate.name, names), *near]))
         found = self.store.get_many_active(wanted)
-        neighbours = [found[n] for n in wanted if n in found]
+        # a draft (imported, not yet verified) is no evidence of a workflow: never merged into
+        neighbours = [found[n] for n in wanted if n in found and found[n].status != "draft"]
         evidence = self.store.examples([s.name for s in neighbours])
 
         def example_traces(skill: Skill) -> builtins.list[Trace]:
@@ -858,6 +859,35 @@ class SkillLibrary:
                         ) from None
                     stack.append(dep_skill)
         return sources, tools
+
+    # -- integrations: thin delegates to skill_library.integrations ---------------------
+    def render(self, matches: Sequence[Match], *, max_tokens: int = 800) -> str:
+        """The planner's prompt block for ``matches``, cut to ``max_tokens`` (estimated as
+        characters / 4): see :func:`skill_library.integrations.prompt_block.render`."""
+        from skill_library.integrations import prompt_block
+
+        examples = prompt_block.recorded_examples(matches, self.store.get_trace)
+        return prompt_block.render(matches, max_tokens=max_tokens, examples=examples)
+
+    def as_openai_tools(self, matches: Sequence[Match], *, api: str = "chat") -> list[dict[str, Any]]:
+        """OpenAI function tools (``api="chat"`` or ``"responses"``) for the code skills."""
+        from skill_library.integrations.openai_tools import as_openai_tools
+
+        return as_openai_tools(matches, api=api)  # type: ignore[arg-type]
+
+    def dispatch(
+        self, tool_call: Any, tools: Mapping[str, Callable[..., Any]] | None = None, **run_options: Any
+    ) -> dict[str, Any]:
+        """Run the skill a model called; returns the ``tool`` message (``.run`` is the run)."""
+        from skill_library.integrations.openai_tools import dispatch
+
+        return dispatch(self, tool_call, tools, **run_options)
+
+    def import_draft(self, skill: Skill) -> Skill:
+        """Store ``skill`` as an unverified draft version: never indexed, fetched or run."""
+        if skill.successes or skill.failures:
+            raise ValueError(f"successes/failures: a draft starts with no outcomes; {skill.name!r} has some")
+        return self.store.add_version(skill, status="draft")
 
 
 def _check_folder(path: Path, create: bool) -> None:

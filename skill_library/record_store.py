@@ -142,8 +142,14 @@ class RecordStore(abc.ABC):
     """What the library needs from a record store."""
 
     @abc.abstractmethod
-    def add_version(self, skill: Skill, *, initial_success: bool = False) -> Skill:
-        """Store ``skill`` as the next version of its name and make it active."""
+    def add_version(
+        self, skill: Skill, *, initial_success: bool = False, status: SkillStatus = "active"
+    ) -> Skill:
+        """Store ``skill`` as the next version of its name and make it active.
+
+        ``status="draft"`` stores an unverified version instead: it retires nothing, and it
+        becomes the name's current version only when the name is new.
+        """
 
     def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
         """:meth:`add_version` for several skills (one transaction where supported)."""
@@ -378,14 +384,21 @@ class SQLRecordStore(RecordStore):
         return None
 
     # -- skills -------------------------------------------------------------------------
-    def add_version(self, skill: Skill, *, initial_success: bool = False) -> Skill:
-        return self.add_versions([skill], initial_success=initial_success)[0]
+    def add_version(
+        self, skill: Skill, *, initial_success: bool = False, status: SkillStatus = "active"
+    ) -> Skill:
+        if status not in ("active", "draft"):
+            raise ValueError(f"status: a new version is active or draft, not {status!r}")
+        with self._write() as conn:
+            return self._add_version(conn, skill, initial_success, status)
 
     def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
         with self._write() as conn:
             return [self._add_version(conn, s, initial_success) for s in skills]
 
-    def _add_version(self, conn: Connection, skill: Skill, initial_success: bool) -> Skill:
+    def _add_version(
+        self, conn: Connection, skill: Skill, initial_success: bool, status: SkillStatus = "active"
+    ) -> Skill:
         now = utc_now()
         current = conn.execute(
             sa.select(sa.func.max(versions_table.c.version)).where(
@@ -399,18 +412,21 @@ class SQLRecordStore(RecordStore):
                     name=skill.name, active_version=version, created_at=now, updated_at=now
                 )
             )
-        else:
+        elif status == "active":
             conn.execute(
                 versions_table.update()
                 .where(versions_table.c.name == skill.name)
                 .where(versions_table.c.status == "active")
                 .values(status="retired")
             )
-            conn.execute(
-                skills_table.update()
-                .where(skills_table.c.name == skill.name)
-                .values(active_version=version, updated_at=now)
-            )
+            self._point_to(conn, skill.name, version, now)
+        elif not conn.execute(  # a draft leaves an active version current and untouched
+            sa.select(sa.func.count())
+            .select_from(versions_table)
+            .where(versions_table.c.name == skill.name)
+            .where(versions_table.c.status == "active")
+        ).scalar():
+            self._point_to(conn, skill.name, version, now)
         conn.execute(
             versions_table.insert().values(
                 name=skill.name,
@@ -423,7 +439,7 @@ class SQLRecordStore(RecordStore):
                 tools=list(skill.tools),
                 depends_on=list(skill.depends_on),
                 provenance=skill.provenance.model_dump(mode="json"),
-                status="active",
+                status=status,
                 successes=0,
                 failures=0,
                 created_at=now,
@@ -702,6 +718,14 @@ class SQLRecordStore(RecordStore):
         self._engine.dispose()
 
     # -- helpers ------------------------------------------------------------------------
+    @staticmethod
+    def _point_to(conn: Connection, name: str, version: int, now: datetime) -> None:
+        conn.execute(
+            skills_table.update()
+            .where(skills_table.c.name == name)
+            .values(active_version=version, updated_at=now)
+        )
+
     def _active_version(self, conn: Connection, name: str) -> int:
         version = conn.execute(
             sa.select(skills_table.c.active_version).where(skills_table.c.name == name)

@@ -1,45 +1,65 @@
-"""One JSON shape per result type, shared by the CLI and the integrations.
+"""One JSON shape per result type, shared by the CLI, the MCP server and the OpenAI tools.
 
-Each function returns plain JSON-ready data (``json.dumps`` needs no ``default``).
+Each function returns plain JSON-ready data (``json.dumps`` needs no ``default``); values a
+skill returned that JSON cannot hold become their ``str``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from skill_library.models import Match, Skill, SkillRun, Trace
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON types; anything JSON cannot hold becomes its ``str``."""
+    return to_jsonable_python(value, fallback=str)
 
 
 def skill_json(skill: Skill) -> dict[str, Any]:
     """Every field of ``skill`` plus its ``reliability``."""
-    data = skill.model_dump(mode="json")
+    data: dict[str, Any] = skill.model_dump(mode="json")
     data["reliability"] = skill.reliability
     return data
 
 
 def match_json(match: Match) -> dict[str, Any]:
     """A fetched skill: what an agent needs to choose and call it, and why it ranked."""
+    skill = match.skill
     return {
-        "name": match.skill.name,
-        "version": match.skill.version,
+        "name": skill.name,
+        "version": skill.version,
+        "kind": skill.kind,
+        "when": skill.when,
+        "description": skill.description,
+        "parameters": skill.parameters,
+        "tools": list(skill.tools),
         "similarity": match.similarity,
         "reliability": match.reliability,
         "score": match.score,
-        "when": match.skill.when,
-        "description": match.skill.description,
-        "parameters": match.skill.parameters,
-        "tools": list(match.skill.tools),
+        "successes": skill.successes,
+        "failures": skill.failures,
     }
 
 
 def run_json(run: SkillRun) -> dict[str, Any]:
-    """A skill run with its trace (the trace id is ``trace.id``)."""
-    return run.model_dump(mode="json")
+    """A skill run: its value or structured error, its trace (``trace_id`` for feedback)
+    and, as ``calls``, the tool calls it made."""
+    data: dict[str, Any] = jsonable(run.model_dump(mode="python"))
+    data["trace_id"] = run.trace.id
+    data["calls"] = [
+        {"name": c.name, "arguments": jsonable(c.arguments), "result": jsonable(c.result), "error": c.error}
+        for c in run.trace.calls
+    ]
+    return data
 
 
 def trace_json(trace: Trace) -> dict[str, Any]:
     """A stored trace."""
-    return trace.model_dump(mode="json")
+    data: dict[str, Any] = trace.model_dump(mode="json")
+    return data
 
 
 def outcome_json(outcome: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,330 @@
+"""Agent Skills folders (agentskills.io specification): export active skills, import drafts.
+
+A folder per skill, named like the skill, holding ``SKILL.md`` (YAML frontmatter with only
+the allowed keys, then a Markdown body with usage and parameters) and the code under
+``scripts/``. Our names are snake_case Python identifiers; a folder's name is the same with
+hyphens (``cancel_every_order`` <-> ``cancel-every-order``).
+
+Import checks every rule of the specification and says which one a folder breaks, one line
+each; a valid folder becomes an unverified **draft**: stored, never indexed, fetched or run
+until it is verified.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Literal
+
+import jinja2
+import yaml
+
+from skill_library import signature
+from skill_library.integrations.prompt_block import TEMPLATES, usage_line
+from skill_library.models import Provenance, Skill
+
+if TYPE_CHECKING:
+    from skill_library.library import SkillLibrary
+
+__all__ = [
+    "ALLOWED_KEYS",
+    "ExportResult",
+    "ImportResult",
+    "SkillFolderError",
+    "export_library",
+    "export_skills",
+    "folder_name",
+    "import_folders",
+    "name_problems",
+    "read_skill_folder",
+]
+
+ALLOWED_KEYS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+MAX_COMPATIBILITY = 500
+IMPORTED_BY = "agent-skills-import"
+COMPATIBILITY = "Python 3.11+; written for skill-library's sandbox, which passes in the host tools it calls"
+
+_NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.DOTALL | re.MULTILINE)
+
+
+class SkillFolderError(ValueError):
+    """A folder breaks the specification; ``problems`` has one line per broken rule."""
+
+    def __init__(self, folder: Path, problems: list[str]) -> None:
+        self.folder = folder
+        self.problems = problems
+        super().__init__(f"{folder}: " + "; ".join(problems))
+
+
+@dataclass
+class ExportResult:
+    """What :func:`export_skills` wrote (folders) and left out (name -> reason)."""
+
+    written: list[Path] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ImportResult:
+    """One folder's import: stored as ``draft`` (with ``skill``) or ``invalid`` (with problems)."""
+
+    folder: Path
+    status: Literal["draft", "invalid"]
+    skill: Skill | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+# -- rules -------------------------------------------------------------------------------
+def name_problems(name: Any, folder: str | None = None) -> list[str]:
+    """The spec's ``name`` rules that ``name`` breaks (empty when it is valid)."""
+    if not isinstance(name, str) or not name:
+        return ["name: required, a string of 1-64 characters"]
+    problems = []
+    if len(name) > MAX_NAME:
+        problems.append(f"name: {len(name)} characters, at most {MAX_NAME} allowed")
+    if not _NAME_CHARS.match(name):
+        problems.append(f"name: {name!r} may hold only lowercase letters, digits and hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        problems.append(f"name: {name!r} may not start or end with a hyphen")
+    if "--" in name:
+        problems.append(f"name: {name!r} may not hold consecutive hyphens")
+    if folder is not None and name != folder:
+        problems.append(f"name: {name!r} must equal the folder's name {folder!r}")
+    return problems
+
+
+def frontmatter_problems(data: dict[str, Any], folder: str) -> list[str]:
+    """Every rule of the specification that the frontmatter ``data`` breaks."""
+    problems = []
+    unknown = sorted(set(data) - ALLOWED_KEYS)
+    if unknown:
+        problems.append(
+            f"frontmatter: key(s) {', '.join(unknown)} not allowed (only {', '.join(sorted(ALLOWED_KEYS))})"
+        )
+    problems += name_problems(data.get("name"), folder)
+    description = data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        problems.append("description: required, a non-empty string")
+    elif len(description) > MAX_DESCRIPTION:
+        problems.append(f"description: {len(description)} characters, at most {MAX_DESCRIPTION} allowed")
+    compatibility = data.get("compatibility")
+    if compatibility is not None and (not isinstance(compatibility, str) or not compatibility.strip()):
+        problems.append("compatibility: must be a non-empty string")
+    elif isinstance(compatibility, str) and len(compatibility) > MAX_COMPATIBILITY:
+        problems.append(f"compatibility: {len(compatibility)} characters, at most {MAX_COMPATIBILITY} allowed")
+    metadata = data.get("metadata")
+    if metadata is not None and (
+        not isinstance(metadata, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+    ):
+        problems.append("metadata: must map strings to strings (quote numbers: version: \"1\")")
+    for key in ("license", "allowed-tools"):
+        if key in data and not isinstance(data[key], str):
+            problems.append(f"{key}: must be a string")
+    return problems
+
+
+# -- export ------------------------------------------------------------------------------
+def folder_name(skill_name: str) -> str:
+    """The Agent Skills name of a skill: its name with hyphens for underscores."""
+    return skill_name.replace("_", "-")
+
+
+def export_skills(
+    skills: Iterable[Skill], out: str | Path, *, license: str | None = None
+) -> ExportResult:
+    """Write one folder per code skill of ``skills`` into ``out`` (created when missing)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = ExportResult()
+    template = _environment().get_template("agent_skill.md.j2")
+    for skill in skills:
+        name = folder_name(skill.name)
+        problems = name_problems(name)
+        if skill.kind != "code" or not skill.code:
+            problems.append("an instruction skill has no code to put under scripts/")
+        if problems:
+            result.skipped[skill.name] = "; ".join(problems)
+            continue
+        folder = out / name
+        (folder / "scripts").mkdir(parents=True, exist_ok=True)
+        (folder / "scripts" / f"{skill.name}.py").write_text(skill.code.rstrip() + "\n")
+        front = _frontmatter(skill, name, license)
+        problems = frontmatter_problems(front, name)
+        if problems:  # e.g. a `when` longer than the spec's description limit
+            result.skipped[skill.name] = "; ".join(problems)
+            continue
+        body = template.render(**_body_context(skill))
+        text = "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000) + "---\n\n" + body
+        (folder / "SKILL.md").write_text(text.rstrip() + "\n")
+        result.written.append(folder)
+    return result
+
+
+def _frontmatter(skill: Skill, name: str, license: str | None) -> dict[str, Any]:
+    when = " ".join(skill.when.split())
+    about = " ".join(skill.description.split())
+    description = f"{about} Use when: {when}" if about and about != when else f"Use when: {when}"
+    metadata = {
+        "version": str(skill.version),
+        "reliability": f"{skill.reliability:.4f}",
+        "successes": str(skill.successes),
+        "failures": str(skill.failures),
+        "tools": ",".join(skill.tools),
+        "source": f"skill-library {skill.name} v{skill.version} ({skill.provenance.generalizer})",
+        "when": skill.when,
+        "entry": skill.name,
+        **({"depends-on": ",".join(skill.depends_on)} if skill.depends_on else {}),
+        "parameters": json.dumps(skill.parameters, sort_keys=True),
+    }
+    front: dict[str, Any] = {"name": name, "description": description[:MAX_DESCRIPTION]}
+    if license:
+        front["license"] = license
+    front["compatibility"] = COMPATIBILITY
+    front["metadata"] = metadata
+    if skill.tools:
+        front["allowed-tools"] = " ".join(skill.tools)
+    return front
+
+
+def _body_context(skill: Skill) -> dict[str, Any]:
+    schema = skill.parameters or {}
+    required = set(schema.get("required", []))
+    parameters = [
+        {
+            "name": p,
+            "type": json.dumps(s.get("type", "any")).strip('"') if s else "any",
+            "required": p in required,
+            "default": json.dumps(s["default"]) if "default" in s else "",
+        }
+        for p, s in schema.get("properties", {}).items()
+    ]
+    example = {p["name"]: f"<{p['name']}>" for p in parameters if p["required"]}
+    return {
+        "skill": skill,
+        "about": skill.description or skill.when,
+        "when": skill.when,
+        "script": f"{skill.name}.py",
+        "usage": usage_line(skill),
+        "example_json": json.dumps(example),
+        "parameters": parameters,
+    }
+
+
+# -- import ------------------------------------------------------------------------------
+def read_skill_folder(folder: str | Path) -> Skill:
+    """The draft :class:`Skill` in an Agent Skills folder; :class:`SkillFolderError` if invalid."""
+    folder = Path(folder)
+    problems: list[str] = []
+    skill_md = folder / "SKILL.md"
+    if not skill_md.is_file():
+        raise SkillFolderError(folder, ["SKILL.md: missing"])
+    match = _FRONTMATTER.match(skill_md.read_text(encoding="utf-8"))
+    if match is None:
+        raise SkillFolderError(folder, ["SKILL.md: must start with YAML frontmatter between --- lines"])
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 2}" if where is not None else ""
+        raise SkillFolderError(folder, [f"SKILL.md: frontmatter is not YAML{line}"]) from None
+    if not isinstance(data, dict):
+        raise SkillFolderError(folder, ["SKILL.md: frontmatter must be a YAML mapping"])
+    problems += frontmatter_problems(data, folder.name)
+    code, script_problems = _script(folder)
+    problems += script_problems
+    if problems:
+        raise SkillFolderError(folder, problems)
+    return _to_skill(folder, data, code)
+
+
+def _script(folder: Path) -> tuple[str, list[str]]:
+    scripts = sorted((folder / "scripts").glob("*.py")) if (folder / "scripts").is_dir() else []
+    if len(scripts) != 1:
+        found = ", ".join(p.name for p in scripts) or "none"
+        return "", [f"scripts/: must hold exactly one Python file with the skill's function (found {found})"]
+    code = scripts[0].read_text(encoding="utf-8")
+    try:
+        functions = signature.top_level_functions(code)
+    except ValueError as exc:
+        return "", [f"scripts/{scripts[0].name}: {exc}"]
+    if len(functions) != 1:
+        return "", [f"scripts/{scripts[0].name}: must define exactly one top-level function, found {len(functions)}"]
+    return code, []
+
+
+def _to_skill(folder: Path, data: dict[str, Any], code: str) -> Skill:
+    metadata: dict[str, str] = data.get("metadata") or {}
+    name = data["name"].replace("-", "_")
+    function = signature.top_level_functions(code)[0].name
+    if function != name:  # someone else's folder: the function takes the skill's name
+        code = re.sub(rf"^def {re.escape(function)}\(", f"def {name}(", code, count=1, flags=re.MULTILINE)
+    split = lambda text, sep=",": [t.strip() for t in text.split(sep) if t.strip()]  # noqa: E731
+    tools = split(metadata["tools"]) if "tools" in metadata else split(data.get("allowed-tools", ""), None)
+    when = metadata.get("when") or data["description"]
+    fields: dict[str, Any] = {
+        "name": name,
+        "code": code,
+        "when": when,
+        "tools": tools,
+        "depends_on": split(metadata.get("depends-on", "")),
+        "status": "draft",
+        "provenance": Provenance(generalizer=IMPORTED_BY, created_by=metadata.get("source") or str(folder)),
+    }
+    about, marker, _ = data["description"].rpartition(" Use when: ")
+    if marker and "when" in metadata:  # ours: "<description> Use when: <when>"
+        fields["description"] = about
+    problems = []
+    if "parameters" in metadata:
+        try:
+            fields["parameters"] = json.loads(metadata["parameters"])
+        except json.JSONDecodeError as exc:
+            problems.append(f"metadata.parameters: not JSON ({exc.msg})")
+    if not problems:
+        try:
+            return Skill(**fields)
+        except ValueError as exc:  # pydantic: the code, the tools, the name as an identifier
+            problems += [_pydantic_line(e) for e in getattr(exc, "errors", lambda: [])()] or [str(exc)]
+    raise SkillFolderError(folder, problems)
+
+
+def _pydantic_line(error: dict[str, Any]) -> str:
+    where = ".".join(str(p) for p in error.get("loc", ())) or "skill"
+    message = str(error.get("msg", "")).removeprefix("Value error, ")
+    return f"{where}: {message}"
+
+
+def import_folders(library: "SkillLibrary", root: str | Path) -> list[ImportResult]:
+    """Import ``root`` (one skill folder, or a folder of them) into ``library`` as drafts."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"{root}: not a folder")
+    folders = [root] if (root / "SKILL.md").exists() else sorted(p for p in root.iterdir() if p.is_dir())
+    results = []
+    for folder in folders:
+        try:
+            skill = read_skill_folder(folder)
+        except SkillFolderError as exc:
+            results.append(ImportResult(folder=folder, status="invalid", problems=exc.problems))
+            continue
+        results.append(ImportResult(folder=folder, status="draft", skill=library.import_draft(skill)))
+    return results
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+
+
+def export_library(library: "SkillLibrary", out: str | Path, *, license: str | None = None) -> ExportResult:
+    """:func:`export_skills` for every active skill of ``library``."""
+    return export_skills(library.list(status="active"), out, license=license)

@@ -1,0 +1,305 @@
+"""An MCP server over a skill library (``mcp`` 2.x; install the ``[mcp]`` extra).
+
+Tools: ``fetch_skills``, ``run_skill``, ``learn_trace``, ``record_outcome``, ``list_skills``,
+``show_skill``, and one tool per active code skill (its name; description from ``when``;
+input schema from its parameters). When that list changes (a trace learned here, or a skill
+added, retired or imported by another process and noticed on the next call) the server
+publishes a tools-list-changed event: to ``subscriptions/listen`` streams (protocol
+2026-07-28) and as ``notifications/tools/list_changed`` on handshake-era sessions.
+
+Every failure is a tool error (``is_error``) with a one-line message; the server keeps
+serving. Library calls run one at a time on a worker thread, so the event loop stays free
+and the embedding model, loaded once, is shared by every call.
+
+    skills serve-mcp --dir D --tools MODULE                    # stdio
+    skills serve-mcp --dir D --tools MODULE --http 127.0.0.1:8765   # streamable HTTP, /mcp
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+from typing import Any, Callable, Mapping
+
+import anyio
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools.base import Tool
+from mcp_types import CallToolResult, TextContent
+from pydantic import Field, ValidationError
+
+from skill_library.errors import SkillLibraryError
+from skill_library.integrations.openai_tools import argument_problem, description_of
+from skill_library.library import SkillLibrary
+from skill_library.models import Skill, SkillStatus
+from skill_library.serialize import match_json, run_json, skill_json
+
+__all__ = ["FIXED_TOOLS", "SkillServer", "build_server", "parse_http", "serve"]
+
+log = logging.getLogger(__name__)
+
+FIXED_TOOLS = ("fetch_skills", "run_skill", "learn_trace", "record_outcome", "list_skills", "show_skill")
+MAX_K = 50
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+INSTRUCTIONS = (
+    "A library of verified, reusable skills. Call fetch_skills(task) before planning; call a "
+    "skill's own tool (or run_skill) to run it; record_outcome(name, succeeded, trace_id) after "
+    "checking its result; learn_trace(trace) to save a verified successful trace as a new skill."
+)
+
+# errors a caller can act on: their message goes back as the tool error
+_CALLER_ERRORS = (SkillLibraryError, ValueError, KeyError, TypeError)
+
+
+class _Server(MCPServer):
+    """MCPServer whose tool errors are one line, without the SDK's "Error executing tool" prefix."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a crash: the SDK logs it and keeps its text on the server
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):  # arguments that do not fit the input schema
+                raise ToolError("; ".join(_validation_line(e) for e in cause.errors())) from cause
+            text = str(exc).removeprefix(f"Error executing tool {name}: ")
+            raise ToolError(" ".join(text.split())) from cause
+
+
+def _validation_line(error: Any) -> str:
+    where = ".".join(str(p) for p in error.get("loc", ())) or "arguments"
+    return f"{where}: {error.get('msg', 'invalid')}"
+
+
+class _SkillTool(Tool):
+    """A registered tool whose schema is the skill's own and whose call runs the skill."""
+
+    handler: Callable[[dict[str, Any]], Any] = Field(exclude=True)
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        return await self.handler(arguments)
+
+
+async def _placeholder(**kwargs: Any) -> None:  # only lends its metadata to a _SkillTool
+    return None
+
+
+class SkillServer:
+    """The MCP server for ``library``; ``tools`` are the host tools skills may call."""
+
+    def __init__(
+        self,
+        library: SkillLibrary,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
+        *,
+        tool_schemas: Mapping[str, dict[str, Any]] | None = None,
+        name: str = "skill-library",
+    ) -> None:
+        self.library = library
+        self.tools = dict(tools or {})
+        self.tool_schemas = dict(tool_schemas or {}) or None
+        self.server: MCPServer = _Server(name=name, instructions=INSTRUCTIONS, log_level="WARNING")
+        self._lock = threading.Lock()  # the library is used by one call at a time
+        self._skill_tools: dict[str, tuple[int, str]] = {}  # name -> (version, when) registered
+        self._synced_generation: int | None = None
+        for fn in (self.fetch_skills, self.run_skill, self.learn_trace, self.record_outcome,
+                   self.list_skills, self.show_skill):
+            self.server.add_tool(fn, name=fn.__name__, description=(fn.__doc__ or "").strip())
+        self._advertise_tools_list_changed()
+        self._sync_skill_tools()
+
+    def _advertise_tools_list_changed(self) -> None:
+        """Handshake-era sessions: say ``tools.listChanged`` (modern ones derive it themselves)."""
+        lowlevel = self.server._lowlevel_server  # noqa: SLF001 (the SDK asks for the flag per call)
+        capabilities = lowlevel.get_capabilities
+
+        def get_capabilities(notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any) -> Any:
+            options = notification_options or NotificationOptions()
+            options.tools_changed = True
+            return capabilities(options, *args, **kwargs)
+
+        lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]
+
+    # -- plumbing -----------------------------------------------------------------------
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn`` on a worker thread under the library lock; caller errors become ToolErrors."""
+
+        def locked() -> Any:
+            with self._lock:
+                return fn(*args, **kwargs)
+
+        try:
+            return await anyio.to_thread.run_sync(locked)
+        except _CALLER_ERRORS as exc:
+            raise ToolError(_one_line(exc)) from exc
+
+    def _sync_skill_tools(self) -> bool:
+        """Register a tool per active code skill, drop stale ones; True when the list changed.
+
+        Every change of the active skills bumps the store's index generation first, so an
+        unchanged generation (one small query) means there is nothing to re-read.
+        """
+        generation = self.library.store.index_generation()
+        if generation == self._synced_generation:
+            return False
+        self._synced_generation = generation
+        wanted = {
+            s.name: s
+            for s in self.library.list(status="active")
+            if s.kind == "code" and s.name not in FIXED_TOOLS
+        }
+        changed = False
+        for gone in set(self._skill_tools) - set(wanted):
+            self.server.remove_tool(gone)
+            del self._skill_tools[gone]
+            changed = True
+        for skill in wanted.values():
+            if self._skill_tools.get(skill.name) == (skill.version, skill.when):
+                continue
+            if skill.name in self._skill_tools:
+                self.server.remove_tool(skill.name)
+            self.server._tool_manager._tools[skill.name] = self._skill_tool(skill)  # noqa: SLF001
+            self._skill_tools[skill.name] = (skill.version, skill.when)
+            changed = True
+        return changed
+
+    def _skill_tool(self, skill: Skill) -> _SkillTool:
+        base = Tool.from_function(_placeholder, name=skill.name, structured_output=False)
+        fields = {f: getattr(base, f) for f in Tool.model_fields}
+        fields.update(
+            description=description_of(skill),
+            parameters=skill.parameters or {"type": "object", "properties": {}},
+            handler=functools.partial(self._run_skill_tool, skill.name),
+        )
+        return _SkillTool(**fields)
+
+    async def _refresh(self, ctx: Context | None) -> None:
+        """Re-read the active skills; tell clients when the tool list changed."""
+        changed = await self._call(self._sync_skill_tools)
+        if not changed or ctx is None:
+            return
+        await ctx.notify_tools_changed()  # subscriptions/listen streams (2026-07-28)
+        try:  # handshake-era sessions; dropped by the SDK on modern connections
+            await ctx.session.send_tool_list_changed()
+        except Exception as exc:  # a notification is best effort
+            log.debug("tools/list_changed not sent: %s", exc)
+
+    async def _run(self, name: str, args: Any) -> CallToolResult:
+        skill = await self._call(self.library.get, name)
+        if skill.status != "active" or skill.kind != "code":
+            raise ToolError(f"skill {name!r} cannot run (it is {skill.status}, {skill.kind})")
+        problem = argument_problem(skill, args)
+        if problem is not None:
+            raise ToolError(problem)
+        run = await self._call(
+            self.library.run, name, args, self.tools, tool_schemas=self.tool_schemas
+        )
+        data = run_json(run)
+        text = json.dumps(data["value"]) if run.ok else f"skill {name} v{run.version} failed: {run.error or run.limit}"
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=data, is_error=not run.ok
+        )
+
+    async def _run_skill_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        return await self._run(name, arguments)
+
+    # -- the tools ----------------------------------------------------------------------
+    async def fetch_skills(
+        self, task: str, k: int = 3, min_reliability: float | None = None, ctx: Context | None = None
+    ) -> dict[str, Any]:
+        """The k best skills for a task: name, when, parameters, similarity, reliability."""
+        await self._refresh(ctx)
+        if not 1 <= k <= MAX_K:
+            raise ToolError(f"k must be between 1 and {MAX_K}, got {k}")
+        matches = await self._call(self.library.fetch, task, k, min_reliability=min_reliability)
+        return {"matches": [match_json(m) for m in matches]}
+
+    async def run_skill(
+        self, name: str, args: dict[str, Any] | None = None, ctx: Context | None = None
+    ) -> CallToolResult:
+        """Run a skill in the sandbox with named arguments; returns its value and trace_id."""
+        return await self._run(name, args or {})
+
+    async def learn_trace(self, trace: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
+        """Learn a skill from a verified successful trace (trace fields or an OpenAI transcript)."""
+        result = await self._call(self.library.learn, trace)
+        await self._refresh(ctx)
+        return {
+            "status": result.status,
+            "skill": skill_json(result.skill) if result.skill else None,
+            "duplicate_of": result.duplicate_of,
+            "reasons": list(result.reasons),
+        }
+
+    async def record_outcome(
+        self,
+        name: str,
+        succeeded: bool,
+        version: int | None = None,
+        trace_id: str | None = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Record whether a run of a skill succeeded (after checking its result)."""
+        skill = await self._call(self.library.feedback, name, succeeded, version=version, trace_id=trace_id)
+        return skill_json(skill)
+
+    async def list_skills(self, status: SkillStatus | None = None, ctx: Context | None = None) -> dict[str, Any]:
+        """Every skill's current version (optionally only those with a status)."""
+        await self._refresh(ctx)
+        skills = await self._call(self.library.list, status=status)
+        return {"skills": [skill_json(s) for s in skills]}
+
+    async def show_skill(self, name: str, version: int | None = None, ctx: Context | None = None) -> dict[str, Any]:
+        """One skill (its active version, or a given version) with code and counts."""
+        return skill_json(await self._call(self.library.get, name, version))
+
+
+def build_server(
+    library: SkillLibrary,
+    tools: Mapping[str, Callable[..., Any]] | None = None,
+    **options: Any,
+) -> MCPServer:
+    """The :class:`MCPServer` of a :class:`SkillServer` (``options``: ``tool_schemas``, ``name``)."""
+    return SkillServer(library, tools, **options).server
+
+
+def _one_line(exc: BaseException) -> str:
+    plain_key_error = isinstance(exc, KeyError) and not isinstance(exc, SkillLibraryError)
+    text = str(exc.args[0]) if plain_key_error and exc.args else str(exc)
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def serve(
+    library: SkillLibrary,
+    tools: Mapping[str, Callable[..., Any]] | None = None,
+    *,
+    http: str | None = None,
+) -> None:
+    """Serve over stdio, or streamable HTTP on ``http`` ("127.0.0.1:PORT", path ``/mcp``).
+
+    The server has no authentication and runs skills with the host's tools, so HTTP binds
+    to a loopback address only.
+    """
+    if http is None:
+        build_server(library, tools).run("stdio")
+        return
+    host, port = parse_http(http)
+    build_server(library, tools).run("streamable-http", host=host, port=port)
+
+
+def parse_http(http: str) -> tuple[str, int]:
+    """``(host, port)`` of "HOST:PORT"; ValueError unless the host is a loopback address."""
+    host, _, port = http.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--http must be HOST:PORT, got {http!r}")
+    if host not in LOOPBACK:
+        raise ValueError(
+            f"--http host {host!r} is not a loopback address: the MCP server has no "
+            f"authentication, bind it to {', '.join(sorted(LOOPBACK))}"
+        )
+    return host, int(port)

@@ -24,7 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from perf_fetch import percentile, synthetic_whens  # noqa: E402
+from perf_fetch import percentile, synthetic_whens  # type: ignore[import-not-found]  # noqa: E402
 
 
 def _free_port() -> int:

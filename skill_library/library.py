@@ -869,7 +869,7 @@ class SkillLibrary:
         examples = prompt_block.recorded_examples(matches, self.store.get_trace)
         return prompt_block.render(matches, max_tokens=max_tokens, examples=examples)
 
-    def as_openai_tools(self, matches: Sequence[Match], *, api: str = "chat") -> list[dict[str, Any]]:
+    def as_openai_tools(self, matches: Sequence[Match], *, api: str = "chat") -> builtins.list[dict[str, Any]]:
         """OpenAI function tools (``api="chat"`` or ``"responses"``) for the code skills."""
         from skill_library.integrations.openai_tools import as_openai_tools
 

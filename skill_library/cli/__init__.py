@@ -4,8 +4,8 @@ The library folder comes from ``--dir`` or ``SKILLS_DIR`` (default ``./.skills``
 with no library is an error unless ``skills init`` or ``--create``. Every read command
 takes ``--json``. Commands live in one module per group: ``admin`` (init, reindex),
 ``skills`` (add, list, show, history, retire, outcomes, traces), ``learning`` (learn,
-fetch, run, feedback) and ``integrations`` (serve-mcp, export, import); ``_common`` holds the shared options, ``open_library`` and the one
-error mapper.
+fetch, run, feedback) and ``integrations`` (serve-mcp, export, import); ``_common``
+holds the shared options, ``open_library`` and the one error mapper.
 """
 
 from __future__ import annotations

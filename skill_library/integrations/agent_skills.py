@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 import jinja2
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from skill_library import signature
 from skill_library.integrations.prompt_block import TEMPLATES, usage_line
@@ -153,7 +153,7 @@ def export_skills(
             continue
         folder = out / name
         (folder / "scripts").mkdir(parents=True, exist_ok=True)
-        (folder / "scripts" / f"{skill.name}.py").write_text(skill.code.rstrip() + "\n")
+        (folder / "scripts" / f"{skill.name}.py").write_text((skill.code or "").rstrip() + "\n")
         front = _frontmatter(skill, name, license)
         problems = frontmatter_problems(front, name)
         if problems:  # e.g. a `when` longer than the spec's description limit

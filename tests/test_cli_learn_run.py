@@ -99,3 +99,29 @@ def test_run_argument_errors(tmp_path, embedder):
     assert code == 1 and "--args must be a JSON object" in out
     code, out = invoke("run", "ghost", "--args", "{}", lib=lib)
     assert code == 1 and "no skill named 'ghost'" in out
+
+
+def test_learn_many_files_and_jsonl_in_one_call(tmp_path, embedder):
+    lib = tmp_path / "lib"
+    traces = []
+    for n, (item, qty) in enumerate([("apple", 3), ("pear", 2), ("apple", 1)]):
+        trace = json.loads(json.dumps(TRACE).replace('"apple"', f'"{item}"').replace(": 3", f": {qty}"))
+        trace["task"] = f"reserve {qty} {item} for the market stall"
+        traces.append(trace)
+    jsonl = tmp_path / "traces.jsonl"
+    jsonl.write_text("\n".join(json.dumps(t) for t in traces[1:]) + "\n\n")
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps(traces[0]))
+    code, out = invoke("learn", str(first), str(jsonl), "--create", "--json", lib=lib)
+    assert code == 0, out
+    assert [r["status"] for r in json.loads(out)] == ["saved", "merged", "merged"]
+    code, out = invoke("learn", str(jsonl), lib=lib)
+    assert code == 0 and "2 trace(s): 2 merged" in out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "x"}\nnot json\n')
+    code, out = invoke("learn", str(bad), lib=lib)
+    assert code == 1 and "bad.jsonl line 2 is not JSON" in out
+    code, out = invoke("fetch", "reserve 5 pear for the stall", "--tools", "reserve", "--json", lib=lib)
+    assert code == 0 and json.loads(out) == []  # the skill also needs check_stock
+    code, out = invoke("fetch", "reserve 5 pear for the stall", "--tools", "reserve,check_stock", "--json", lib=lib)
+    assert [m["name"] for m in json.loads(out)] == ["reserve_after_check_stock"]

@@ -28,6 +28,7 @@ from skill_library.cli._common import (
     load_tools,
     open_library,
     short,
+    split_names,
 )
 from skill_library.serialize import match_json, run_json, skill_json
 
@@ -42,6 +43,9 @@ TRACE_FILE is JSON in one of three forms:
 2. An OpenAI transcript with its verdict: {"task": ..., "params": {...},
    "outcome": {"success": true, "verifier": ...}, "messages": [...]}
 3. A plain OpenAI messages array [...], with --task and --verifier (and --params).
+
+Several files, or a .jsonl file of one trace (form 1 or 2) a line, are learned together
+with SkillLibrary.learn_many (batched embedding, a progress bar).
 
 Only verified successes are learned (outcome.success with a named verifier). Learning is
 offline (the dataflow generalizer) unless --llm is given.
@@ -68,9 +72,28 @@ def _trace_input(data: Any, task: str | None, verifier: str | None, params: str 
     return data
 
 
+def _jsonl(path: Path) -> list[Any]:
+    """The traces of a ``.jsonl`` file, one JSON object a line (blank lines skipped)."""
+    items = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            fail(f"{path} line {number} is not JSON: {exc.msg} at column {exc.colno}")
+    return items
+
+
 @command
 def learn(
-    trace_file: Path = typer.Argument(..., exists=True, dir_okay=False, help="The trace as JSON (see above)."),
+    trace_files: list[Path] = typer.Argument(
+        ..., exists=True, dir_okay=False, help="The trace(s) as JSON, or .jsonl files (see above)."
+    ),
     task: Optional[str] = typer.Option(None, "--task", help="The task a messages array solved."),
     verifier: Optional[str] = typer.Option(
         None, "--verifier", help="Who verified the success (marks the trace verified)."
@@ -87,16 +110,39 @@ def learn(
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Learn a skill from a verified trace: SkillLibrary.learn(trace)."""
-    data = _trace_input(json_value(f"@{trace_file}", str(trace_file)), task, verifier, params)
+    """Learn a skill from a verified trace: SkillLibrary.learn(trace), or learn_many(traces)."""
+    items: list[Any] = []
+    for path in trace_files:
+        if path.suffix == ".jsonl":
+            if task is not None or verifier is not None:
+                fail("--task and --verifier complete one messages array, not a .jsonl file")
+            items.extend(_jsonl(path))
+        else:
+            items.append(_trace_input(json_value(f"@{path}", str(path)), task, verifier, params))
     limits = limits_from(max_tool_calls, cpu_seconds, wall_seconds, memory_mb)
+    generalizer = "llm" if llm else "dataflow"
+    if len(items) != 1 or trace_files[0].suffix == ".jsonl":
+        with open_library(directory, create=create) as lib:
+            results = lib.learn_many(items, generalizer=generalizer, limits=limits, progress=not as_json)
+        if as_json:
+            emit([r.model_dump(mode="json") for r in results])
+        else:
+            counts: dict[str, int] = {}
+            for r in results:
+                counts[r.status] = counts.get(r.status, 0) + 1
+            skills = sorted({r.skill.name for r in results if r.skill is not None})
+            console.print(f"{len(results)} trace(s): " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+                          + f"; skills: {', '.join(skills) or 'none'}", highlight=False)
+        if results and all(r.status == "rejected" for r in results):
+            raise typer.Exit(EXIT_REFUSED)
+        return
     with open_library(directory, create=create) as lib:
-        result = lib.learn(data, generalizer="llm" if llm else "dataflow", limits=limits)
+        result = lib.learn(items[0], generalizer=generalizer, limits=limits)
     if as_json:
         emit(result.model_dump(mode="json"))
-    elif result.status == "saved" and result.skill is not None:
+    elif result.status in ("saved", "merged", "revised") and result.skill is not None:
         console.print(
-            f"saved [bold]{result.skill.name}[/bold] v{result.skill.version}: {result.skill.when}",
+            f"{result.status} [bold]{result.skill.name}[/bold] v{result.skill.version}: {result.skill.when}",
             highlight=False,
         )
     else:
@@ -113,12 +159,19 @@ def fetch(
     min_reliability: Optional[float] = typer.Option(
         None, min=0.0, max=1.0, help="Override the reliability threshold."
     ),
+    min_similarity: Optional[float] = typer.Option(
+        None, min=-1.0, max=1.0, help="Override the similarity floor (-1: none)."
+    ),
+    tools: Optional[str] = typer.Option(
+        None, "--tools", help="Comma-separated tools the agent has: only skills needing no others."
+    ),
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Fetch skills for a task: SkillLibrary.fetch(task, k)."""
     with open_library(directory) as lib:
-        matches = lib.fetch(task, k, min_reliability=min_reliability)
+        matches = lib.fetch(task, k, min_reliability=min_reliability, min_similarity=min_similarity,
+                            tools=split_names(tools) if tools is not None else None)
     if as_json:
         emit([match_json(m) for m in matches])
         return

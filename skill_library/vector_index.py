@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from skill_library.embeddings import Embedder
+from skill_library.embeddings import Embedder, same_model
 from skill_library.errors import IndexCorruptError
 
 if TYPE_CHECKING:  # chromadb is imported when an index is opened, not with this module
@@ -87,7 +87,7 @@ class VectorIndex:
             metadata={"model": self.embedder.model_name, "format": INDEX_FORMAT},
         )
         found = collection.metadata or {}
-        if found.get("model") != self.embedder.model_name or found.get("format") != INDEX_FORMAT:
+        if not same_model(found.get("model"), self.embedder.model_name) or found.get("format") != INDEX_FORMAT:
             raise IndexCorruptError(
                 f"the vector index was built with model {found.get('model')!r} "
                 f"(format {found.get('format')}); this library uses {self.embedder.model_name!r}"

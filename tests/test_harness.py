@@ -194,8 +194,8 @@ def test_model_tokens_spent_on_learning_are_recorded(tmp_path, embedder):
             candidate.usage = {"prompt_tokens": 300, "completion_tokens": 40}
             return candidate
 
-    from benchmarks.harness import run_task
     from benchmarks.agents import get_agent
+    from benchmarks.harness import run_task
     from benchmarks.worlds import get_world
     from skill_library.library import SkillLibrary
 

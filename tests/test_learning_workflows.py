@@ -201,6 +201,7 @@ def llm_reply(body: str) -> dict:
 
 def test_the_llm_revision_prompt_gets_every_example_trace(library):
     from chat_server import ScriptedChatServer, json_reply
+
     from skill_library.induction import LLMGeneralizer
 
     first_only = "    found = find_invoices(customer=customer)\n    return [archive(invoice_id=found[0]['id'])]\n"

@@ -450,3 +450,28 @@ def test_fetch_has_a_similarity_floor_and_a_tool_filter(library):
     assert names[0] == "refund_order"
     with pytest.raises(TypeError, match="collection of tool names"):
         library.fetch("refund my pending order", tools="refund")
+
+
+def test_the_index_is_keyed_by_model_identity_not_install_path(tmp_path, embedder):
+    import shutil
+    import warnings
+
+    from skill_library import embeddings
+    from skill_library.embeddings import SentenceTransformerEmbedder, default_model_path, same_model
+    from skill_library.library import IndexRebuiltWarning, SkillLibrary
+
+    copy = tmp_path / "other-install" / "all-MiniLM-L6-v2"
+    shutil.copytree(default_model_path(), copy)
+    elsewhere = SentenceTransformerEmbedder(copy, threads=1)
+    assert same_model(elsewhere.model_name, embedder.model_name)
+    assert elsewhere.model_name != embedder.model_name  # the folder's name differs, the digest not
+    path = tmp_path / "lib"
+    with SkillLibrary(path, embedder=embedder) as lib:
+        lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexRebuiltWarning)  # a rebuild would raise here
+        with SkillLibrary(path, embedder=elsewhere) as lib:
+            assert [m.skill.name for m in lib.fetch("water the garden plants", k=1)] == ["water_plants"]
+    (copy / "config.json").write_text((copy / "config.json").read_text() + " ")  # now another model
+    embeddings._identities.clear()
+    assert not same_model(SentenceTransformerEmbedder(copy).model_name, embedder.model_name)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from chat_server import ScriptedChatServer, json_reply
 from typer.testing import CliRunner
 
-from chat_server import ScriptedChatServer, json_reply
 from skill_library.cli import app
 from skill_library.errors import LLMError
 from skill_library.induction import DataflowGeneralizer, LLMGeneralizer

@@ -29,6 +29,10 @@ class IndexCorruptError(SkillLibraryError):
     """The derived vector index cannot be opened or is out of step with the records."""
 
 
+class RecordsBehindIndexError(SkillLibraryError):
+    """The records are older than the vector index: rebuilding would lose skills."""
+
+
 class GeneralizationError(SkillLibraryError):
     """A generalizer could not turn a trace into a candidate skill."""
 

@@ -7,7 +7,11 @@ Rules:
   processes (whose Chroma clients hold their own in-memory copy of the index) notice the
   change on their next read and reopen the index;
 - opening (or reopening) checks the index against the records and rebuilds it, with an
-  :class:`IndexRebuiltWarning`, when it is missing, damaged or out of step;
+  :class:`IndexRebuiltWarning`, when it is missing, damaged or out of step, but only when
+  the records pass their integrity check and are at least as new as the index (the
+  generation the index was last written at, kept in ``chroma/generation``): fewer records
+  never silently win; an older or damaged records file is an error, and rebuilding from it
+  takes ``rebuild(force=True)``;
 - an index write that fails after its record change was committed drops the open index, so
   the next use checks and rebuilds it.
 """
@@ -15,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 import fcntl
+import os
 import threading
 import warnings
 from contextlib import contextmanager
@@ -22,10 +27,13 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from skill_library.embeddings import Embedder
-from skill_library.errors import IndexCorruptError
+from skill_library.errors import IndexCorruptError, RecordsBehindIndexError
 from skill_library.models import Skill
 from skill_library.record_store import RecordStore
 from skill_library.vector_index import IndexEntry, VectorIndex, entries_for, remove_index_folder
+
+#: file in the index folder holding the records generation the index was written at
+GENERATION_FILE = "generation"
 
 
 class IndexRebuiltWarning(UserWarning):
@@ -96,10 +104,16 @@ class SyncedIndex:
             except BaseException:
                 self._drop()
                 raise
+            self._mark(self._generation)
 
-    def rebuild(self, progress: Callable[[int], None] | None = None) -> int:
-        """Rebuild the index from the records (under the lock); returns its size."""
+    def rebuild(self, progress: Callable[[int], None] | None = None, *, force: bool = False) -> int:
+        """Rebuild the index from the records (under the lock); returns its size.
+
+        Refuses (:class:`RecordsBehindIndexError`, :class:`RecordStoreCorruptError`) when the
+        records are damaged or older than the index, unless ``force``."""
         with self._lock():
+            if not force:
+                self._check_records_may_rebuild()
             self._generation = self.store.bump_index_generation()
             skills = self.store.list(status="active")
             if self._index is None:
@@ -109,7 +123,41 @@ class SyncedIndex:
             except BaseException:
                 self._drop()
                 raise
+            self._mark(self._generation)
             return len(skills)
+
+    # -- the generation the index was written at ---------------------------------------
+    @property
+    def _marker(self) -> Path:
+        return self.index_path / GENERATION_FILE
+
+    def _mark(self, generation: int) -> None:
+        """Record that the index holds the records of ``generation`` (atomic replace)."""
+        if not self.index_path.is_dir():
+            return
+        tmp = self._marker.with_suffix(".tmp")
+        tmp.write_text(str(generation))
+        os.replace(tmp, self._marker)
+
+    def indexed_generation(self) -> int | None:
+        """The records generation the index was last written at (None: unknown)."""
+        try:
+            return int(self._marker.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def _check_records_may_rebuild(self) -> None:
+        """Raise when rebuilding from the records could lose what the index holds."""
+        self.store.check_integrity()
+        indexed = self.indexed_generation()
+        records = self.store.index_generation()
+        if indexed is not None and records < indexed:
+            raise RecordsBehindIndexError(
+                f"the records in {self.folder} (generation {records}) are older than the vector "
+                f"index (generation {indexed}): a records file restored from an older copy or "
+                "cut short? Nothing was rebuilt; restore the newer records, or rebuild the index "
+                "from these with `skills reindex --force` (SkillLibrary.reindex(force=True))"
+            )
 
     def close(self) -> None:
         """Release the Chroma client."""
@@ -154,6 +202,8 @@ class SyncedIndex:
         except IndexCorruptError as exc:
             reason = f"could not be used ({exc})"
             index = None
+        if existed:
+            self._check_records_may_rebuild()  # fewer records never silently win
         if index is None:
             remove_index_folder(self.index_path)
             index = VectorIndex(self.index_path, self.embedder)
@@ -165,4 +215,5 @@ class SyncedIndex:
                 stacklevel=5,
             )
         index.rebuild(wanted)
+        self._mark(self.store.index_generation())
         return index

@@ -294,10 +294,14 @@ class SkillLibrary:
             index.delete(name)
         return skill
 
-    def reindex(self, *, progress: bool = False) -> int:
-        """Rebuild the vector index from the records; returns how many skills it holds."""
+    def reindex(self, *, progress: bool = False, force: bool = False) -> int:
+        """Rebuild the vector index from the records; returns how many skills it holds.
+
+        Refuses when the records are damaged (:class:`RecordStoreCorruptError`) or older
+        than the index (:class:`RecordsBehindIndexError`): rebuilding from them would lose
+        skills. ``force=True`` rebuilds from the records as they are."""
         with _ProgressBar(progress, "embedding skills", len(self._index.expected_entries())) as bar:
-            return self._index.rebuild(progress=bar.advance)
+            return self._index.rebuild(progress=bar.advance, force=force)
 
     # -- fetch and feedback -------------------------------------------------------------
     def fetch(

@@ -475,3 +475,36 @@ def test_the_index_is_keyed_by_model_identity_not_install_path(tmp_path, embedde
     (copy / "config.json").write_text((copy / "config.json").read_text() + " ")  # now another model
     embeddings._identities.clear()
     assert not same_model(SentenceTransformerEmbedder(copy).model_name, embedder.model_name)
+
+
+def test_an_older_records_file_never_silently_shrinks_the_index(tmp_path, embedder):
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+    from skill_library.errors import RecordsBehindIndexError
+    from skill_library.library import SkillLibrary
+
+    path = tmp_path / "lib"
+    with SkillLibrary(path, embedder=embedder) as lib:
+        lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+    shutil.copy(path / "records.db", tmp_path / "backup.db")  # a copy from before the next add
+    with SkillLibrary(path, embedder=embedder) as lib:
+        lib.add(make_skill("book_flight", WORKFLOWS["book_flight"]), verified=True)
+    for extra in ("records.db-wal", "records.db-shm"):
+        (path / extra).unlink(missing_ok=True)
+    shutil.copy(tmp_path / "backup.db", path / "records.db")  # restored: one skill fewer
+    with SkillLibrary(path, embedder=embedder) as lib:
+        assert [s.name for s in lib.list()] == ["water_plants"]  # the records read fine
+        with pytest.raises(RecordsBehindIndexError, match="older than the vector index"):
+            lib.fetch("book a flight to Rome")
+        with pytest.raises(RecordsBehindIndexError):
+            lib.reindex()
+    assert len(list((path / "chroma").iterdir())) > 1  # the index was left as it was
+    out = CliRunner().invoke(app, ["fetch", "book a flight", "--dir", str(path)])
+    assert out.exit_code == 2 and "skills reindex --force" in out.output
+    out = CliRunner().invoke(app, ["reindex", "--force", "--dir", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    with SkillLibrary(path, embedder=embedder) as lib:
+        assert [m.skill.name for m in lib.fetch("water the garden plants", k=2)] == ["water_plants"]

@@ -28,6 +28,7 @@ from rich.console import Console
 from skill_library.errors import (
     IndexCorruptError,
     LibraryNotFoundError,
+    RecordsBehindIndexError,
     RecordStoreCorruptError,
     SchemaVersionError,
     SkillLibraryError,
@@ -56,6 +57,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (RecordStoreCorruptError, EXIT_UNUSABLE),
     (SchemaVersionError, EXIT_UNUSABLE),
     (IndexCorruptError, EXIT_UNUSABLE),
+    (RecordsBehindIndexError, EXIT_UNUSABLE),
     (SkillLibraryError, EXIT_ERROR),
     (ValidationError, EXIT_ERROR),  # a model built from the user's input
 )

@@ -24,12 +24,15 @@ def init(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> N
 
 @command
 def reindex(
+    force: bool = typer.Option(
+        False, "--force", help="Rebuild even from records older than the index (losing what only it holds)."
+    ),
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Rebuild the vector index from the records: SkillLibrary.reindex()."""
+    """Rebuild the vector index from the records: SkillLibrary.reindex(force=...)."""
     with open_library(directory) as lib:
-        count = lib.reindex(progress=not as_json)
+        count = lib.reindex(progress=not as_json, force=force)
     if as_json:
         emit({"indexed": count})
     else:

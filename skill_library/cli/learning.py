@@ -30,6 +30,7 @@ from skill_library.cli._common import (
     short,
     split_names,
 )
+from skill_library.library import GeneralizerName
 from skill_library.serialize import match_json, run_json, skill_json
 
 LEARN_HELP = """Learn a skill from a verified trace: SkillLibrary.learn(trace).
@@ -120,7 +121,7 @@ def learn(
         else:
             items.append(_trace_input(json_value(f"@{path}", str(path)), task, verifier, params))
     limits = limits_from(max_tool_calls, cpu_seconds, wall_seconds, memory_mb)
-    generalizer = "llm" if llm else "dataflow"
+    generalizer: GeneralizerName = "llm" if llm else "dataflow"
     if len(items) != 1 or trace_files[0].suffix == ".jsonl":
         with open_library(directory, create=create) as lib:
             results = lib.learn_many(items, generalizer=generalizer, limits=limits, progress=not as_json)

@@ -43,6 +43,7 @@ from skill_library.models import (
     Trace,
 )
 from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
+from skill_library.text_vectors import StoredVectors
 from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
 
 if TYPE_CHECKING:
@@ -121,7 +122,9 @@ class SkillLibrary:
         self.generalizer = generalizer
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
         self.store: RecordStore = store or SQLRecordStore.in_folder(self.path, create=create)
-        self._index = SyncedIndex(self.path, self.store, self.embedder)
+        # the index's texts are embedded once per model and their vectors kept in the records
+        self._text_vectors = StoredVectors(self.embedder, self.store)
+        self._index = SyncedIndex(self.path, self.store, self._text_vectors)
         self._sandbox: Sandbox | None = None
         self._closed = False
 
@@ -168,7 +171,7 @@ class SkillLibrary:
         if not isinstance(skill, Skill):
             raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
         _check_addable(skill)
-        embedding = self.embedder.embed([description.index_text(skill.when)])[0]
+        embedding = self._text_vectors.embed([description.index_text(skill.when)])[0]
         with self._index.writing() as index:
             duplicate = self._duplicate_of(embedding, skill.name, index)
             if duplicate is not None:
@@ -203,7 +206,7 @@ class SkillLibrary:
         with bar, self._index.writing() as index:
             for start in range(0, len(skills), batch_size):
                 batch = skills[start : start + batch_size]
-                vectors = self.embedder.embed([description.index_text(s.when) for s in batch])
+                vectors = self._text_vectors.embed([description.index_text(s.when) for s in batch])
                 neighbours = index.query_many(vectors, min(2, index.count()))
                 # Earlier batches are in the index already; this batch is checked in memory.
                 accepted: list[tuple[Skill, list[float]]] = []
@@ -530,7 +533,7 @@ class SkillLibrary:
         examples = {n: admission.example_for(checked[n], c) for n, (c, _r, _rel) in prepared.items()}
         texts = {n: description.index_text(e.text, e.params) for n, e in examples.items()}
         unique = list(dict.fromkeys(texts.values()))
-        known = dict(zip(unique, self.embedder.embed(unique))) if unique else {}
+        known = dict(zip(unique, self._text_vectors.embed(unique))) if unique else {}
         if prepared:
             with self._index.writing() as index:
                 pending: set[str] = set()  # skills whose index entries are written at the end
@@ -561,7 +564,7 @@ class SkillLibrary:
         example = admission.example_for(trace, candidate)
         example_text = description.index_text(example.text, example.params)
         if example_text not in known:
-            known[example_text] = self.embedder.embed([example_text])[0]
+            known[example_text] = self._text_vectors.embed([example_text])[0]
         near = {h.name: h.similarity for h in best_per_skill(
             index.query(known[example_text], WORKFLOW_QUERY_ENTRIES)
         )[: admission.WORKFLOW_NEIGHBOURS]} if index.count() else {}
@@ -669,7 +672,7 @@ class SkillLibrary:
         known = dict(known or {})
         missing = [e.when for e in changed if e.when not in known]
         if missing:
-            known.update(zip(missing, self.embedder.embed(missing)))
+            known.update(zip(missing, self._text_vectors.embed(missing)))
         vectors = [known[e.when] for e in changed]
         stale = [i for i in have if i not in {e.id for e in wanted}]
         if stale:
@@ -693,7 +696,7 @@ class SkillLibrary:
         changed = [e for e in wanted if have.get(e.id) != (e.when, e.version)]
         missing = list(dict.fromkeys(e.when for e in changed if e.when not in known))
         if missing:
-            known.update(zip(missing, self.embedder.embed(missing)))
+            known.update(zip(missing, self._text_vectors.embed(missing)))
         keep = {e.id for e in wanted}
         index.delete_ids([i for i in have if i not in keep])
         if changed:

@@ -119,6 +119,15 @@ profiles_table = sa.Table(
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
 )
 
+# Vectors of the library's own index texts per model (skill_library.text_vectors).
+vectors_table = sa.Table(
+    "text_vectors",
+    metadata,
+    sa.Column("model", sa.String(200), primary_key=True),
+    sa.Column("digest", sa.String(64), primary_key=True),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+)
+
 meta_table = sa.Table(
     "library_meta",
     metadata,
@@ -219,6 +228,14 @@ class RecordStore(abc.ABC):
         problem = self.integrity_problem()
         if problem is not None:
             raise RecordStoreCorruptError(getattr(self, "url", type(self).__name__), problem)
+
+    @abc.abstractmethod
+    def load_vectors(self, model: str, digests: Sequence[str]) -> dict[str, bytes]:
+        """The stored vectors of ``model`` for the text ``digests`` it has."""
+
+    @abc.abstractmethod
+    def save_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
+        """Store text vectors of ``model`` (digest -> packed vector; existing ones kept)."""
 
     @abc.abstractmethod
     def names(self, *, prefix: str | None = None) -> builtins.list[str]:
@@ -574,6 +591,34 @@ class SQLRecordStore(RecordStore):
         if body is None:
             raise TraceNotFoundError(trace_id)
         return Trace.model_validate(body)
+
+    def load_vectors(self, model: str, digests: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        with self._read() as conn:
+            for start in range(0, len(digests), IN_QUERY_BATCH):
+                rows = conn.execute(
+                    sa.select(vectors_table.c.digest, vectors_table.c.vector)
+                    .where(vectors_table.c.model == model)
+                    .where(vectors_table.c.digest.in_(digests[start : start + IN_QUERY_BATCH]))
+                )
+                found.update((r[0], bytes(r[1])) for r in rows)
+        return found
+
+    def save_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
+        if not vectors:
+            return
+        with self._write() as conn:
+            have = set()
+            keys = list(vectors)
+            for start in range(0, len(keys), IN_QUERY_BATCH):
+                have.update(conn.execute(
+                    sa.select(vectors_table.c.digest)
+                    .where(vectors_table.c.model == model)
+                    .where(vectors_table.c.digest.in_(keys[start : start + IN_QUERY_BATCH]))
+                ).scalars())
+            rows = [{"model": model, "digest": d, "vector": v} for d, v in vectors.items() if d not in have]
+            if rows:
+                conn.execute(vectors_table.insert(), rows)
 
     def names(self, *, prefix: str | None = None) -> builtins.list[str]:
         query = sa.select(skills_table.c.name).order_by(skills_table.c.name)

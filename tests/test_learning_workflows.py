@@ -304,3 +304,31 @@ def test_four_processes_learning_one_workflow_make_one_skill_with_exact_evidence
         assert (skill.version, skill.successes) == (1, 12)
         assert len(library.examples(skill.name)) == 12
         assert library.index.entries() == {e.id: e.version for e in library._index.expected_entries()}
+
+
+class NoModelEmbedder:
+    """A named stand-in for an embedder whose model cannot be loaded: any embedding fails."""
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    def embed(self, texts):
+        raise AssertionError(f"the model was needed to embed {list(texts)[:1]}")
+
+
+def test_rebuilding_and_retiring_need_no_model_once_texts_are_embedded(tmp_path, embedder):
+    import shutil
+
+    from skill_library import SkillLibrary
+
+    path = tmp_path / "lib"
+    with SkillLibrary(path, embedder=embedder) as library:
+        library.learn_many([cancel_trace(f"P{n}", f"p{n}@example.org", f"#W{70 + n}", "late", persona=n % 2 == 0)
+                            for n in range(4)] + [orders_trace(["AB1", "AB2"])])
+        expected = library.index.entries()
+    shutil.rmtree(path / "chroma")
+    with SkillLibrary(path, embedder=NoModelEmbedder(embedder.model_name)) as library:
+        assert library.reindex() == 2  # every vector came from the records
+        assert library.index.entries() == expected
+        library.retire("cancel_orders")
+        assert {e.split("#")[0] for e in library.index.entries()} == {"cancel_pending_order_by_email"}

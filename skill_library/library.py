@@ -980,7 +980,7 @@ def _task_text(skill: Skill, args: Mapping[str, Any]) -> str:
 
 def _evidence_note(traces: int) -> str:
     if traces == 1:
-        return "Learned from 1 verified trace (replayed in the sandbox); not yet seen on other cases."
+        return "Learned from 1 verified trace and verified by replaying it in the sandbox."
     return f"Learned from {traces} verified traces of one workflow; replays each of them."
 
 

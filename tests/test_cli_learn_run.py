@@ -125,3 +125,26 @@ def test_learn_many_files_and_jsonl_in_one_call(tmp_path, embedder):
     assert code == 0 and json.loads(out) == []  # the skill also needs check_stock
     code, out = invoke("fetch", "reserve 5 pear for the stall", "--tools", "reserve,check_stock", "--json", lib=lib)
     assert [m["name"] for m in json.loads(out)] == ["reserve_after_check_stock"]
+
+
+def test_show_says_how_much_evidence_a_learned_skill_has(tmp_path, embedder):
+    lib = tmp_path / "lib"
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(TRACE))
+    assert invoke("learn", str(one), "--create", lib=lib)[0] == 0
+    code, out = invoke("show", "reserve_after_check_stock", lib=lib)
+    assert code == 0 and "# evidence: 1 example trace(s)" in out and "not yet seen on other cases" in out
+    compile(out, "shown.py", "exec")
+    other = dict(TRACE, task="reserve 2 pear for the market stall", params={"item": "pear", "quantity": 2})
+    other["calls"] = [{"name": "check_stock", "arguments": {"item": "pear"}, "result": {"item": "pear", "available": 2}},
+                      {"name": "reserve", "arguments": {"item": "pear", "quantity": 2},
+                       "result": {"reserved": 2, "item": "pear"}}]
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps(other))
+    code, out = invoke("learn", str(two), lib=lib)
+    assert code == 0 and out.startswith("merged reserve_after_check_stock v1")
+    code, out = invoke("show", "reserve_after_check_stock", lib=lib)
+    assert "# evidence: 2 example trace(s)" in out and "not yet seen" not in out
+    assert "# example: reserve {quantity} {item} for the market stall" in out
+    code, out = invoke("show", "reserve_after_check_stock", "--json", lib=lib)
+    assert [e["text"] for e in json.loads(out)["examples"]][0] == "reserve {quantity} {item} for the market stall"

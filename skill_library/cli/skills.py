@@ -134,6 +134,10 @@ def list_(
     _print_table(table)
 
 
+#: masked example tasks ``skills show`` prints
+SHOWN_EXAMPLES = 5
+
+
 @command
 def show(
     name: str,
@@ -148,15 +152,23 @@ def show(
     """
     with open_library(directory) as lib:
         skill = lib.get(name, version)
+        examples = lib.examples(name)
     if as_json:
-        emit(skill_json(skill))
+        data = skill_json(skill)
+        data["examples"] = [e.model_dump(mode="json", exclude={"params"}) for e in examples]
+        emit(data)
         return
+    learned_from = len(skill.provenance.trace_ids)
     lines = [
         f"{skill.name} v{skill.version} ({skill.kind}, {skill.status})",
         f"when: {skill.when}",
         f"reliability {skill.reliability:.3f} ({skill.successes} ok / {skill.failures} failed)",
         f"tools: {', '.join(skill.tools) or '-'}; depends on: {', '.join(skill.depends_on) or '-'}",
+        f"evidence: {len(examples)} example trace(s) of this workflow; this version was built from "
+        f"{learned_from} and verified by replaying {'it' if learned_from == 1 else 'each'}"
+        + (" (one trace: not yet seen on other cases)" if len(examples) <= 1 else ""),
     ]
+    lines += [f"example: {e.text}" for e in examples if e.indexed][:SHOWN_EXAMPLES]
     for line in lines:
         typer.echo("# " + " ".join(line.splitlines()))
     typer.echo(skill.code if skill.code else skill.description)

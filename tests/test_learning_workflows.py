@@ -162,6 +162,7 @@ def test_no_personal_data_reaches_name_when_docstring_or_code(seed):
         f"I'm {first} {last} from {zip_code}, {email}.",
         f"Hi, this is {first} {last} ({phone}).",
         f"My name is {first} {last} and I live at {zip_code}.",
+        f"I lost access to my old email, old.{email}. Still {first} here.",  # an email that binds nothing
     ])
     mood = rng.choice(["I am patient but busy.", "Thanks so much!", "I'm a bit frustrated."])
     ask = rng.choice([f"Please cancel order {order}.", f"Cancel {order} for me."])
@@ -174,7 +175,7 @@ def test_no_personal_data_reaches_name_when_docstring_or_code(seed):
     )
     candidate = DataflowGeneralizer().generalize(trace)
     shown = "\n".join([candidate.name, candidate.when, candidate.code, candidate.description])
-    for value in (first, last, email, zip_code, phone, order):
+    for value in (first, last, email, zip_code, phone, order, "example.org", "example. org"):
         assert not re.search(re.escape(value), shown, re.IGNORECASE), (value, shown)
     assert "{order_id}" in candidate.when
 
@@ -332,3 +333,12 @@ def test_rebuilding_and_retiring_need_no_model_once_texts_are_embedded(tmp_path,
         assert library.index.entries() == expected
         library.retire("cancel_orders")
         assert {e.split("#")[0] for e in library.index.entries()} == {"cancel_pending_order_by_email"}
+
+
+def test_sentences_end_at_punctuation_and_a_space_so_emails_stay_whole():
+    from skill_library.induction.description import masked_example, sentences
+
+    text = "I lost access to my old email, maya.tanaka94@example.com. Please cancel #W1."
+    assert sentences(text) == ["I lost access to my old email, maya.tanaka94@example.com.", "Please cancel #W1."]
+    shown = masked_example(text, {"order_id": "#W1"}, {"cancel"})
+    assert "maya" not in shown and "example" not in shown and "{order_id}" in shown

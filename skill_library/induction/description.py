@@ -233,7 +233,13 @@ def topic_words(tools: Iterable[str], objects: Iterable[Any] = ()) -> set[str]:
 
 
 def _keep(sentence: str, topic: set[str]) -> bool:
-    return bool(_PLACEHOLDER_RE.search(sentence)) or not _looks_like_chatter(sentence, topic)
+    """A sentence that binds an argument stays; one that binds none stays only when it is
+    about what the skill does (shares a word with its tools or objects) and is no persona
+    or chatter: "Still Ines here." or "My cat knocked the box over." say nothing a skill
+    needs, and may name a person."""
+    if _PLACEHOLDER_RE.search(sentence):
+        return True
+    return bool(set(_words(sentence)) & topic) and not _looks_like_chatter(sentence, topic)
 
 
 def _depersonalize(sentence: str) -> str:

@@ -487,7 +487,9 @@ def describe_library(library: "SkillLibrary") -> dict[str, Any]:
     return {"path": str(library.path), "skills": skills}
 
 
-def _short(text: str | None, limit: int = 200) -> str | None:
-    if text is None:
+def _short(value: object, limit: int = 200) -> str | None:
+    """``value`` as text (a RunError reads as "Type: message (line N)"), cut to ``limit``."""
+    if value is None:
         return None
+    text = value if isinstance(value, str) else str(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

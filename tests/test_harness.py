@@ -213,3 +213,12 @@ def test_model_tokens_spent_on_learning_are_recorded(tmp_path, embedder):
     results["summary"] = report.summarize(results["records"], ["skills"])
     assert results["summary"]["skills"]["train"]["learn_tokens"] == 340
     assert "skills: 340 per train task" in report.markdown(results)
+
+
+def test_a_structured_run_error_is_reported_as_one_line():
+    from benchmarks.harness import _short
+    from skill_library.models import RunError
+
+    assert _short(RunError(type="KeyError", message="'planks'", line=4)) == "KeyError: 'planks' (line 4)"
+    assert _short("x" * 300).endswith("...") and len(_short("x" * 300)) == 200
+    assert _short(None) is None

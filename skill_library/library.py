@@ -619,7 +619,7 @@ class SkillLibrary:
             )
             stored = self.store.save_evidence(
                 skill.name, version=skill.version, trace=trace, success=True,
-                examples=examples, when=self._derived_when(examples),
+                examples=examples, when=self._derived_when(skill, examples),
             )
             pending.add(stored.name)
             return LearnResult(status="merged", skill=stored, report=decision.report,
@@ -645,16 +645,18 @@ class SkillLibrary:
         stored = self.store.add_version(version)
         stored = self.store.save_evidence(
             stored.name, version=stored.version, trace=trace, success=True, examples=examples,
-            when=self._derived_when(examples) if len(examples) > 1 else None,
+            when=self._derived_when(stored, examples),
         )
         pending.add(stored.name)
         return LearnResult(status=decision.status, skill=stored, report=decision.report,  # type: ignore[arg-type]
                            reasons=decision.reasons)
 
     @staticmethod
-    def _derived_when(examples: Sequence[Example]) -> str:
-        from skill_library.induction import description
-
+    def _derived_when(skill: Skill, examples: Sequence[Example]) -> str | None:
+        """The ``when`` recomputed from the examples, for a skill the offline generalizer
+        wrote (a hand-written or model-written ``when`` is kept); None: keep the version's."""
+        if skill.provenance.generalizer != "dataflow" or len(examples) < 2:
+            return None
         return description.when_from_examples([e.text for e in examples if e.indexed])
 
     def _sync_index(

@@ -111,3 +111,15 @@ def test_commands_that_embed_nothing_never_import_torch(workdir, tmp_path):
     # a command that embeds does load the model: the probe can see it
     codes, heavy = probe([["fetch", "water the roses"]], tmp_path, lib)
     assert codes == [0] and "torch" in heavy
+
+
+def test_loading_the_model_prints_no_third_party_progress_bar(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("from skill_library.embeddings import SentenceTransformerEmbedder\n"
+            "print(len(SentenceTransformerEmbedder().embed(['hello'])[0]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "384", done.stderr[-500:]
+    assert "Loading weights" not in done.stderr and "it/s" not in done.stderr, done.stderr[-500:]

@@ -86,6 +86,8 @@ class RunResult:
     stdout: str = ""
     duration_ms: float = 0.0
     limit: str | None = None
+    #: Of ``duration_ms``, the time spent compiling sources (0 when all were cached).
+    compile_ms: float = 0.0
 
 
 class PolicyViolation(Exception):

@@ -212,7 +212,7 @@ def section_cpu(sb: Sandbox, n: int, reps: int) -> float:
 
 def section_tool(sb: Sandbox, calls: int) -> float:
     print("\n3. Tool call round trip")
-    code = f"def f():\n    s = 0\n    for i in range({calls}):\n        s += echo(i)\n    return s\n"
+    code = f"def f():\n    s = 0\n    for i in range({calls}):\n        s += echo(x=i)\n    return s\n"
     base = "def f():\n    s = 0\n    for i in range({calls}):\n        s += i\n    return s\n"
     base = base.format(calls=calls)
     limits = Limits(max_tool_calls=calls + 1, wall_seconds=60, cpu_seconds=30)

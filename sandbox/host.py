@@ -243,6 +243,11 @@ class _Worker:
                 pass
             deadline = time.monotonic() + RETIRE_SECONDS
             while time.monotonic() < deadline:
+                # Children handed over but not read yet hold their pipes open in flight
+                # on the socket: take and close them, or they (and the zygote) wait.
+                self._pump_quietly()
+                while self.spares:
+                    self.spares.popleft().close()
                 try:
                     pid, status, usage = os.wait4(self.pid, os.WNOHANG)
                 except ChildProcessError:

@@ -7,9 +7,9 @@ worker, whatever it is doing.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
-import collections
 import select
 import shutil
 import signal
@@ -25,8 +25,7 @@ from dataclasses import asdict
 from typing import Any
 
 from . import protocol
-from .models import CallRecord, Limits, RunResult, SandboxError
-from .models import PolicyViolation
+from .models import CallRecord, Limits, PolicyViolation, RunResult, SandboxError
 from .policy import (
     DEFAULT_MODULES,
     MAX_SOURCE_CHARS,
@@ -43,7 +42,6 @@ _WORKER_MODULE = "sandbox.worker"
 _TICK = 0.05  # seconds between CPU checks of a busy worker
 _MB = 1024 * 1024
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_KNOWN_LIMITS = {"cpu", "wall", "memory", "tool_calls", "output", "result_size"}
 _MAX_TEXT = 2000
 #: The tool-call frames of one run total at most this many times ``max_result_bytes``.
 TOOL_ARGUMENT_BUDGET = 4

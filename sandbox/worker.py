@@ -20,11 +20,11 @@ from __future__ import annotations
 import builtins
 import collections
 import errno
+import fcntl
 import gc
 import json
 import math
 import os
-import fcntl
 import resource
 import select
 import signal
@@ -680,6 +680,17 @@ def main(argv: list[str]) -> int:
     if selftest:
         from .selftest import probe  # noqa: F401 - imported before hardening
     report = harden(root, keep_fds=tuple(sorted(keep)), seccomp=seccomp)
+    # The zygote compiles sources for its cache (never runs them): a soft address-space
+    # cap of its own; each child sets its run's limit (soft, up to the unchanged hard one).
+    try:
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        soft = ZYGOTE_MEMORY_MB * _MB
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        report["zygote_memory_mb"] = soft // _MB
+    except (OSError, ValueError) as exc:
+        report["zygote_memory_mb"] = f"failed: {exc}"
     prepare_child()
     zygote_report = dict(report)
     child = _report_child(worker, selftest, () if sock_fd is None else (sock_fd,))

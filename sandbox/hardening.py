@@ -109,7 +109,23 @@ def _assemble(program: list[tuple[int, Any, Any, int | str]]) -> list[tuple[int,
     return out
 
 
-def seccomp_program() -> list[tuple[int, int, int, int]]:
+#: What the zygote may still do that its children may not: create processes (the zygote
+#: forks one child per run) and open a pidfd for each (the host signals a child through
+#: it, so a recycled pid is never hit). Children add a second filter denying these too.
+ZYGOTE_ALLOWED = frozenset({"clone", "fork", "vfork", "pidfd_open"})
+_NR_SECCOMP = 317  # children install their filter with seccomp(2): prctl is denied
+_SECCOMP_SET_MODE_FILTER = 1
+
+
+def zygote_denied() -> frozenset[int]:
+    return frozenset(nr for name, nr in _DENIED_X86_64.items() if name not in ZYGOTE_ALLOWED)
+
+
+def child_denied() -> frozenset[int]:
+    return frozenset(_DENIED_X86_64.values())
+
+
+def seccomp_program(denied: frozenset[int] | None = None) -> list[tuple[int, int, int, int]]:
     p: list[tuple[int, Any, Any, Any]] = [
         (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
         (_BPF_JEQ_K, 0, "kill", _AUDIT_ARCH_X86_64),
@@ -123,7 +139,7 @@ def seccomp_program() -> list[tuple[int, int, int, int]]:
         (-1, 0, 0, "list"),
         (_BPF_LD_W_ABS, 0, 0, 0),
     ]
-    for nr in sorted(set(_DENIED_X86_64.values())):
+    for nr in sorted(child_denied() if denied is None else denied):
         p.append((_BPF_JEQ_K, "deny", 0, nr))
     p += [
         (-1, 0, 0, "allow"),
@@ -136,13 +152,42 @@ def seccomp_program() -> list[tuple[int, int, int, int]]:
     return _assemble(p)
 
 
-def install_seccomp(libc: Any) -> str:
+_PROGRAMS: dict[Any, Any] = {}
+
+
+def _program(denied: frozenset[int] | None) -> Any:
+    """The compiled filter (cached: the zygote builds the children's once, before forking)."""
+    prog = _PROGRAMS.get(denied)
+    if prog is None:
+        insns = seccomp_program(denied)
+        arr = (_SockFilter * len(insns))(*[_SockFilter(*i) for i in insns])
+        prog = _SockFprog(len(insns), ctypes.cast(arr, ctypes.POINTER(_SockFilter)))
+        prog._keep = arr  # type: ignore[attr-defined]
+        _PROGRAMS[denied] = prog
+    return prog
+
+
+_LIBC: Any = None
+
+
+def prepare_child() -> None:
+    """Load libc and build the children's filter in the zygote, so a child pays neither."""
+    global _LIBC
+    if platform.system() == "Linux":
+        _LIBC = _libc()
+        if platform.machine() in ("x86_64", "AMD64"):
+            _program(child_denied())
+
+
+def install_seccomp(libc: Any, denied: frozenset[int] | None = None,
+                    via_syscall: bool = False) -> str:
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         return f"unsupported on {platform.system()}/{platform.machine()}"
-    insns = seccomp_program()
-    arr = (_SockFilter * len(insns))(*[_SockFilter(*i) for i in insns])
-    prog = _SockFprog(len(insns), ctypes.cast(arr, ctypes.POINTER(_SockFilter)))
-    rc = libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0)
+    prog = _program(denied)
+    if via_syscall:
+        rc = libc.syscall(_NR_SECCOMP, _SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(prog))
+    else:
+        rc = libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0)
     if rc != 0:
         return f"failed: {os.strerror(ctypes.get_errno())}"
     return "on"
@@ -160,9 +205,19 @@ def _fd_open(fd: int) -> bool:
     return True
 
 
-def harden(root_dir: str, *, keep_fds: tuple[int, ...], seccomp: bool = True) -> dict[str, Any]:
-    """Lock the current process down. Returns what was applied (for the host to report).
+#: The zygote's RLIMIT_NOFILE. It holds few descriptors itself, but the kernel caps the
+#: descriptors a user (nobody, for every zygote on the machine) has in flight on Unix
+#: sockets by the sender's RLIMIT_NOFILE: with 13, handing children's pipes to the host
+#: failed (ETOOMANYREFS) as soon as a few Sandboxes were open.
+ZYGOTE_NOFILE = 4096
 
+
+def harden(root_dir: str, *, keep_fds: tuple[int, ...], seccomp: bool = True) -> dict[str, Any]:
+    """Lock the zygote down (stage 1). Returns what was applied (for the host to report).
+
+    Everything but the two limits that would stop it forking its per-run children:
+    ``RLIMIT_NPROC`` and the fork/clone system calls. Each child then applies
+    :func:`harden_child` (stage 2) before it reads any skill code.
     ``seccomp=False`` exists only so the tests can probe the other layers on their own.
     """
     report: dict[str, Any] = {}
@@ -220,12 +275,12 @@ def harden(root_dir: str, *, keep_fds: tuple[int, ...], seccomp: bool = True) ->
     # Static limits (hard = soft: cannot be raised again).
     top_fd = max(keep_fds) if keep_fds else 2
     static = {
-        "RLIMIT_NPROC": 0,
         "RLIMIT_FSIZE": 0,
         "RLIMIT_CORE": 0,
         "RLIMIT_MEMLOCK": 0,
         "RLIMIT_MSGQUEUE": 0,
-        "RLIMIT_NOFILE": top_fd + 1,
+        "RLIMIT_NOFILE": max(top_fd + 1, min(ZYGOTE_NOFILE, resource.getrlimit(
+            resource.RLIMIT_NOFILE)[1])),
     }
     applied: dict[str, object] = {}
     for name, value in static.items():
@@ -243,5 +298,34 @@ def harden(root_dir: str, *, keep_fds: tuple[int, ...], seccomp: bool = True) ->
     if not seccomp:
         report["seccomp"] = "off (test only)"
     else:
-        report["seccomp"] = install_seccomp(libc) if libc is not None else "unsupported"
+        report["seccomp"] = (
+            install_seccomp(libc, zygote_denied()) if libc is not None else "unsupported"
+        )
+    return report
+
+
+def harden_child(keep_fds: tuple[int, ...], *, seccomp: bool = True) -> dict[str, Any]:
+    """Stage 2, in each per-run child right after the fork: no new processes (``NPROC=0``
+    and a second seccomp filter denying fork/clone), no file descriptors beyond those it
+    holds. Filters stack: the child is bound by the zygote's filter and its own."""
+    report: dict[str, Any] = {}
+    applied: dict[str, Any] = {}
+    static = {"RLIMIT_NPROC": 0, "RLIMIT_NOFILE": (max(keep_fds) if keep_fds else 2) + 1}
+    for name, value in static.items():
+        limit = getattr(resource, name, None)
+        if limit is None:
+            continue
+        try:
+            _set(limit, value, value)
+            applied[name] = value
+        except (OSError, ValueError) as exc:
+            applied[name] = f"failed: {exc}"
+    report["rlimits"] = applied
+    if not seccomp:
+        report["seccomp"] = "off (test only)"
+    elif platform.system() == "Linux":
+        libc = _LIBC if _LIBC is not None else _libc()
+        report["seccomp"] = install_seccomp(libc, child_denied(), via_syscall=True)
+    else:
+        report["seccomp"] = "unsupported"
     return report

@@ -7,12 +7,13 @@ worker, whatever it is doing.
 
 from __future__ import annotations
 
-import inspect
+import collections
 import json
 import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -24,8 +25,14 @@ from dataclasses import asdict
 from typing import Any
 
 from . import protocol
-from .models import CallRecord, Limits, RunResult, SandboxError
-from .policy import DEFAULT_MODULES, MAX_SOURCE_CHARS, validate_modules
+from .models import CallRecord, Limits, PolicyViolation, RunResult, SandboxError
+from .policy import (
+    DEFAULT_MODULES,
+    MAX_SOURCE_CHARS,
+    _violation as _policy_violation,
+    source_size_problem,
+    validate_modules,
+)
 from .schema import arguments_schema, schema_errors
 
 __all__ = ["Sandbox"]
@@ -33,11 +40,22 @@ __all__ = ["Sandbox"]
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WORKER_MODULE = "sandbox.worker"
 _TICK = 0.05  # seconds between CPU checks of a busy worker
+_MB = 1024 * 1024
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_KNOWN_LIMITS = {"cpu", "wall", "memory", "tool_calls", "output", "result_size"}
 _MAX_TEXT = 2000
 #: The tool-call frames of one run total at most this many times ``max_result_bytes``.
 TOOL_ARGUMENT_BUDGET = 4
+#: A failed run whose child's peak address space reached this share of ``memory_mb`` is
+#: reported as ``limit="memory"`` (the parent's own observation, from /proc; an
+#: allocation refused outright never occupied memory and is the skill's MemoryError).
+MEMORY_LIMIT_SHARE = 0.9
+#: How long a retired zygote gets to reap its children and exit before it is killed.
+RETIRE_SECONDS = 1.0
+#: Compile-cache fills larger than this are not sent to the zygote (it reads at most this).
+CONTROL_MESSAGE_BYTES = 1 << 20
+#: Error types only the host reports; a worker that names one is naming a skill class.
+HOST_ONLY_TYPES = frozenset({"LimitExceeded", "WorkerCrashed", "SandboxClosed",
+                             "ProtocolError", "SandboxUnavailable"})
 
 
 class _Deadline(Exception):
@@ -46,6 +64,10 @@ class _Deadline(Exception):
 
 class _Died(Exception):
     pass
+
+
+class _Gone(Exception):
+    """The current child's pipe broke (it died): its exit status tells why."""
 
 
 class _Protocol(Exception):
@@ -66,33 +88,83 @@ def _short(text: str) -> str:
 # --------------------------------------------------------------------------------------
 # One worker process
 # --------------------------------------------------------------------------------------
+class _ChildExited(Exception):
+    """The run's child ended before it sent ``done``; ``status`` is from the zygote."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Child:
+    """A per-run child of the zygote: its pid, the zygote's serial number for it (pids are
+    recycled fast: pid_max is 32768 here), the host ends of its private pipes, and a pidfd
+    (signals reach this process, never another that got its pid)."""
+
+    __slots__ = ("pid", "serial", "wfd", "rfd", "pidfd")
+
+    def __init__(self, pid: int, serial: int, wfd: int, rfd: int, pidfd: int = -1) -> None:
+        self.pid, self.serial, self.wfd, self.rfd, self.pidfd = pid, serial, wfd, rfd, pidfd
+        os.set_blocking(wfd, False)
+        os.set_blocking(rfd, False)
+
+    def kill(self) -> None:
+        try:
+            if self.pidfd >= 0:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+
+    def close(self) -> None:
+        for fd in (self.wfd, self.rfd, self.pidfd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.wfd = self.rfd = self.pidfd = -1
+
+
 class _Worker:
+    """One zygote process (``sandbox.worker``) and the per-run children it forks.
+
+    The zygote says ``ready`` on its stdout, then talks over a Unix socket only: it hands
+    over each new child (pid and the host ends of the child's private request and reply
+    pipes) and reports how each child ended (``wait4``); the host sends it compile-cache
+    fills. Each run uses one child, which is killed and whose pipes are closed afterwards.
+    Nothing a child sends is trusted.
+    """
+
     def __init__(self, config: dict[str, Any], debug: bool, errlog: Any = None) -> None:
+        host_sock, zygote_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        config = dict(config, socket_fd=zygote_sock.fileno())
         argv = [sys.executable, "-E", "-s", "-B", "-m", _WORKER_MODULE, json.dumps(config)]
         self.errlog = errlog
-        self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            # Until it hardens itself the worker's stderr goes to a log the host reads
-            # when a worker fails to start; then the worker points fd 2 at /dev/null.
-            stderr=None if debug else (errlog if errlog is not None else subprocess.DEVNULL),
-            cwd=_PACKAGE_PARENT,
-            env={},
-            close_fds=True,
-            start_new_session=True,
-            bufsize=0,
-        )
+        try:
+            self.proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                # Until it hardens itself the worker's stderr goes to a log the host reads
+                # when a worker fails to start; then the worker points fd 2 at /dev/null.
+                stderr=None if debug else (errlog if errlog is not None else subprocess.DEVNULL),
+                cwd=_PACKAGE_PARENT,
+                env={},
+                close_fds=True,
+                pass_fds=(zygote_sock.fileno(),),
+                start_new_session=True,
+                bufsize=0,
+            )
+        except BaseException:
+            host_sock.close()
+            raise
+        finally:
+            zygote_sock.close()
         self.pid = self.proc.pid
-        self.rfd = self.proc.stdout.fileno()  # type: ignore[union-attr]
-        self.wfd = self.proc.stdin.fileno()  # type: ignore[union-attr]
-        os.set_blocking(self.rfd, False)
-        os.set_blocking(self.wfd, False)
-        # poll, not select: a big host process can hold fds numbered above FD_SETSIZE.
-        self._rpoll = select.poll()
-        self._rpoll.register(self.rfd, select.POLLIN | select.POLLERR | select.POLLHUP)
-        self._wpoll = select.poll()
-        self._wpoll.register(self.wfd, select.POLLOUT | select.POLLERR | select.POLLHUP)
+        self.sock = host_sock
+        self.sock.setblocking(False)
+        self.ready_fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        os.set_blocking(self.ready_fd, False)
         self.buf = bytearray()
         self.last_frame_bytes = 0
         self.ready = False
@@ -101,6 +173,14 @@ class _Worker:
         self.status: int | None = None
         self.rusage: Any = None
         self.killed_by_us = False
+        self.sock_closed = False
+        #: Children handed over and not used yet, oldest first.
+        self.spares: collections.deque[_Child] = collections.deque()
+        #: The child serving the current run.
+        self.current: _Child | None = None
+        #: How children ended (wait status), by serial; and their CPU time (last few).
+        self.exits: dict[int, int] = {}
+        self.exit_cpu: dict[int, float] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -124,16 +204,68 @@ class _Worker:
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         self.proc.returncode = code
 
+    def end_child(self) -> None:
+        """The current run is over: SIGKILL its child unless the zygote reported it gone
+        (its pid is not reused before the zygote reaps it), and close its pipes."""
+        child = self.current
+        self.current = None
+        if child is None:
+            return
+        self._pump_quietly()
+        if child.serial not in self.exits:
+            child.kill()
+        child.close()
+        if len(self.exits) > 4096:  # serials only grow: old ones are never asked about
+            for key in sorted(self.exits)[:2048]:
+                del self.exits[key]
+
     def kill(self) -> None:
-        """SIGKILL and reap (idempotent, thread-safe)."""
+        """End the zygote and its children, and reap the zygote (idempotent, thread-safe).
+
+        The current child is killed and every child's pipes closed (each child ends on
+        EOF), then the zygote's socket: it reaps its children and exits. A zygote that does
+        not stop in time is killed with its whole process group."""
         with self._lock:
-            if self.status is None:
-                self.killed_by_us = True
+            if self.status is not None:
+                return
+            self.killed_by_us = True
+            current, self.current = self.current, None
+            if current is not None:
+                current.kill()
+                current.close()
+            while self.spares:
+                self.spares.popleft().close()
+            try:
+                self.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            deadline = time.monotonic() + RETIRE_SECONDS
+            while time.monotonic() < deadline:
+                # Children handed over but not read yet hold their pipes open in flight
+                # on the socket: take and close them, or they (and the zygote) wait.
+                self._pump_quietly()
+                while self.spares:
+                    self.spares.popleft().close()
                 try:
-                    os.kill(self.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self._reap_locked()
+                    pid, status, usage = os.wait4(self.pid, os.WNOHANG)
+                except ChildProcessError:
+                    self._set_status(0, None)
+                    return
+                if pid:
+                    self._set_status(status, usage)
+                    return
+                time.sleep(0.002)
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self._reap_locked()
+
+    def _pump_quietly(self) -> None:
+        try:
+            self._pump_status()
+        except (_Died, _Protocol):
+            pass
 
     def reap(self) -> None:
         with self._lock:
@@ -152,75 +284,227 @@ class _Worker:
         self.kill()
         if not self._closed:
             self._closed = True
-            for stream in (self.proc.stdin, self.proc.stdout):
-                try:
-                    stream.close()  # type: ignore[union-attr]
-                except OSError:
-                    pass
+            try:
+                self.proc.stdout.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+            while self.spares:  # handed over after kill() emptied the queue
+                self.spares.popleft().close()
+            self.sock.close()
 
-    def cpu_seconds(self) -> float | None:
+    @staticmethod
+    def _proc_fields(pid: int) -> list[bytes] | None:
         try:
-            with open(f"/proc/{self.pid}/stat", "rb") as f:
+            with open(f"/proc/{pid}/stat", "rb") as f:
                 data = f.read()
-            fields = data[data.rindex(b")") + 2 :].split()
-            return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+            return data[data.rindex(b")") + 2 :].split()
+        except (OSError, ValueError):
+            return None
+
+    def cpu_seconds(self, pid: int | None = None) -> float | None:
+        """CPU time (user + system) of ``pid`` (the zygote by default), from /proc."""
+        fields = self._proc_fields(self.pid if pid is None else pid)
+        try:
+            return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # type: ignore[index]
+        except (TypeError, ValueError, IndexError):
+            return None
+
+    @staticmethod
+    def peak_memory_bytes(pid: int) -> int | None:
+        """The peak address space of ``pid`` (VmPeak, what RLIMIT_AS bounds), from /proc."""
+        try:
+            with open(f"/proc/{pid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"VmPeak:"):
+                        return int(line.split()[1]) * 1024
         except (OSError, ValueError, IndexError):
             return None
+        return None
+
+    # -- the zygote's socket ----------------------------------------------------------------
+    def _pump_status(self) -> None:
+        """Handle every message waiting on the socket (the zygote's word: trusted)."""
+        while not self.sock_closed:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(self.sock, 1 << 16, 4)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                raise _Died(f"the sandbox zygote's socket failed: {exc}") from None
+            if not data and not fds:
+                self.sock_closed = True
+                break
+            try:
+                msg = json.loads(data.decode("utf-8", "replace"))
+            except ValueError:
+                msg = None
+            op = msg.get("op") if isinstance(msg, dict) else None
+            pid = msg.get("pid") if isinstance(msg, dict) else None
+            serial = msg.get("serial") if isinstance(msg, dict) else None
+            if op == "forked" and isinstance(pid, int) and isinstance(serial, int) and len(
+                fds
+            ) in (2, 3):
+                self.spares.append(_Child(pid, serial, *fds))
+                continue
+            for fd in fds:
+                os.close(fd)
+            if op == "exited" and isinstance(serial, int):
+                status = msg.get("status")  # type: ignore[union-attr]
+                self.exits[serial] = status if isinstance(status, int) else 0
+                cpu = msg.get("cpu")  # type: ignore[union-attr]
+                if isinstance(cpu, (int, float)) and not isinstance(cpu, bool):
+                    self.exit_cpu[serial] = float(cpu)
+                    while len(self.exit_cpu) > 64:
+                        self.exit_cpu.pop(next(iter(self.exit_cpu)))
+        if self.sock_closed:
+            raise _Died("the sandbox zygote closed its socket")
+
+    def control(self, obj: Any) -> None:
+        """A best-effort message to the zygote (dropped when too large or not accepted)."""
+        data = protocol.dumps(obj).encode("utf-8", "replace")
+        if len(data) > CONTROL_MESSAGE_BYTES:
+            return
+        try:
+            self.sock.send(data)
+        except OSError:
+            pass
+
+    def next_child(self, deadline: float) -> _Child:
+        """Take the next spare child (waiting for the zygote to hand one over)."""
+        poller = select.poll()
+        poller.register(self.sock.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+        while True:
+            self._pump_status()
+            while self.spares:
+                child = self.spares.popleft()
+                if child.serial in self.exits:  # died while waiting (killed from outside)
+                    child.close()
+                    continue
+                self.current = child
+                return child
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Deadline
+            try:
+                poller.poll(max(1, int(min(remaining, _TICK) * 1000)))
+            except (OSError, ValueError) as exc:
+                raise _Died(str(exc)) from None
 
     # -- frames ----------------------------------------------------------------------------
     def send(self, data: bytes, deadline: float) -> None:
+        """Write a frame to the current child's request pipe."""
+        child = self.current
+        if child is None:
+            raise _Died("no child")
         view = memoryview(data)
+        poller = None
         while view:
             try:
-                n = os.write(self.wfd, view)
+                n = os.write(child.wfd, view)
                 view = view[n:]
                 continue
             except BlockingIOError:
                 pass
             except (BrokenPipeError, OSError) as exc:
-                raise _Died(str(exc)) from None
+                raise _Gone(str(exc)) from None
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _Deadline
-            self._wpoll.poll(int(min(remaining, _TICK) * 1000) + 1)
+            if poller is None:
+                poller = select.poll()
+                poller.register(child.wfd, select.POLLOUT | select.POLLERR | select.POLLHUP)
+            poller.poll(int(min(remaining, _TICK) * 1000) + 1)
 
-    def recv(self, deadline: float, max_bytes: int, tick: Callable[[], None] | None) -> dict:
+    def _frame(self, buf: bytearray, max_bytes: int) -> dict | None:
+        if len(buf) < 4:
+            return None
+        (size,) = protocol.HEADER.unpack_from(buf)
+        if size > max_bytes:
+            raise _Protocol(f"worker sent a frame of {size} bytes (cap {max_bytes})")
+        if len(buf) < 4 + size:
+            return None
+        self.last_frame_bytes = size
+        payload = bytes(buf[4 : 4 + size])
+        del buf[: 4 + size]
+        try:
+            msg = json.loads(payload.decode("utf-8", "replace"))
+        except (ValueError, RecursionError, UnicodeDecodeError) as exc:
+            raise _Protocol(f"worker sent invalid JSON: {exc}") from None
+        if not isinstance(msg, dict):
+            raise _Protocol("worker sent a non-object frame")
+        return msg
+
+    @staticmethod
+    def _read_into(fd: int, buf: bytearray) -> bool:
+        """Read what is waiting on ``fd``; False at EOF."""
         while True:
-            if len(self.buf) >= 4:
-                (size,) = protocol.HEADER.unpack_from(self.buf)
-                if size > max_bytes:
-                    raise _Protocol(f"worker sent a frame of {size} bytes (cap {max_bytes})")
-                if len(self.buf) >= 4 + size:
-                    self.last_frame_bytes = size
-                    payload = bytes(self.buf[4 : 4 + size])
-                    del self.buf[: 4 + size]
-                    try:
-                        msg = json.loads(payload.decode("utf-8", "replace"))
-                    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
-                        raise _Protocol(f"worker sent invalid JSON: {exc}") from None
-                    if not isinstance(msg, dict):
-                        raise _Protocol("worker sent a non-object frame")
-                    return msg
-            remaining = deadline - time.monotonic()
             try:
-                readable = self._rpoll.poll(max(0, int(min(remaining, _TICK) * 1000)))
-            except (OSError, ValueError) as exc:
-                raise _Died(str(exc)) from None
-            if not readable:
-                if remaining <= 0:
-                    raise _Deadline
-                if tick is not None:
-                    tick()
-                continue
-            try:
-                data = os.read(self.rfd, 1 << 20)
+                data = os.read(fd, 1 << 20)
             except BlockingIOError:
-                continue
+                return True
             except OSError as exc:
                 raise _Died(str(exc)) from None
             if not data:
-                raise _Died("worker closed its pipe")
-            self.buf += data
+                return False
+            buf += data
+            if len(data) < (1 << 20):
+                return True
+
+    def recv(self, deadline: float, max_bytes: int, tick: Callable[[], float] | None) -> dict:
+        """The next frame from the current child. ``tick`` checks the CPU budget and returns
+        how long (seconds) the host may wait before it must check again."""
+        child = self.current
+        if child is None:
+            raise _Died("no child")
+        poller = select.poll()
+        poller.register(child.rfd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        sock = -1 if self.sock_closed else self.sock.fileno()
+        if sock >= 0:
+            poller.register(sock, select.POLLIN)
+        while True:
+            msg = self._frame(self.buf, max_bytes)
+            if msg is not None:
+                return msg
+            remaining = deadline - time.monotonic()
+            wait = min(remaining, _TICK)
+            if tick is not None:
+                wait = min(wait, tick())
+            try:
+                events = poller.poll(max(0, int(wait * 1000)))
+            except (OSError, ValueError) as exc:
+                raise _Died(str(exc)) from None
+            if not events:
+                if remaining <= 0:
+                    raise _Deadline
+                continue
+            if any(fd == sock for fd, _ in events):
+                try:
+                    self._pump_status()  # keep the zygote's queue short during long runs
+                except _Died:
+                    poller.unregister(sock)
+                if not any(fd == child.rfd for fd, _ in events):
+                    continue
+            if not self._read_into(child.rfd, self.buf):
+                msg = self._frame(self.buf, max_bytes)
+                if msg is not None:
+                    return msg
+                raise _ChildExited(self._exit_status(child.serial, deadline))
+
+    def _exit_status(self, pid: int, deadline: float) -> int:
+        """How the child with serial ``pid`` ended, as the zygote reports it (waits a
+        little for the report)."""
+        poller = select.poll()
+        poller.register(self.sock.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+        limit = min(deadline, time.monotonic() + RETIRE_SECONDS)
+        while pid not in self.exits:
+            self._pump_status()
+            if pid in self.exits:
+                break
+            remaining = limit - time.monotonic()
+            if remaining <= 0:
+                return 0
+            poller.poll(max(1, int(min(remaining, _TICK) * 1000)))
+        return self.exits[pid]
 
     def _stderr_tail(self) -> str:
         if self.errlog is None:
@@ -246,14 +530,23 @@ class _Worker:
     def ensure_ready(self, timeout: float) -> None:
         if self.ready:
             return
-        try:
-            msg = self.recv(time.monotonic() + timeout, 1 << 20, None)
-        except _Deadline:
-            if timeout <= 0:
-                raise _Died("not ready yet") from None
-            raise _Died(f"worker did not start within {timeout:.0f} s") from None
-        except _Died as exc:
-            raise _Died(f"{exc}{self._stderr_tail()}") from None
+        deadline = time.monotonic() + timeout
+        poller = select.poll()
+        poller.register(self.ready_fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        while True:
+            msg = self._frame(self.buf, 1 << 20)
+            if msg is not None:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if timeout <= 0:
+                    raise _Died("not ready yet")
+                raise _Died(f"worker did not start within {timeout:.0f} s")
+            poller.poll(max(1, int(min(remaining, _TICK) * 1000)))
+            if not self._read_into(self.ready_fd, self.buf):
+                if self._frame(self.buf, 1 << 20) is None:
+                    raise _Died(f"worker closed its pipe{self._stderr_tail()}")
+        self.buf.clear()
         if msg.get("op") != "ready":
             raise _Died("worker did not say ready")
         self.hardening = msg.get("hardening") if isinstance(msg.get("hardening"), dict) else {}
@@ -278,12 +571,18 @@ class _Pool:
         self.closed = False
         self.spawned = 0
         self.stats = {"runs": 0, "compiled": 0, "cache_hits": 0, "limits_hit": 0}
+        self.fstats: dict[str, float] = {"compile_ms": 0.0}
         self.stats_lock = threading.Lock()
 
     def count(self, **deltas: int) -> None:
         with self.stats_lock:
             for key, value in deltas.items():
                 self.stats[key] += value
+
+    def count_float(self, **deltas: float) -> None:
+        with self.stats_lock:
+            for key, value in deltas.items():
+                self.fstats[key] = self.fstats.get(key, 0.0) + value
 
     def _spawn_locked(self) -> _Worker:
         worker = _Worker(self.config, self.debug, self.errlog)
@@ -369,79 +668,34 @@ class _BadArguments(Exception):
     pass
 
 
-_SIGNATURES: dict[Any, inspect.Signature | None] = {}
-_SIGNATURES_LOCK = threading.Lock()
-
-
-def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
-    try:
-        with _SIGNATURES_LOCK:
-            if fn in _SIGNATURES:
-                return _SIGNATURES[fn]
-    except TypeError:  # unhashable callable
-        pass
-    try:
-        sig: inspect.Signature | None = inspect.signature(fn)
-    except (TypeError, ValueError):
-        sig = None
-    try:
-        with _SIGNATURES_LOCK:
-            if len(_SIGNATURES) > 1024:
-                _SIGNATURES.clear()
-            _SIGNATURES[fn] = sig
-    except TypeError:
-        pass
-    return sig
-
-
-def _loose_arguments(args: list, kwargs: dict) -> dict[str, Any]:
-    out = dict(kwargs)
-    if args:
-        out["args"] = list(args)
-    return out
-
-
 def _bind(
-    name: str, fn: Callable[..., Any], schema: dict | None, args: list, kwargs: dict
-) -> tuple[dict[str, Any], Callable[[], Any]]:
-    """Name the positional arguments; returns (arguments dict, the call to make)."""
-    if schema is not None:
-        props = schema.get("properties")
-        order = list(props) if isinstance(props, dict) else []
-        if len(args) > len(order):
-            raise _BadArguments(
-                f"{name}() takes at most {len(order)} positional argument(s) "
-                f"({len(args)} given)"
-            )
-        arguments = dict(zip(order, args))
-        for key, value in kwargs.items():
-            if key in arguments:
-                raise _BadArguments(f"{name}() got multiple values for argument {key!r}")
-            arguments[key] = value
-        return arguments, lambda: fn(**arguments)
-    sig = _signature(fn)
-    if sig is None:
-        if args:
-            raise _BadArguments(
-                f"cannot name the positional arguments of {name}(): pass keyword "
-                "arguments or give the tool a schema"
-            )
-        arguments = dict(kwargs)
-        return arguments, lambda: fn(**arguments)
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError as exc:
-        raise _BadArguments(f"{name}(): {exc}") from None
-    arguments = {}
-    for pname, value in bound.arguments.items():
-        kind = sig.parameters[pname].kind
-        if kind is inspect.Parameter.VAR_POSITIONAL:
-            arguments[pname] = list(value)
-        elif kind is inspect.Parameter.VAR_KEYWORD:
-            arguments.update(value)
-        else:
-            arguments[pname] = value
-    return arguments, lambda: fn(*bound.args, **bound.kwargs)
+    name: str, schema: dict | None, args: list, kwargs: dict
+) -> dict[str, Any]:
+    """The keyword arguments of a call: exactly what the tool receives and the record holds.
+
+    Positional arguments are named by the schema's ``properties`` order, and refused when
+    there is no schema: a tool's own signature can take ``*args`` or positional-only
+    parameters, whose values would then reach it differently from the record.
+    """
+    if not args:
+        return dict(kwargs)
+    props = schema.get("properties") if schema is not None else None
+    order = list(props) if isinstance(props, dict) else []
+    if not order:
+        raise _BadArguments(
+            f"{name}() got {len(args)} positional argument(s) and has no schema naming its "
+            "parameters: pass keyword arguments, or give the tool a schema"
+        )
+    if len(args) > len(order):
+        raise _BadArguments(
+            f"{name}() takes at most {len(order)} positional argument(s) ({len(args)} given)"
+        )
+    arguments = dict(zip(order, args))
+    for key, value in kwargs.items():
+        if key in arguments:
+            raise _BadArguments(f"{name}() got multiple values for argument {key!r}")
+        arguments[key] = value
+    return arguments
 
 
 # --------------------------------------------------------------------------------------
@@ -501,12 +755,49 @@ class Sandbox:
         """How many worker processes this Sandbox has started (recycling included)."""
         return self._pool.spawned
 
-    def stats(self) -> dict[str, int]:
-        """Counters: runs, sources compiled, compile-cache hits, limits hit, workers started."""
+    def stats(self) -> dict[str, Any]:
+        """Counters: runs, sources compiled, compile-cache hits, limits hit, workers started
+        (zygotes), and ``compile_ms``, the time runs spent compiling sources."""
         with self._pool.stats_lock:
-            out = dict(self._pool.stats)
+            out: dict[str, Any] = dict(self._pool.stats)
+            out.update(self._pool.fstats)
         out["workers_started"] = self._pool.spawned
         return out
+
+    def check(self, code: str) -> None:
+        """Compile ``code`` under the policy in a sandboxed child (with this Sandbox's
+        limits); raise ``PolicyViolation(message, line)`` if it does not compile."""
+        if not isinstance(code, str):
+            raise PolicyViolation(f"code must be a str, got {type(code).__name__}")
+        problem = source_size_problem(code)
+        if problem is not None:
+            raise _policy_violation("PolicyViolation", problem, None)
+        request = protocol.encode({"op": "check", "sources": [code], "limits": asdict(self.limits)})
+        for attempt in range(2):
+            worker = self._pool.acquire()
+            finished = False
+            retire = True
+            try:
+                try:
+                    worker.ensure_ready(self.start_timeout)
+                    worker.next_child(time.monotonic() + self.start_timeout)
+                except (_Died, _Protocol, _Deadline) as exc:
+                    if attempt == 0:
+                        continue
+                    raise RuntimeError(f"could not start a sandbox worker: {exc}") from None
+                result, retire = self._execute(worker, request, self.limits, {}, {}, [])
+                finished = True
+            finally:
+                if not finished:
+                    worker.kill()
+                self._pool.release(worker, retire=retire or not finished)
+            if result.ok:
+                return
+            err = result.error
+            if err is not None and err.type in ("PolicyViolation", "SyntaxError"):
+                raise _policy_violation(err.type, err.message, err.line)
+            what = f"{err.type}: {err.message}" if err is not None else "unknown failure"
+            raise _policy_violation("PolicyViolation", f"source could not be checked ({what})", None)
 
     def hardening(self) -> dict[str, Any]:
         """What process hardening a worker reported it applied (starts one if needed)."""
@@ -550,8 +841,11 @@ class Sandbox:
             parsed = arguments_schema(schema)
             if parsed is not None:
                 schemas[name] = parsed
-        if sum(len(s) for s in sources) > 4 * MAX_SOURCE_CHARS:
-            return self._failed(started, "PolicyViolation", "the skill sources are too long")
+        too_big = next((p for p in map(source_size_problem, sources) if p), None)
+        if too_big is None and sum(len(s) for s in sources) > 4 * MAX_SOURCE_CHARS:
+            too_big = f"the skill sources are longer than {4 * MAX_SOURCE_CHARS} bytes together"
+        if too_big is not None:
+            return self._failed(started, "PolicyViolation", too_big)
         try:
             request = protocol.encode({
                 "op": "run", "sources": sources, "entry": entry, "args": args,
@@ -568,12 +862,17 @@ class Sandbox:
             try:
                 try:
                     worker.ensure_ready(self.start_timeout)
-                except (_Died, _Protocol) as exc:
+                    worker.next_child(time.monotonic() + self.start_timeout)
+                except (_Died, _Protocol, _Deadline) as exc:
                     if attempt == 0:
                         continue
+                    why = str(exc) or (
+                        f"no child process within {self.start_timeout:g} s"
+                        f" (last child exits: {sorted(worker.exits.items())[-3:]})")
                     return self._failed(started, "SandboxUnavailable",
-                                        f"could not start a sandbox worker: {exc}")
-                result, retire = self._execute(worker, request, limits, tools, schemas, calls)
+                                        f"could not start a sandbox worker: {why}")
+                result, retire = self._execute(worker, request, limits, tools, schemas, calls,
+                                               sources)
                 result.duration_ms = (time.perf_counter() - started) * 1000.0
                 self._pool.count(runs=1, limits_hit=int(result.limit is not None))
                 finished = True
@@ -601,17 +900,30 @@ class Sandbox:
         tools: dict[str, Callable[..., Any]],
         schemas: dict[str, dict],
         calls: list[CallRecord],
+        sources: list[str] | None = None,
     ) -> tuple[RunResult, bool]:
         worker.runs += 1
         deadline = time.monotonic() + limits.wall_seconds
-        cpu0 = worker.cpu_seconds()
+        budget = limits.cpu_seconds
+        # The child is single-threaded (clone is denied to it), so its CPU time grows at
+        # most as fast as the wall clock: /proc is read only when the budget could be
+        # spent since the last reading, on the poll and on every tool round trip alike.
+        seen = {"cpu": 0.0, "at": time.monotonic()}
+        child: int | None = None
+        serial: int | None = None
 
-        def tick() -> None:
-            if cpu0 is None:
-                return
-            used = worker.cpu_seconds()
-            if used is not None and used - cpu0 > limits.cpu_seconds:
-                raise _LimitHit("cpu", f"CPU time limit of {limits.cpu_seconds:g} s exceeded")
+        def tick() -> float:
+            now = time.monotonic()
+            slack = budget - seen["cpu"] - (now - seen["at"])
+            if slack > 0:
+                return slack
+            used = worker.cpu_seconds(child) if child is not None else None
+            if used is None:
+                return _TICK
+            seen["cpu"], seen["at"] = used, now
+            if used > budget:
+                raise _LimitHit("cpu", f"CPU time limit of {budget:g} s exceeded")
+            return max(budget - used, 0.001)
 
         max_frame = 4 * (limits.max_result_bytes + limits.max_output_bytes) + (1 << 20)
         # Every tool call's arguments stay in the host (parsed, passed to the tool, kept
@@ -620,11 +932,17 @@ class Sandbox:
         call_budget = TOOL_ARGUMENT_BUDGET * limits.max_result_bytes
         call_bytes = 0
         try:
+            if worker.current is None:
+                worker.next_child(deadline)
+            child = worker.current.pid  # type: ignore[union-attr]
+            serial = worker.current.serial  # type: ignore[union-attr]
+            seen["at"] = time.monotonic()
             worker.send(request, deadline)
             while True:
                 msg = worker.recv(deadline, max_frame, tick)
                 op = msg.get("op")
                 if op == "call":
+                    tick()
                     call_bytes += worker.last_frame_bytes
                     if call_bytes > call_budget:
                         raise _LimitHit(
@@ -636,24 +954,33 @@ class Sandbox:
                         raise _Deadline
                     worker.send(reply, deadline)
                 elif op == "done":
-                    return self._finish(msg, calls, limits)
+                    return self._finish(worker, child, msg, calls, limits, sources)
                 else:
                     raise _Protocol(f"unexpected message {op!r} from worker")
         except _Deadline:
-            worker.kill()
             return self._limit(calls, "wall",
-                               f"wall-clock limit of {limits.wall_seconds:g} s exceeded"), True
+                               f"wall-clock limit of {limits.wall_seconds:g} s exceeded"), False
         except _LimitHit as hit:
+            return self._limit(calls, hit.limit, hit.message), False
+        except _Gone:
+            status = worker._exit_status(serial, deadline) if serial is not None else 0
+            return self._diagnose(worker, calls, limits, status), False
+        except _ChildExited as gone:
+            return self._diagnose(worker, calls, limits, gone.status), False
+        except _Died as exc:
             worker.kill()
-            return self._limit(calls, hit.limit, hit.message), True
-        except _Died:
-            worker.reap()
-            return self._diagnose(worker, calls, limits, cpu0), True
+            if worker.killed_by_us and self._pool.closed:
+                return RunResult(ok=False, calls=calls,
+                                 error=SandboxError("SandboxClosed", "the sandbox was closed")), True
+            return RunResult(ok=False, calls=calls, error=SandboxError(
+                "WorkerCrashed", _short(f"the sandbox zygote failed: {exc}"))), True
         except _Protocol as exc:
-            worker.kill()
             result = RunResult(ok=False, calls=calls,
                                error=SandboxError("ProtocolError", _short(str(exc))))
-            return result, True
+            return result, False
+        finally:
+            worker.end_child()  # SIGKILL, pipes closed: nothing of this run goes on
+            worker.buf.clear()
 
     @staticmethod
     def _limit(calls: list[CallRecord], limit: str, message: str) -> RunResult:
@@ -661,27 +988,21 @@ class Sandbox:
                          error=SandboxError("LimitExceeded", message))
 
     def _diagnose(
-        self, worker: _Worker, calls: list[CallRecord], limits: Limits, cpu0: float | None
+        self, worker: _Worker, calls: list[CallRecord], limits: Limits, status: int
     ) -> RunResult:
-        status = worker.status or 0
-        if worker.killed_by_us:
+        """The run's child ended without a result; ``status`` is from the zygote's wait4."""
+        if worker.killed_by_us or self._pool.closed:
             return RunResult(ok=False, calls=calls,
                              error=SandboxError("SandboxClosed", "the sandbox was closed"))
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
-            if sig == signal.SIGXCPU:
-                return self._limit(calls, "cpu",
-                                   f"CPU time limit of {limits.cpu_seconds:g} s exceeded")
-            used = None
-            if worker.rusage is not None:
-                used = worker.rusage.ru_utime + worker.rusage.ru_stime - (cpu0 or 0.0)
-            if sig == signal.SIGKILL and used is not None and used >= limits.cpu_seconds:
+            if sig == signal.SIGXCPU:  # RLIMIT_CPU, set by the sandbox: the kernel's word
                 return self._limit(calls, "cpu",
                                    f"CPU time limit of {limits.cpu_seconds:g} s exceeded")
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
             hint = {
                 signal.SIGSEGV: " (stack overflow in C code?)",
-                signal.SIGKILL: " (out of memory?)",
+                signal.SIGKILL: " (killed from outside the sandbox)",
                 signal.SIGABRT: " (interpreter abort, often out of memory)",
             }.get(sig, "")  # type: ignore[call-overload]
             message = f"the worker process was killed by {name}{hint}"
@@ -690,36 +1011,84 @@ class Sandbox:
         return RunResult(ok=False, calls=calls, error=SandboxError("WorkerCrashed", message))
 
     def _finish(
-        self, msg: dict[str, Any], calls: list[CallRecord], limits: Limits
+        self,
+        worker: _Worker,
+        child: int,
+        msg: dict[str, Any],
+        calls: list[CallRecord],
+        limits: Limits,
+        sources: list[str] | None,
     ) -> tuple[RunResult, bool]:
         ok = msg.get("ok")
         stdout = msg.get("stdout", "")
-        limit = msg.get("limit")
         if not isinstance(ok, bool) or not isinstance(stdout, str):
             raise _Protocol("malformed result from worker")
-        if limit is not None and limit not in _KNOWN_LIMITS:
-            raise _Protocol("malformed limit from worker")
-        stdout = stdout[: limits.max_output_bytes]
-        retire = bool(msg.get("recycle")) or limit is not None
         compiled, hits = msg.get("compiled"), msg.get("cache_hits")
+        compile_ms = msg.get("compile_ms")
+        compile_ms = float(compile_ms) if isinstance(compile_ms, (int, float)) and not isinstance(
+            compile_ms, bool) and 0 <= compile_ms < 1e9 else 0.0
         if isinstance(compiled, int) and isinstance(hits, int):
             self._pool.count(compiled=compiled, cache_hits=hits)
+        self._pool.count_float(compile_ms=compile_ms)
+        new = msg.get("new_sources")
+        if sources and isinstance(new, list) and not msg.get("compile_error"):
+            # The zygote compiles these for its cache: sources the host sent, by index
+            # (never text from the child), that just compiled within the run's limits.
+            fresh = [sources[i] for i in new if isinstance(i, int) and not isinstance(i, bool)
+                     and 0 <= i < len(sources)]
+            if fresh:
+                worker.control({"op": "cache", "sources": fresh})
+        # Limits are the host's own observations: bytes it received, /proc of the child.
+        limit: str | None = None
+        message = ""
+        if protocol.utf8_len(stdout) > limits.max_output_bytes:
+            limit, message = "output", f"output limit of {limits.max_output_bytes} bytes exceeded"
+            stdout = protocol.utf8_cut(stdout, limits.max_output_bytes)
+        head = msg.get("value_head")
+        if limit is None and isinstance(head, str):
+            if protocol.utf8_len(head) <= limits.max_result_bytes:
+                raise _Protocol("a result head that is not over the cap")
+            limit, message = "result_size", (
+                f"result is larger than {limits.max_result_bytes} bytes of JSON")
+        if limit is None and ok and "value" in msg and (
+            worker.last_frame_bytes > limits.max_result_bytes
+            and protocol.utf8_len(protocol.dumps(msg["value"])) > limits.max_result_bytes
+        ):
+            limit, message = "result_size", (
+                f"result is larger than {limits.max_result_bytes} bytes of JSON")
+        if limit is None and not ok:
+            peak = worker.peak_memory_bytes(child)
+            if peak is not None and peak >= MEMORY_LIMIT_SHARE * limits.memory_mb * _MB:
+                limit, message = "memory", f"memory limit of {limits.memory_mb} MB exceeded"
+        if limit is not None:
+            err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+            detail = err.get("type") if isinstance(err.get("type"), str) else None
+            if limit == "memory" and detail and detail not in HOST_ONLY_TYPES:
+                message += f" ({_short(detail)}: {_short(str(err.get('message') or ''))})"
+            return RunResult(ok=False, calls=calls, stdout=stdout, limit=limit,
+                             error=SandboxError("LimitExceeded", message),
+                             compile_ms=compile_ms), False
         if ok:
             if "value" not in msg:
                 raise _Protocol("result without a value")
-            return RunResult(ok=True, value=msg["value"], calls=calls, stdout=stdout), retire
+            return RunResult(ok=True, value=msg["value"], calls=calls, stdout=stdout,
+                             compile_ms=compile_ms), False
         err = msg.get("error")
         if not isinstance(err, dict):
             raise _Protocol("failure without an error")
         kind, message = err.get("type"), err.get("message")
         line, index = err.get("line"), err.get("source_index")
+        kind = _short(kind) if isinstance(kind, str) else "Error"
+        if kind in HOST_ONLY_TYPES:  # a skill class of that name: not the host's report
+            kind = f"skill:{kind}"
         error = SandboxError(
-            type=_short(kind) if isinstance(kind, str) else "Error",
+            type=kind,
             message=_short(message) if isinstance(message, str) else "",
             line=line if isinstance(line, int) and not isinstance(line, bool) else None,
             source_index=index if isinstance(index, int) and not isinstance(index, bool) else None,
         )
-        return RunResult(ok=False, error=error, calls=calls, stdout=stdout, limit=limit), retire
+        return RunResult(ok=False, error=error, calls=calls, stdout=stdout,
+                         compile_ms=compile_ms), False
 
     def _dispatch(
         self,
@@ -740,7 +1109,8 @@ class Sandbox:
             raise _Protocol("malformed tool call from worker")
         name = _short(name)
         t0 = time.perf_counter()
-        arguments: dict[str, Any] = _loose_arguments(args, kwargs)
+        # Records hold keyword arguments only; positional ones are named below or refused.
+        arguments: dict[str, Any] = dict(kwargs)
         if len(calls) >= limits.max_tool_calls:
             calls.append(CallRecord(
                 name, arguments, None,
@@ -758,7 +1128,7 @@ class Sandbox:
         else:
             fn, schema = tools[name], schemas.get(name)
             try:
-                arguments, call = _bind(name, fn, schema, args, kwargs)
+                arguments = _bind(name, schema, args, kwargs)
             except _BadArguments as exc:
                 error = str(exc)
             else:
@@ -767,7 +1137,7 @@ class Sandbox:
                     error = f"invalid arguments for tool {name!r}: " + "; ".join(problems)
                 else:
                     try:
-                        raw = call()
+                        raw = fn(**arguments)
                     except Exception as exc:  # noqa: BLE001 - the tool's failure, reported
                         error = _short(str(exc) or type(exc).__name__)
                     else:

@@ -12,13 +12,14 @@ __all__ = ["Limits", "CallRecord", "SandboxError", "RunResult", "PolicyViolation
 class Limits:
     """Resource limits of one run.
 
-    ``cpu_seconds``: CPU time of the run in the worker (checked by the parent every 50 ms
-    and, as a backstop, by ``RLIMIT_CPU``). ``wall_seconds``: wall-clock time of the whole
-    run, including tool calls executed in the host. ``memory_mb``: the worker's whole
-    address space (``RLIMIT_AS``), interpreter included (about 26 MB of it).
-    ``max_tool_calls``: tool calls per run. ``max_output_bytes``: captured ``print`` output.
-    ``max_result_bytes``: the JSON encoding of the returned value (and of one tool call's
-    arguments; all of a run's tool-call arguments together get four times this).
+    ``cpu_seconds``: CPU time of the run's child (read by the parent from /proc on the poll
+    and on every tool round trip, and, as a backstop, ``RLIMIT_CPU``). ``wall_seconds``:
+    wall-clock time of the whole run, including tool calls executed in the host.
+    ``memory_mb``: the child's whole address space (``RLIMIT_AS``), interpreter included
+    (about 26 MB of it). ``max_tool_calls``: tool calls per run. ``max_output_bytes``:
+    captured ``print`` output, in UTF-8 bytes. ``max_result_bytes``: UTF-8 bytes of the
+    JSON encoding of the returned value (and of one tool call's arguments; all of a run's
+    tool-call arguments together get four times this).
     """
 
     cpu_seconds: float = 5.0
@@ -86,6 +87,8 @@ class RunResult:
     stdout: str = ""
     duration_ms: float = 0.0
     limit: str | None = None
+    #: Of ``duration_ms``, the time spent compiling sources (0 when all were cached).
+    compile_ms: float = 0.0
 
 
 class PolicyViolation(Exception):

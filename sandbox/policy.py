@@ -99,7 +99,9 @@ SENSITIVE_ATTRS: frozenset[str] = frozenset(INSPECT_ATTRIBUTES) | frozenset(
      "register"}
 )
 
-MAX_SOURCE_CHARS = 512 * 1024
+#: The largest skill source, in UTF-8 bytes, checked before anything parses it.
+MAX_SOURCE_BYTES = 512 * 1024
+MAX_SOURCE_CHARS = MAX_SOURCE_BYTES  # the name older callers use; a character is >= 1 byte
 _LINE_RE = re.compile(r"^Line (\d+): ")
 
 
@@ -303,6 +305,15 @@ def _names(tree: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(called), frozenset(defined)
 
 
+def source_size_problem(source: str) -> str | None:
+    """Why ``source`` is too large to parse, or None (counted before any parsing)."""
+    if len(source) > MAX_SOURCE_BYTES or (
+        not source.isascii() and len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES
+    ):
+        return f"source is longer than {MAX_SOURCE_BYTES} bytes"
+    return None
+
+
 def _violation(kind: str, message: str, line: int | None) -> PolicyViolation:
     exc = PolicyViolation(message, line)
     exc.kind = kind  # type: ignore[attr-defined]
@@ -320,10 +331,9 @@ def compile_source(
     """
     if not isinstance(source, str):
         raise _violation("PolicyViolation", "source must be a str", None)
-    if len(source) > MAX_SOURCE_CHARS:
-        raise _violation(
-            "PolicyViolation", f"source is longer than {MAX_SOURCE_CHARS} characters", None
-        )
+    problem = source_size_problem(source)
+    if problem is not None:
+        raise _violation("PolicyViolation", problem, None)
     try:
         tree = ast.parse(source, filename, "exec")
     except SyntaxError as exc:
@@ -383,17 +393,46 @@ class _CheckCache:
 _check_cache = _CheckCache()
 
 
+_CHECKERS: dict[tuple[str, ...], object] = {}
+_CHECKERS_LOCK = threading.Lock()
+
+
+def _checker(modules: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """The Sandbox that checks sources for ``check_source`` (one per allow-list, started
+    on first use, closed at interpreter exit)."""
+    from .host import Sandbox
+    from .models import Limits
+
+    with _CHECKERS_LOCK:
+        box = _CHECKERS.get(modules)
+        if box is None or box.closed:  # type: ignore[attr-defined]
+            box = Sandbox(limits=Limits(**CHECK_LIMITS), workers=1, allowed_modules=modules)
+            _CHECKERS[modules] = box
+        return box
+
+
+#: Limits of one ``check_source`` compile (a 500 KB hostile source took 3-5 s of CPU
+#: and 340 MB when the host compiled it).
+CHECK_LIMITS = {"cpu_seconds": 5.0, "wall_seconds": 10.0, "memory_mb": 256}
+
+
 def check_source(code: str, allowed_modules: tuple[str, ...] | None = None) -> None:
     """Raise ``PolicyViolation(message, line)`` if ``code`` does not compile under the
-    sandbox policy (syntax errors included). Nothing is executed."""
+    sandbox policy (syntax errors included). Nothing is executed.
+
+    The host never parses untrusted code: the size is checked first, then the source is
+    compiled in a sandboxed child process (CPU, memory and wall limits hold there)."""
     modules = DEFAULT_MODULES if allowed_modules is None else validate_modules(allowed_modules)
     if not isinstance(code, str):
         raise PolicyViolation(f"code must be a str, got {type(code).__name__}")
+    problem = source_size_problem(code)
+    if problem is not None:
+        raise _violation("PolicyViolation", problem, None)
     key = (source_digest(code), tuple(sorted(modules)))
     hit, outcome = _check_cache.get(key)
     if not hit:
         try:
-            compile_source(code, "<skill>", modules)
+            _checker(tuple(sorted(modules))).check(code)  # type: ignore[attr-defined]
             outcome = None
         except PolicyViolation as exc:
             outcome = exc

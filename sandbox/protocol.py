@@ -57,6 +57,28 @@ class FrameReader:
         return json.loads(payload.decode("utf-8", "replace"))
 
 
+def utf8_len(text: str) -> int:
+    """The size of ``text`` on the wire (what every byte cap counts)."""
+    return len(text.encode("utf-8", "replace"))
+
+
+def utf8_head(text: str, size: int) -> str:
+    """A prefix of ``text`` of whole characters whose UTF-8 encoding is at least ``size``
+    bytes (at most ``size`` + 3) when ``text`` is that long, else ``text`` itself."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= size:
+        return data.decode("utf-8")
+    return data[: size + 3].decode("utf-8", "ignore")
+
+
+def utf8_cut(text: str, size: int) -> str:
+    """The longest prefix of ``text`` of at most ``size`` UTF-8 bytes (whole characters)."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= size:
+        return text
+    return data[:size].decode("utf-8", "ignore")
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

@@ -21,6 +21,7 @@ from RestrictedPython.Guards import safe_builtins
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from .models import ToolError
+from .protocol import utf8_head, utf8_len
 from .policy import VETTED_MODULES
 
 __all__ = [
@@ -191,6 +192,9 @@ _FORMATTER_METHODS = frozenset({"format", "get_field", "get_value", "vformat"})
 
 
 _METHOD_FUNC = _types.MethodType.__func__
+#: Types whose ``format``/``format_map`` run ``str.format`` on a format string that need
+#: not be a literal of the skill (field names walk attributes: CVE-2023-41039).
+_FORMATTING_TYPES = (str, _collections.UserString)
 
 
 def check_attribute(obj: Any, name: Any) -> None:
@@ -220,8 +224,10 @@ def check_attribute(obj: Any, name: Any) -> None:
     if name in INSPECT_ATTRIBUTES:
         raise AttributeError(f'"{name}" is a restricted name, forbidden in the sandbox')
     if name in ("format", "format_map") and (
-        isinstance(obj, str) or (isinstance(obj, type) and issubclass(obj, str))
+        isinstance(obj, _FORMATTING_TYPES)
+        or (isinstance(obj, type) and issubclass(obj, _FORMATTING_TYPES))
     ):
+        # UserString.format/format_map call str.format on a string the skill chose.
         raise NotImplementedError("Using the format*() methods of `str` is not safe")
     if name == "Formatter" and (
         obj is _string or (type(obj) is ModuleProxy and _proxy_name(obj) == "string")
@@ -339,6 +345,33 @@ def _item_writable(t: type) -> bool:
     return False
 
 _HIDDEN_TYPES: set[type] = {ModuleProxy, _ReadOnly, _ItemWriter}
+
+#: Builtin value types whose C code reads the value directly (hashing in dict/set
+#: lookups, re's and _strptime's caches, str methods) while ``==``/``hash()`` in Python
+#: would call a Python-level method.
+_VALUE_TYPES = (str, bytes, int, float, complex, tuple, frozenset)
+_IDENTITY_METHODS = ("__eq__", "__ne__", "__hash__")
+
+
+def value_type_problem(cls: type) -> str | None:
+    """Why ``cls`` may not exist in the sandbox, or None.
+
+    A class deriving from a builtin value type (``str``, ``int``, ...) together with a
+    Python-level ``__eq__``/``__ne__``/``__hash__`` (its own, or inherited, e.g. from
+    ``collections.UserString`` or ``UserDict``) hashes and compares as one value while C
+    code reads another: such objects poisoned the regex and strptime caches.
+    """
+    mro = _CLASS_MRO.__get__(cls)
+    if not any(base in _VALUE_TYPES for base in mro):
+        return None
+    for base in mro:
+        if base is object or base in _VALUE_TYPES:
+            continue
+        for attr in _IDENTITY_METHODS:
+            if isinstance(_CLASS_DICT.__get__(base).get(attr), _types.FunctionType):
+                return (f"class {cls.__name__} combines a builtin value type with a "
+                        f"Python-level {attr} (from {base.__name__}): not allowed in the sandbox")
+    return None
 #: ``type(x)`` refuses these too: their constructors wrap any object in one that
 #: forwards attribute reads to it (``type(list[int])(str, ())``, ``type(print)(str, 1)``).
 _NO_TYPE_OF = frozenset({_types.GenericAlias, _types.MethodType})
@@ -452,14 +485,18 @@ class PrintCollector:
             return
         if type(text) is not str:
             text = str(text)
+        size = len(text) if text.isascii() else utf8_len(text)  # UTF-8 bytes
         room = self.cap - self.size
-        if len(text) > room:
-            self.parts.append(text[: max(room, 0)])
-            self.size = self.cap
+        if size > room:
+            # One byte past the cap (whole characters) reaches the host, which measures
+            # the output itself and reports the limit.
+            self.parts.append(utf8_head(text, max(room, 0) + 1))
+            self.size = self.cap + 1
+            self.closed = True
             self.on_overflow("".join(self.parts))
             return
         self.parts.append(text)
-        self.size += len(text)
+        self.size += size
 
     def _call_print(self, *objects: Any, sep: Any = " ", end: Any = "\n", file: Any = None,
                     flush: Any = False) -> None:
@@ -514,6 +551,9 @@ class RunNamespace:
                 if base in _HIDDEN_TYPES:
                     raise TypeError(f"cannot subclass {base.__name__} in the sandbox")
             cls = type(name, bases, ns)
+            problem = value_type_problem(cls)
+            if problem is not None:
+                raise TypeError(problem)
             classes.add(cls)
             return cls
 

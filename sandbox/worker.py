@@ -1,34 +1,67 @@
-"""The worker process: ``python -m sandbox.worker CONFIG_JSON``.
+"""The worker process: ``python -m sandbox.worker CONFIG_JSON``: a zygote.
 
-Started by the host as a fresh interpreter (never forked from it). It imports everything
-it will need, hardens itself (``sandbox.hardening``), says ``ready``, then serves runs one
-at a time over its stdin/stdout pipes (moved to private fds; 0/1/2 become /dev/null).
-Every message is a length-prefixed JSON frame. The worker is trusted code until it loads
-skill code; after that the host treats everything it says as untrusted.
+Started by the host as a fresh interpreter (never forked from the host). It imports
+everything it will need, hardens itself (``sandbox.hardening``, stage 1), says ``ready``,
+and from then on never runs skill code: for every run it forks one child, and that child
+(stage 2 hardening: no processes, a second seccomp filter) serves exactly one run and
+exits. Every run therefore starts from the zygote's state, which no run ever touched:
+isolation by construction, not by resetting caches.
+
+Channels (length-prefixed JSON frames on pipes, JSON messages on the socket): each child
+has its own private request and reply pipes, whose host ends the zygote hands to the host
+over a Unix socket (``SCM_RIGHTS``) with the child's pid; no child can read another's
+requests, and a dead child's leftovers die with its pipes. On the same socket the zygote
+reports how each child ended (``wait4``) and receives compile-cache fills. A spare child
+is always forked ahead, so a fork is never on a run's critical path.
 """
 
 from __future__ import annotations
 
 import builtins
+import collections
+import errno
+import fcntl
 import gc
 import json
 import math
 import os
 import resource
+import select
+import signal
+import socket
 import sys
 import time
 from collections import OrderedDict
 from typing import Any
 
 from . import protocol
-from .hardening import harden
+from .hardening import harden, harden_child, prepare_child
 from .models import PolicyViolation, ToolError
 from .policy import compile_source, source_digest
 from .runtime import BASE_BUILTINS, NotPlainJSON, RunNamespace, build_module_proxies, to_plain
 
 MAX_REQUEST_BYTES = 256 * 1024 * 1024
+#: Compiled sources the zygote keeps (children inherit them, copy-on-write).
 CACHE_SIZE = 256
 MAX_MESSAGE_CHARS = 2000
+#: Children the zygote keeps forked: the one serving a run and one spare, ready for the
+#: next run (so a fork is never on a run's critical path).
+LIVE_CHILDREN = 3
+#: How often the zygote retries a message the host's socket did not take (milliseconds).
+RETRY_MS = 20
+#: Largest control message (compile-cache fill) the zygote reads.
+CONTROL_MESSAGE_BYTES = 1 << 20
+#: A child's private request/reply pipes, at fixed numbers.
+CHILD_REQUEST_FD = 3
+CHILD_REPLY_FD = 4
+#: The zygote's own address-space cap (it compiles sources for its cache, never runs them).
+ZYGOTE_MEMORY_MB = 1024
+#: Error types only the sandbox produces; a skill exception class of the same name is
+#: reported as ``skill:<name>`` (a class named LimitExceeded is not a limit report).
+RESERVED_TYPES = frozenset({
+    "LimitExceeded", "WorkerCrashed", "PolicyViolation", "ResultError", "SandboxClosed",
+    "ProtocolError", "SandboxUnavailable",
+})
 _MB = 1024 * 1024
 _FILE_PREFIX = "<skill:"
 
@@ -91,9 +124,12 @@ def _short(text: str) -> str:
 class _Run:
     """Per-run state shared by the tool stubs and the output collector."""
 
-    __slots__ = ("closed", "limits", "files", "namespace", "compiled", "cache_hits")
+    __slots__ = ("closed", "limits", "files", "namespace", "compiled", "cache_hits",
+                 "compile_ms", "new_sources")
 
     def __init__(self, limits: dict[str, Any]) -> None:
+        self.compile_ms = 0.0
+        self.new_sources: list[int] = []
         self.compiled = 0
         self.cache_hits = 0
         self.closed = False
@@ -103,11 +139,14 @@ class _Run:
 
 
 class Worker:
-    def __init__(self, rfd: int, wfd: int, modules: tuple[str, ...]) -> None:
+    def __init__(self, rfd: int, wfd: int, modules: tuple[str, ...],
+                 seccomp: bool = True) -> None:
         self.rfd = rfd
         self.wfd = wfd
         self.reader = protocol.FrameReader(rfd)
         self.modules = modules
+        self.seccomp = seccomp
+        self.debug = False
         self.proxies = build_module_proxies(modules, freeze=True)
         self.cache: OrderedDict[str, Any] = OrderedDict()
         # Every real builtin name too: calling ``open`` or ``eval`` stays a NameError
@@ -123,30 +162,44 @@ class Worker:
     def send_text(self, text: str) -> None:
         protocol.write_all(self.wfd, protocol.frame(text))
 
-    def abort(self, run: _Run, limit: str, message: str, stdout: str) -> None:
+    def abort(self, run: _Run, message: str, stdout: str) -> None:
         """End the run now, whatever skill code would do next: report, then exit."""
         try:
             self.send({
-                "op": "done", "ok": False, "limit": limit, "recycle": True, "stdout": stdout,
+                "op": "done", "ok": False, "stdout": stdout,
                 "error": {"type": "LimitExceeded", "message": message, "line": None},
             })
         finally:
             os._exit(0)
 
     # -- compile ---------------------------------------------------------------------------
+    def compile_cached(self, source: str) -> None:
+        """Zygote only: compile a source for the cache (children inherit it)."""
+        digest = source_digest(source)
+        if digest in self.cache:
+            self.cache.move_to_end(digest)
+            return
+        try:
+            compiled = compile_source(source, f"{_FILE_PREFIX}{digest[:16]}>", self.modules)
+        except BaseException:  # noqa: BLE001 - a bad source is simply not cached
+            return
+        self.cache[digest] = compiled
+        while len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+
     def compiled(self, run: _Run, source: str) -> tuple[str, Any]:
         digest = source_digest(source)
         hit = self.cache.get(digest)
         if hit is not None:
-            self.cache.move_to_end(digest)
             run.cache_hits += 1
             return digest, hit
         run.compiled += 1
+        t0 = time.perf_counter()
         filename = f"{_FILE_PREFIX}{digest[:16]}>"
-        compiled = compile_source(source, filename, self.modules)
-        self.cache[digest] = compiled
-        if len(self.cache) > CACHE_SIZE:
-            self.cache.popitem(last=False)
+        try:
+            compiled = compile_source(source, filename, self.modules)
+        finally:
+            run.compile_ms += (time.perf_counter() - t0) * 1000.0
         return digest, compiled
 
     # -- tools -----------------------------------------------------------------------------
@@ -168,7 +221,7 @@ class Worker:
                 "op": "call", "name": name,
                 "args": to_plain(list(args)), "kwargs": to_plain(kwargs),
             })
-            if len(text) > cap:
+            if len(text) > cap or protocol.utf8_len(text) > cap:
                 raise ValueError(f"arguments are larger than {cap} bytes")
         except (NotPlainJSON, ValueError, RecursionError) as exc:
             text = protocol.dumps({
@@ -182,7 +235,7 @@ class Worker:
             })
         self.send_text(text)
         reply = self.reader.read(MAX_REQUEST_BYTES)
-        if reply.get("op") != "tool_result":
+        if not isinstance(reply, dict) or reply.get("op") != "tool_result":
             os._exit(3)  # the host wants this run over
         if reply.get("ok"):
             return reply.get("result")
@@ -210,12 +263,16 @@ class Worker:
                 kind = "Exception"
         except BaseException:
             kind = "Exception"
+        if kind in RESERVED_TYPES:
+            kind = f"skill:{kind}"
         try:
             message = str(exc)
             if type(message) is not str:
                 message = ""
         except BaseException:
             message = "<unprintable exception>"
+        if not message and type(exc) is MemoryError:
+            message = "an allocation failed (the run's address space is capped at memory_mb)"
         line = None
         index = None
         try:
@@ -231,34 +288,22 @@ class Worker:
         return {"type": _short(kind), "message": _short(message), "line": line,
                 "source_index": index}
 
-    def reset_shared_state(self) -> None:
-        """Per-worker module state a previous run may have changed through public API."""
-        if "decimal" in self.modules:
-            import decimal
-
-            decimal.setcontext(decimal.Context())
-        if "random" in self.modules:
-            import random
-
-            random.seed()
-
-    def run(self, msg: dict[str, Any]) -> None:
+    def serve(self, msg: dict[str, Any]) -> bool:
+        """Child only: serve one run (or one check), send ``done``; True when it succeeded."""
         limits = msg["limits"]
         run = _Run(limits)
-        self.reset_shared_state()
         self.arm(limits)
         result: dict[str, Any]
         value_text = None
         try:
-            result, value_text = self._execute(run, msg)
+            if msg.get("op") == "check":
+                result = self._check(run, msg)
+                if result.get("ok"):
+                    value_text = "null"
+            else:
+                result, value_text = self._execute(run, msg)
         except BaseException as exc:  # noqa: BLE001 - skill code can raise anything
-            result = {"ok": False, "error": self.error_from(run, exc), "limit": None}
-            if isinstance(exc, MemoryError):
-                result["limit"] = "memory"
-                result["error"]["message"] = (
-                    f"memory limit of {limits['memory_mb']} MB exceeded"
-                    + (f" ({result['error']['message']})" if result["error"]["message"] else "")
-                )
+            result = {"ok": False, "error": self.error_from(run, exc)}
         stdout = ""
         try:
             if run.namespace is not None:
@@ -266,44 +311,59 @@ class Worker:
         except BaseException:
             stdout = ""
         run.closed = True
-        try:
-            if run.namespace is not None:
-                run.namespace.close()
-            run.namespace = None
-            gc.collect()
-        except BaseException:
-            result.setdefault("recycle", True)
+        # No clean-up: this process ends right after the reply (os._exit), so no
+        # finalizer of the run's objects ever runs, here or in a later run.
         result["op"] = "done"
         result["stdout"] = stdout
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        result["cpu"] = usage.ru_utime + usage.ru_stime
         result["compiled"] = run.compiled
         result["cache_hits"] = run.cache_hits
+        result["compile_ms"] = round(run.compile_ms, 3)
+        result["new_sources"] = run.new_sources
         text = protocol.dumps(result)
         if value_text is not None:
             text = text[:-1] + ',"value":' + value_text + "}"
         self.send_text(text)
+        return bool(result.get("ok"))
 
-    def _execute(self, run: _Run, msg: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-        sources = msg["sources"]
-        entry = msg["entry"]
-        args = msg["args"]
+    def _codes(self, run: _Run, sources: list[str]) -> tuple[list[Any], set, set] | dict:
         index = 0
         try:
             called: set[str] = set()
             defined: set[str] = set()
             codes = []
             for index, source in enumerate(sources):
+                before = run.compiled
                 digest, compiled = self.compiled(run, source)
+                if run.compiled > before:
+                    run.new_sources.append(index)
                 run.files[f"{_FILE_PREFIX}{digest[:16]}>"] = index
                 codes.append(compiled.code)
                 called |= compiled.called
                 defined |= compiled.defined
         except PolicyViolation as exc:
             kind = getattr(exc, "kind", "PolicyViolation")
-            return {"ok": False, "limit": None, "error": {
+            return {"ok": False, "compile_error": True, "error": {
                 "type": kind, "message": _short(exc.message), "line": exc.line,
-                "source_index": index}}, None
+                "source_index": index}}
+        return codes, called, defined
+
+    def _check(self, run: _Run, msg: dict[str, Any]) -> dict[str, Any]:
+        got = self._codes(run, msg["sources"])
+        if isinstance(got, dict):
+            return got
+        return {"ok": True, "error": None}
+
+    def _execute(self, run: _Run, msg: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        sources = msg["sources"]
+        entry = msg["entry"]
+        args = msg["args"]
+        got = self._codes(run, sources)
+        if isinstance(got, dict):
+            return got, None
+        codes, called, defined = got
+        # The inherited compile cache holds other skills' code objects: out of this
+        # run's reach before any skill code runs (the entries this run uses are in codes).
+        self.cache = OrderedDict()
 
         tool_names = set(msg["tools"])
         # Calls to names nothing defines become stubs too, so calling a tool that is not
@@ -313,7 +373,7 @@ class Worker:
         cap = int(run.limits["max_output_bytes"])
 
         def overflow(text: str) -> None:
-            self.abort(run, "output", f"output limit of {cap} bytes exceeded", text)
+            self.abort(run, f"output limit of {cap} bytes exceeded", text)
 
         ns = RunNamespace(self.proxies, tools, cap, overflow)
         run.namespace = ns
@@ -322,11 +382,11 @@ class Worker:
             exec(code, g)  # noqa: S102 - restricted code in a restricted namespace
         fn = g.get(entry)  # the globals only: tools and builtins live in __builtins__
         if fn is None:
-            return {"ok": False, "limit": None, "error": {
+            return {"ok": False, "error": {
                 "type": "NameError", "line": None,
                 "message": f"entry function {entry!r} is not defined by the skill code"}}, None
         if not callable(fn):
-            return {"ok": False, "limit": None, "error": {
+            return {"ok": False, "error": {
                 "type": "TypeError", "line": None,
                 "message": f"entry {entry!r} is not a function"}}, None
         value = fn(**args)
@@ -334,15 +394,185 @@ class Worker:
             plain = to_plain(value)
             value_text = protocol.dumps(plain)
         except (NotPlainJSON, ValueError, RecursionError) as exc:
-            return {"ok": False, "limit": None, "error": {
+            return {"ok": False, "error": {
                 "type": "ResultError", "line": None,
                 "message": _short(f"the result is not plain JSON: {exc}")}}, None
         max_bytes = int(run.limits["max_result_bytes"])
-        if len(value_text) > max_bytes or len(value_text.encode("utf-8", "surrogatepass")) > max_bytes:
-            return {"ok": False, "limit": "result_size", "recycle": True, "error": {
-                "type": "LimitExceeded", "line": None,
-                "message": f"result is larger than {max_bytes} bytes of JSON"}}, None
-        return {"ok": True, "limit": None, "error": None}, value_text
+        if len(value_text) > max_bytes or protocol.utf8_len(value_text) > max_bytes:
+            # The host measures the size itself: it gets the first max_bytes + 1 bytes.
+            return {"ok": False, "value_head": protocol.utf8_head(value_text, max_bytes + 1),
+                    "error": {"type": "LimitExceeded", "line": None,
+                              "message": "the result is too large"}}, None
+        return {"ok": True, "error": None}, value_text
+
+    # -- the zygote ------------------------------------------------------------------------
+    def zygote(self, sock: socket.socket) -> int:
+        """Keep LIVE_CHILDREN children forked ahead; report each one (with its private
+        pipes) and how it ended; fill the compile cache. Never run skill code here."""
+        sig_r, sig_w = os.pipe()
+        os.set_blocking(sig_r, False)
+        os.set_blocking(sig_w, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(sig_w)
+        self._zygote_fds = (sock.fileno(), sig_r, sig_w)
+        live: dict[int, int] = {}  # pid -> serial
+        self.serial = 0
+        # Messages to the host wait here while its socket queue is full (a Unix socket
+        # holds few datagrams): the zygote never blocks on the host.
+        self.outbox: collections.deque[tuple[bytes, list[int]]] = collections.deque()
+        sock.setblocking(False)
+        poller = select.poll()
+        poller.register(sig_r, select.POLLIN)
+        stopping = False
+        while True:
+            self.flush(sock)
+            while not stopping and not self.outbox and len(live) < LIVE_CHILDREN:
+                pid, serial = self.fork_child(sock)
+                live[pid] = serial
+                self.flush(sock)
+            poller.register(sock.fileno(), select.POLLIN | (select.POLLOUT if self.outbox else 0))
+            try:
+                wait = RETRY_MS if self.outbox else None
+                events = poller.poll(wait if live or not stopping else 0)
+            except InterruptedError:
+                events = []
+            for fd, mask in events:
+                if fd == sig_r:
+                    try:
+                        while os.read(sig_r, 256):
+                            pass
+                    except BlockingIOError:
+                        pass
+                elif mask & (select.POLLIN | select.POLLHUP | select.POLLERR) and not stopping:
+                    stopping = self.control(sock)
+            self.reap(sock, live)
+            if stopping:
+                # The host closed the children's pipes: they end on EOF.
+                for _, fds in self.outbox:
+                    for fd in fds:
+                        os.close(fd)
+                self.outbox.clear()
+                while live:
+                    try:
+                        pid, _ = os.wait()
+                    except ChildProcessError:
+                        break
+                    live.pop(pid, None)
+                return 0
+
+    def flush(self, sock: socket.socket) -> None:
+        while self.outbox:
+            data, fds = self.outbox[0]
+            try:
+                if fds:
+                    socket.send_fds(sock, [data], fds)
+                else:
+                    sock.send(data)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+                    # ETOOMANYREFS: the user's descriptors in flight on Unix sockets are
+                    # capped by RLIMIT_NOFILE; retried when the host has read some.
+                    return
+                # The host is gone: children see EOF on their pipes and end.
+            self.outbox.popleft()
+            for fd in fds:
+                os.close(fd)
+
+    def reap(self, sock: socket.socket, live: dict[int, int]) -> None:
+        while True:
+            try:
+                pid, code, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            serial = live.pop(pid, None)
+            self.outbox.append((protocol.dumps({
+                "op": "exited", "pid": pid, "serial": serial, "status": code,
+                "cpu": usage.ru_utime + usage.ru_stime,
+            }).encode(), []))
+
+    def control(self, sock: socket.socket) -> bool:
+        """Handle one control message; True when the zygote must stop."""
+        try:
+            data = sock.recv(CONTROL_MESSAGE_BYTES)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        if not data:
+            return True
+        try:
+            msg = json.loads(data.decode("utf-8", "replace"))
+        except ValueError:
+            return False
+        op = msg.get("op") if isinstance(msg, dict) else None
+        if op == "cache":
+            for source in msg.get("sources") or []:
+                if isinstance(source, str):
+                    self.compile_cached(source)
+        return op == "exit"
+
+    def fork_child(self, sock: socket.socket) -> tuple[int, int]:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            code = 0
+            try:
+                # A session (and so a scheduler autogroup) of its own: sharing the
+                # zygote's, a woken child queued behind the group's fork and exit work
+                # (measured: 4-6 ms wake-up latency on a loaded 2-core machine).
+                os.setsid()
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                for fd in (*self._zygote_fds, req_w, rep_r, self.wfd):
+                    os.close(fd)
+                high_r = fcntl.fcntl(req_r, fcntl.F_DUPFD, CHILD_REPLY_FD + 1)
+                high_w = fcntl.fcntl(rep_w, fcntl.F_DUPFD, CHILD_REPLY_FD + 1)
+                os.close(req_r)
+                os.close(rep_w)
+                os.dup2(high_r, CHILD_REQUEST_FD, inheritable=False)
+                os.dup2(high_w, CHILD_REPLY_FD, inheritable=False)
+                os.close(high_r)
+                os.close(high_w)
+                self.child()
+            except BaseException as exc:  # noqa: BLE001
+                code = 4
+                if self.debug:
+                    try:
+                        os.write(2, f"sandbox child: {type(exc).__name__}: {exc}\n".encode())
+                    except OSError:
+                        pass
+            os._exit(code)
+        os.close(req_r)
+        os.close(rep_w)
+        self.serial += 1
+        fds = [req_w, rep_r]
+        try:
+            fds.append(os.pidfd_open(pid))
+        except OSError:
+            pass  # an older kernel: the host falls back to the pid
+        self.outbox.append((protocol.dumps(
+            {"op": "forked", "pid": pid, "serial": self.serial}).encode(), fds))
+        return pid, self.serial
+
+    def child(self) -> None:
+        harden_child((0, 1, 2, CHILD_REQUEST_FD, CHILD_REPLY_FD), seccomp=self.seccomp)
+        self.rfd, self.wfd = CHILD_REQUEST_FD, CHILD_REPLY_FD
+        self.reader = protocol.FrameReader(self.rfd)  # private pipe: buffering is fine
+        msg = self.reader.read(MAX_REQUEST_BYTES)  # EOFError when the host is done with us
+        if not isinstance(msg, dict) or msg.get("op") not in ("run", "check"):
+            return
+        if not self.serve(msg):
+            # Stay until the host has looked at this process (its peak memory: the host's
+            # own evidence for a memory limit); EOF on the request pipe ends it.
+            try:
+                self.reader.read(1 << 16)
+            except BaseException:  # noqa: BLE001
+                pass
 
 
 def _close_other_fds(keep: set[int]) -> None:
@@ -358,51 +588,134 @@ def _close_other_fds(keep: set[int]) -> None:
                 pass
 
 
+def _open_fds(limit: int = 64) -> list[int]:
+    out = []
+    for fd in range(limit):
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        out.append(fd)
+    return out
+
+
+def _report_child(worker: Worker, selftest: bool, close: tuple[int, ...] = ()) -> dict[str, Any]:
+    """Fork one child that hardens itself exactly as a run's child does and reports what
+    held (and, in self-test mode, what the probe could still do). Its report is the
+    honest description of the processes that run skill code."""
+    r, w = os.pipe()
+    req_r, req_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.close(req_w)
+            # The same descriptors a run's child holds: 0-2, its request and reply pipes.
+            for fd in (worker.wfd, *close):
+                os.close(fd)
+            high_r = fcntl.fcntl(req_r, fcntl.F_DUPFD, CHILD_REPLY_FD + 1)
+            high_w = fcntl.fcntl(w, fcntl.F_DUPFD, CHILD_REPLY_FD + 1)
+            os.close(req_r)
+            os.close(w)
+            os.dup2(high_r, CHILD_REQUEST_FD, inheritable=False)
+            os.dup2(high_w, CHILD_REPLY_FD, inheritable=False)
+            os.close(high_r)
+            os.close(high_w)
+            w = CHILD_REPLY_FD
+            rep = harden_child((0, 1, 2, CHILD_REQUEST_FD, CHILD_REPLY_FD),
+                               seccomp=worker.seccomp)
+            rep["fds"] = _open_fds()
+            if selftest:
+                from .selftest import probe
+
+                rep["probe"] = probe()
+            protocol.write_all(w, protocol.encode(rep))
+        except BaseException as exc:  # noqa: BLE001 - reported, not raised, in the child
+            try:
+                protocol.write_all(w, protocol.encode({"error": f"{type(exc).__name__}: {exc}"}))
+            except BaseException:  # noqa: BLE001
+                pass
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.close(req_r)
+    os.close(req_w)
+    try:
+        msg = protocol.FrameReader(r).read(1 << 20)
+    except (EOFError, OSError, ValueError):
+        msg = {"error": "the report child died"}
+    os.close(r)
+    os.waitpid(pid, 0)
+    return msg if isinstance(msg, dict) else {}
+
+
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1]) if len(argv) > 1 else {}
     modules = tuple(config.get("modules", ()))
     root = config.get("root") or "/"
     debug = bool(config.get("debug"))
+    seccomp = not config.get("no_seccomp")
 
-    # Private protocol fds; 0/1 (and 2 unless debugging) become /dev/null.
-    rfd = os.dup(0)
+    # fd 1 carries the ready report; the zygote's socket (if any) is passed by number.
+    # 0/1 (and 2 unless debugging) become /dev/null.
     wfd = os.dup(1)
+    sock_fd = None
+    if isinstance(config.get("socket_fd"), int):
+        sock_fd = os.dup(config["socket_fd"])
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     if not debug:
         os.dup2(devnull, 2)
     os.close(devnull)
-    _close_other_fds({rfd, wfd})
-    os.set_inheritable(rfd, False)
-    os.set_inheritable(wfd, False)
+    keep = {wfd} | ({sock_fd} if sock_fd is not None else set())
+    _close_other_fds(keep)
+    for fd in keep:
+        os.set_inheritable(fd, False)
 
-    worker = Worker(rfd, wfd, modules)
+    worker = Worker(-1, wfd, modules, seccomp=seccomp)
+    worker.debug = debug
     _prewarm(modules)
     selftest = bool(config.get("selftest"))
     if selftest:
-        from .selftest import probe  # imported before hardening: nothing opens after
-    report = harden(root, keep_fds=(rfd, wfd), seccomp=not config.get("no_seccomp"))
+        from .selftest import probe  # noqa: F401 - imported before hardening
+    report = harden(root, keep_fds=tuple(sorted(keep)), seccomp=seccomp)
+    # The zygote compiles sources for its cache (never runs them): a soft address-space
+    # cap of its own; each child sets its run's limit (soft, up to the unchanged hard one).
+    try:
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        soft = ZYGOTE_MEMORY_MB * _MB
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        report["zygote_memory_mb"] = soft // _MB
+    except (OSError, ValueError) as exc:
+        report["zygote_memory_mb"] = f"failed: {exc}"
+    prepare_child()
+    zygote_report = dict(report)
+    child = _report_child(worker, selftest, () if sock_fd is None else (sock_fd,))
+    # What the host reports is what binds skill code: the child's view.
+    report["zygote"] = zygote_report
+    if "error" in child:
+        report["child_error"] = child["error"]
+    report["rlimits"] = {**report.get("rlimits", {}), **child.get("rlimits", {})}
+    report["fds"] = child.get("fds", [])
+    zygote_seccomp = report.get("seccomp")
+    report["seccomp"] = (
+        "on" if zygote_seccomp == "on" and child.get("seccomp") == "on"
+        else child.get("seccomp", zygote_seccomp)
+    )
+    if selftest:
+        report["probe"] = child.get("probe", {})
     report["env"] = sorted(os.environ)
     report["python"] = sys.version.split()[0]
     gc.collect()
-    gc.freeze()  # boot objects are never scanned again: per-run gc.collect stays cheap
-    if selftest:
-        report["probe"] = probe()
+    gc.freeze()  # boot objects are never scanned by a child's collections
     worker.send({"op": "ready", "pid": os.getpid(), "hardening": report})
-
-    while True:
-        try:
-            msg = worker.reader.read(MAX_REQUEST_BYTES)
-        except (EOFError, OSError):
-            return 0
-        op = msg.get("op") if isinstance(msg, dict) else None
-        if op == "run":
-            worker.run(msg)
-        elif op == "exit":
-            return 0
-        else:
-            return 2
+    if sock_fd is None:
+        return 0  # self-test: nothing to serve
+    sock = socket.socket(fileno=sock_fd)
+    return worker.zygote(sock)
 
 
 if __name__ == "__main__":

@@ -200,9 +200,16 @@ def replay_verify(
             stubs[name] = replay.stub(name, kinds.get(name, "tool"))
     args = _arguments(candidate, trace)
     try:
+        # the sandbox names positional arguments only by a schema: the recorded order
+        schemas = {
+            name: {"type": "object", "additionalProperties": True,
+                   "properties": {a: {} for a in replay.order.get(name, [])}}
+            for name in stubs
+        }
         run = sandbox.run(
             [*composed, candidate.code], entry=candidate.name, args=args, tools=stubs,
             limits=limits,
+            tool_schemas=schemas,
         )
     except Exception as exc:  # the sandbox itself failed: not the candidate's verdict alone
         return VerificationReport(

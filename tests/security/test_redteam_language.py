@@ -235,14 +235,16 @@ FORMAT_STRINGS = [
            "class C:\n    g = classmethod(str)\ndef f():\n"
            "    return C.g.format('{0.__init__.__globals__}', f)\n",
            ("NotImplementedError",), "format"),
+    # str + UserDict is refused as a class now (a value type with a Python-level __eq__);
+    # either refusal stops the walk.
     Attack("generic_alias_of_str_subclass_format",
            "import collections\nclass S(str, collections.UserDict):\n    pass\ndef f():\n"
            "    return S[int].format('{0.__init__.__globals__}', 1)\n",
-           ("NotImplementedError",), "format"),
+           ("NotImplementedError", "TypeError"), "format|builtin value type"),
     Attack("generic_alias_of_str_subclass_format_map",
            "import collections\nclass S(str, collections.UserDict):\n    pass\ndef f():\n"
            "    return getattr(S[int], 'format_map')('{a.__class__}', {'a': 1})\n",
-           ("NotImplementedError",), "format"),
+           ("NotImplementedError", "TypeError"), "format|builtin value type"),
     Attack("str_format_attribute", "def f():\n    return '{0.__class__}'.format(1)\n",
            ("NotImplementedError",), "format"),
     Attack("str_format_map", "def f():\n    return '{a.__class__}'.format_map({'a': 1})\n",
@@ -302,14 +304,16 @@ TIME_BOMBS = [
     Attack("str_subclass_with_eq",
            "class S(str):\n    def __eq__(self, other):\n        return True\n"
            "def f():\n    return {'k': S('v')}\n",
-           ("ResultError",), "type S"),
+           ("TypeError",), "builtin value type with a Python-level __eq__"),
     Attack("dict_subclass_result",
            "class D(dict):\n    pass\ndef f():\n    return D(a=1)\n",
            ("ResultError",), "type D"),
     Attack("int_subclass_result",
            "class I(int):\n    def __eq__(self, o):\n        return False\n"
            "def f():\n    return [I(1)]\n",
-           ("ResultError",), "type I"),
+           ("TypeError",), "builtin value type with a Python-level __eq__"),
+    Attack("str_subclass_result", "class S(str):\n    pass\ndef f():\n    return {'k': S('v')}\n",
+           ("ResultError",), "type S"),
     Attack("del_method", "class T:\n    def __del__(self):\n        pass\ndef f():\n    return T()\n",
            POLICY, "__del__"),
     Attack("hash_method", "class T:\n    def __hash__(self):\n        return 1\ndef f():\n"

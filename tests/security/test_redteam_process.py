@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import select
 import signal
 import struct
 import subprocess
@@ -24,7 +23,7 @@ import pytest
 from redteam import OK_CODE
 
 from sandbox import Limits, Sandbox
-from sandbox.host import _Deadline, _Protocol, _Worker
+from sandbox.host import _Child, _Deadline, _Protocol, _Worker
 from sandbox.protocol import encode, frame
 
 IS_ROOT = os.geteuid() == 0
@@ -110,17 +109,16 @@ def test_worker_killed_from_outside_is_a_result_and_is_replaced(sandbox):
 
     def spin_then_kill():
         time.sleep(0.3)
-        busy = [w for w in sandbox._pool.workers if w.pid == victim.get("pid")]
-        for w in busy:
-            os.kill(w.pid, signal.SIGSEGV)
+        if "pid" in victim:
+            os.kill(victim["pid"], signal.SIGSEGV)
 
-    # The tool runs in the host: it notes which worker is busy with this skill.
+    # The tool runs in the host: it notes which child is busy with this skill.
     code = "def f():\n    mark()\n    while True:\n        pass\n"
 
     def mark():
         for w in sandbox._pool.workers:
-            if w not in sandbox._pool.idle:
-                victim.setdefault("pid", w.pid)
+            if w not in sandbox._pool.idle and w.current is not None:
+                victim.setdefault("pid", w.current.pid)
         return 1
 
     t = threading.Thread(target=spin_then_kill)
@@ -133,14 +131,12 @@ def test_worker_killed_from_outside_is_a_result_and_is_replaced(sandbox):
 
 
 def _fake_worker() -> tuple[_Worker, int]:
-    """A _Worker whose 'process' is a pipe the test writes into."""
+    """A _Worker whose current child is a pipe the test writes into."""
     r, w = os.pipe()
-    os.set_blocking(r, False)
     worker = _Worker.__new__(_Worker)
-    worker.rfd = r
+    worker.current = _Child(-1, 0, os.open(os.devnull, os.O_WRONLY), r)
     worker.buf = bytearray()
-    worker._rpoll = select.poll()
-    worker._rpoll.register(r, select.POLLIN)
+    worker.sock_closed = True  # no zygote behind it
     return worker, w
 
 
@@ -158,7 +154,7 @@ def test_host_rejects_garbage_frames(garbage, error):
             worker.recv(time.monotonic() + 2, 1 << 20, None)
     finally:
         os.close(w)
-        os.close(worker.rfd)
+        worker.current.close()
 
 
 def test_host_times_out_on_a_silent_worker():
@@ -171,7 +167,7 @@ def test_host_times_out_on_a_silent_worker():
         assert time.monotonic() - started < 2
     finally:
         os.close(w)
-        os.close(worker.rfd)
+        worker.current.close()
 
 
 def test_malformed_done_frames_are_protocol_errors(sandbox):
@@ -179,4 +175,18 @@ def test_malformed_done_frames_are_protocol_errors(sandbox):
                 {"op": "done", "ok": False, "error": "x", "stdout": ""},
                 {"op": "done", "ok": False, "limit": "everything", "stdout": ""}):
         with pytest.raises(_Protocol):
-            sandbox._finish(msg, [], Limits())
+            sandbox._finish(_QuietWorker(), -1, msg, [], Limits(), None)
+
+
+class _QuietWorker:
+    """What _finish asks of a worker, for a frame that never came from one."""
+
+    last_frame_bytes = 0
+
+    @staticmethod
+    def peak_memory_bytes(pid):
+        return None
+
+    @staticmethod
+    def control(obj):
+        return None

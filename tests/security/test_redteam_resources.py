@@ -25,15 +25,18 @@ RESOURCES = [
            "def f():\n    while True:\n        try:\n            while True:\n                pass\n"
            "        except BaseException:\n            pass\n",
            LIMIT, "CPU time", "cpu"),
+    # One allocation refused outright never occupies memory: the parent sees nothing, so
+    # it is the skill's MemoryError (no limit), and the run still ends.
     Attack("list_of_ten_billion", "def f():\n    return len([0] * 10**10)\n", ("MemoryError",),
-           "memory limit", "memory"),
+           "allocation failed"),
     Attack("string_of_ten_billion", "def f():\n    return len('a' * 10**10)\n",
-           ("MemoryError",), "memory limit", "memory"),
+           ("MemoryError",), "allocation failed"),
     Attack("bytearray_of_ten_billion", "def f():\n    return len(bytearray(10**10))\n",
-           ("MemoryError",), "memory limit", "memory"),
+           ("MemoryError",), "allocation failed"),
+    # Memory really used up to the cap: the parent reads the child's peak from /proc.
     Attack("growing_list",
            "def f():\n    x = []\n    while True:\n        x.append('a' * 10**6)\n",
-           ("MemoryError",), "memory limit", "memory"),
+           LIMIT, "memory limit", "memory"),
     Attack("catch_memory_error_then_spin",
            "def f():\n    try:\n        x = 'a' * 10**10\n    except MemoryError:\n"
            "        while True:\n            pass\n",
@@ -172,7 +175,7 @@ def test_refused_calls_are_recorded_with_arguments(sandbox):
     assert [(c.name, c.arguments) for c in r.calls] == [
         ("search", {"query": 1}),
         ("search", {"query": "x", "cmd": "y"}),
-        ("nope", {"a": 2, "args": [1]}),
+        ("nope", {"a": 2}),  # keyword arguments only: the positional 1 is refused
     ]
     assert all(c.error and c.result is None for c in r.calls)
 
@@ -221,7 +224,7 @@ def test_lone_surrogates_never_reach_the_host(sandbox):
         seen.append(text)
         return text
 
-    code = ("def f():\n    s = '\\ud800x\\udcff'\n    print(s)\n    echo(s)\n"
+    code = ("def f():\n    s = '\\ud800x\\udcff'\n    print(s)\n    echo(text=s)\n"
             "    return {s: [s, echo(text=s)]}\n")
     r = sandbox.run(code, entry="f", tools={"echo": echo})
     assert r.ok, r.error
@@ -245,7 +248,7 @@ def test_tool_call_arguments_have_a_total_budget_per_run(sandbox):
         return 0
 
     code = ("def f():\n    a = [[] for i in range(20000)]\n"
-            "    for i in range(20):\n        sink(a)\n    return 1\n")
+            "    for i in range(20):\n        sink(x=a)\n    return 1\n")
     r = sandbox.run(code, entry="f", tools={"sink": sink})  # 60 KB per call, FAST: 64 KB
     assert not r.ok and r.limit == "tool_calls" and "in total" in r.error.message
     assert len(got) == len(r.calls) <= TOOL_ARGUMENT_BUDGET
@@ -253,5 +256,5 @@ def test_tool_call_arguments_have_a_total_budget_per_run(sandbox):
     r = sandbox.run("def f():\n    try:\n        sink(*range(10**6))\n"
                     "    except ToolError as e:\n        return str(e)\n", entry="f",
                     tools={"sink": sink})
-    assert r.ok and "larger than" in r.value and len(r.calls[0].arguments["args"]) == 20
+    assert r.ok and "larger than" in r.value and r.calls[0].arguments == {}
     assert sandbox.run(OK_CODE, entry="ok").value == 42

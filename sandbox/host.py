@@ -29,9 +29,11 @@ from .models import CallRecord, Limits, PolicyViolation, RunResult, SandboxError
 from .policy import (
     DEFAULT_MODULES,
     MAX_SOURCE_CHARS,
-    _violation as _policy_violation,
     source_size_problem,
     validate_modules,
+)
+from .policy import (
+    _violation as _policy_violation,
 )
 from .schema import arguments_schema, schema_errors
 
@@ -1061,7 +1063,8 @@ class Sandbox:
             if peak is not None and peak >= MEMORY_LIMIT_SHARE * limits.memory_mb * _MB:
                 limit, message = "memory", f"memory limit of {limits.memory_mb} MB exceeded"
         if limit is not None:
-            err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+            found = msg.get("error")
+            err: dict[str, Any] = found if isinstance(found, dict) else {}
             detail = err.get("type") if isinstance(err.get("type"), str) else None
             if limit == "memory" and detail and detail not in HOST_ONLY_TYPES:
                 message += f" ({_short(detail)}: {_short(str(err.get('message') or ''))})"
@@ -1073,11 +1076,13 @@ class Sandbox:
                 raise _Protocol("result without a value")
             return RunResult(ok=True, value=msg["value"], calls=calls, stdout=stdout,
                              compile_ms=compile_ms), False
-        err = msg.get("error")
-        if not isinstance(err, dict):
+        failure = msg.get("error")
+        if not isinstance(failure, dict):
             raise _Protocol("failure without an error")
-        kind, message = err.get("type"), err.get("message")
+        err = failure
+        kind, text = err.get("type"), err.get("message")
         line, index = err.get("line"), err.get("source_index")
+        message = text if isinstance(text, str) else ""
         kind = _short(kind) if isinstance(kind, str) else "Error"
         if kind in HOST_ONLY_TYPES:  # a skill class of that name: not the host's report
             kind = f"skill:{kind}"

@@ -406,7 +406,7 @@ def _checker(modules: tuple[str, ...]):  # type: ignore[no-untyped-def]
     with _CHECKERS_LOCK:
         box = _CHECKERS.get(modules)
         if box is None or box.closed:  # type: ignore[attr-defined]
-            box = Sandbox(limits=Limits(**CHECK_LIMITS), workers=1, allowed_modules=modules)
+            box = Sandbox(limits=Limits(**CHECK_LIMITS), workers=1, allowed_modules=modules)  # type: ignore[arg-type]
             _CHECKERS[modules] = box
         return box
 

@@ -21,8 +21,8 @@ from RestrictedPython.Guards import safe_builtins
 from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 from .models import ToolError
-from .protocol import utf8_head, utf8_len
 from .policy import VETTED_MODULES
+from .protocol import utf8_head, utf8_len
 
 __all__ = [
     "ModuleProxy",

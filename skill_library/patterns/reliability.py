@@ -1,0 +1,41 @@
+"""Drift-aware reliability: a skill whose recent runs fail is quarantined long before Laplace
+over its whole history would drop it.
+
+Rule: a skill with at least :data:`QUARANTINE_MIN_OUTCOMES` outcomes (a long record) whose
+last :data:`QUARANTINE_WINDOW` outcomes hold at least :data:`QUARANTINE_FAILURES` failures
+goes from ``active`` to ``quarantined``: it leaves the index (not fetched) and does not run,
+until a passing re-verification (:meth:`SkillLibrary.reverify`) or an approver lifts it
+(:meth:`SkillLibrary.lift_quarantine`). Evidence that is not a run of the skill (merging a
+learned trace, a success reported through feedback) never lifts it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skill_library.models import Skill
+    from skill_library.record_store import RecordStore
+
+#: the recent outcomes looked at
+QUARANTINE_WINDOW = 6
+#: failures among them that quarantine the skill
+QUARANTINE_FAILURES = 5
+#: outcomes (all versions) a skill needs before the rule applies: a short record is
+#: Laplace reliability's business
+QUARANTINE_MIN_OUTCOMES = 10
+
+
+def quarantine_problem(store: "RecordStore", skill: "Skill") -> str | None:
+    """Why ``skill`` must be quarantined now (None when it must not)."""
+    if skill.status != "active" or skill.kind != "code":
+        return None
+    log = store.outcome_log(skill.name)
+    if len(log) < QUARANTINE_MIN_OUTCOMES:
+        return None
+    recent = log[-QUARANTINE_WINDOW:]
+    failures = sum(1 for o in recent if not o["success"])
+    if failures >= QUARANTINE_FAILURES:
+        return (f"{failures} of its last {len(recent)} outcomes failed "
+                f"(threshold {QUARANTINE_FAILURES} of {QUARANTINE_WINDOW})")
+    return None

@@ -274,30 +274,26 @@ class Patterns:
         """Drift of the recent window from the stable history (skill_library.patterns.drift).
 
         On drift the recent window starts an ``emerging`` distribution (the stable one is
-        kept); once emerging holds :data:`PROMOTE_MIN_N` transitions and still drifts it
-        becomes the stable distribution. A window that stops drifting before that drops it.
+        kept); once emerging holds :data:`PROMOTE_MIN_N` transitions and still diverges from
+        the history before it, it becomes the stable distribution. When its most likely
+        state is the historical one again, it is dropped (the habit came back).
         """
         stable_since, emerging_since = self._marks(subject, from_state)
         if self.opted_out(subject):
             return drift_rule.Drift(detected=False, old_top=None, new_top=None, recent_n=0, divergence=0.0)
         rows = self._sequence(subject, from_state, stable_since)
         found = drift_rule.detect([s for _, s in rows], recent=recent, history=history, threshold=threshold)
-        if found.detected and emerging_since is None and rows:
-            start = rows[max(0, len(rows) - recent)][0]
-            self._set_marks(subject, from_state, stable_since, start)
-        elif found.detected and emerging_since is not None:
-            if sum(1 for i, _ in rows if i >= emerging_since) >= PROMOTE_MIN_N:
-                self._set_marks(subject, from_state, emerging_since, None)
-        elif not found.detected and emerging_since is not None:
-            emerging_rows = [s for i, s in rows if i >= emerging_since]
-            older = [s for i, s in rows if i < emerging_since][-history:]
-            # the emerging habit held: compare it with the history before it
-            check = drift_rule.detect(older + emerging_rows, recent=len(emerging_rows) or 1,
-                                      history=history, threshold=threshold, persistence=1)
-            if not check.detected:
-                self._set_marks(subject, from_state, stable_since, None)
-            elif len(emerging_rows) >= PROMOTE_MIN_N:
-                self._set_marks(subject, from_state, emerging_since, None)
+        if emerging_since is None:
+            if found.detected and rows:
+                self._set_marks(subject, from_state, stable_since, rows[max(0, len(rows) - recent)][0])
+            return found
+        emerging_rows = Counter(s for i, s in rows if i >= emerging_since)
+        older = Counter([s for i, s in rows if i < emerging_since][-history:])
+        if drift_rule.top(emerging_rows) == drift_rule.top(older):
+            self._set_marks(subject, from_state, stable_since, None)  # the habit came back
+        elif (sum(emerging_rows.values()) >= PROMOTE_MIN_N
+              and drift_rule.smoothed_kl(emerging_rows, older) > threshold):
+            self._set_marks(subject, from_state, emerging_since, None)  # the new habit holds
         return found
 
     # -- transparency ---------------------------------------------------------------------

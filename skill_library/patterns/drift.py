@@ -69,7 +69,8 @@ def smoothed_kl(recent: Counter[str], history: Counter[str], alpha: float = DRIF
     return total
 
 
-def _top(counts: Counter[str]) -> str | None:
+def top(counts: Counter[str]) -> str | None:
+    """The most frequent state (ties by name), None when there is none."""
     if not counts:
         return None
     return min(counts, key=lambda s: (-counts[s], s))
@@ -103,7 +104,7 @@ def detect(
     end = len(states)
     now_recent, now_history = _window(states, end, recent, history)
     divergence = smoothed_kl(now_recent, now_history, alpha)
-    old_top, new_top = _top(now_history), _top(now_recent)
+    old_top, new_top = top(now_history), top(now_recent)
     detected = sum(now_history.values()) >= min_history and len(states) >= recent + persistence - 1
     for back in range(persistence):
         if not detected:
@@ -112,8 +113,8 @@ def detect(
         detected = (
             sum(h.values()) >= min_history
             and smoothed_kl(r, h, alpha) > threshold
-            and _top(r) != _top(h)
-            and r[_top(r) or ""] >= min_top_share * sum(r.values())
+            and top(r) != top(h)
+            and r[top(r) or ""] >= min_top_share * sum(r.values())
         )
     return Drift(
         detected=detected,

@@ -1,0 +1,75 @@
+"""Usage-pattern memory (issue 11): states, classification, transitions, prediction, prefetch."""
+
+from __future__ import annotations
+
+import pytest
+
+from skill_library.models import Skill
+from skill_library.patterns import PatternError
+
+SPACE = [
+    {"name": "browsing", "description": "the user looks around the catalogue",
+     "examples": ["show me your jackets", "what do you have in blue?"]},
+    {"name": "checkout", "description": "the user pays for the items in the cart",
+     "examples": ["I want to pay now", "take my card"]},
+    {"name": "support", "description": "the user has a problem with an order",
+     "examples": ["my parcel never arrived", "the zip is broken"]},
+]
+
+
+def test_unknown_states_are_errors(library):
+    library.patterns.define_states(SPACE)
+    with pytest.raises(PatternError, match="unknown state 'dancing'"):
+        library.patterns.record_transition("ann", "browsing", "dancing", session="s1")
+    with pytest.raises(PatternError, match="names a state twice: browsing"):
+        library.patterns.define_states(["browsing", "browsing"])
+
+
+def test_classify_state_offline_with_the_transition_prior(library):
+    patterns = library.patterns
+    patterns.define_states(SPACE)
+    found = patterns.classify_state("where is my parcel? it never came")
+    assert found is not None and found.state == "support" and 0 < found.confidence <= 1
+    assert patterns.classify_state("purple elephants sing opera on the moon") is None
+    ambiguous = "ok, next"
+    plain = patterns.classify_state(ambiguous)
+    for n in range(20):
+        patterns.record_transition(f"u{n}", "browsing", "checkout", session=f"s{n}")
+    primed = patterns.classify_state(ambiguous, recent_states=["browsing"])
+    assert primed is not None and primed.state == "checkout"
+    assert plain is None or plain.state != "checkout" or plain.confidence < primed.confidence
+
+
+def test_distribution_and_predict_need_min_n(library):
+    patterns = library.patterns
+    for n, state in enumerate(["checkout", "checkout", "support", "checkout"]):
+        assert patterns.record_transition("ann", "browsing", state, session=f"s{n}").recorded
+    dist = patterns.distribution("ann", "browsing")
+    assert dist == {"checkout": (0.75, 3), "support": (0.25, 1)}
+    assert patterns.distribution("ann", "browsing", last_n=1) == {"checkout": (1.0, 1)}
+    assert patterns.predict("ann", "browsing", min_n=5) is None
+    assert patterns.predict("ann", "browsing", min_n=4) == "checkout"
+    assert patterns.distribution("bob", "browsing") == {}
+
+
+CODE = {
+    "find_user": "def find_user(email: str) -> dict:\n    return lookup(email=email)\n",
+    "list_orders": "def list_orders(user_id: str) -> list:\n    return orders(user_id=user_id)\n",
+}
+
+
+def test_fetch_prefetches_the_predicted_next_skill(library):
+    library.add(Skill.from_function(CODE["find_user"], when="find the customer account of an email address",
+                                    tools=["lookup"]), verified=True)
+    library.add(Skill.from_function(CODE["list_orders"], when="list every order a customer placed",
+                                    tools=["orders"]), verified=True)
+    task = "find the account of alice@example.com"
+    for n in range(4):
+        library.patterns.record_transition("ann", "find_user", "list_orders", session=f"s{n}")
+    assert [m.skill.name for m in library.fetch(task, k=1, subject="ann", state="find_user")] == ["find_user"]
+    library.patterns.record_transition("ann", "find_user", "list_orders", session="s5")
+    matches = library.fetch(task, k=1, subject="ann", state="find_user")
+    assert [(m.skill.name, m.prefetch) for m in matches] == [("find_user", False), ("list_orders", True)]
+    assert [m.skill.name for m in library.fetch(task, k=1)] == ["find_user"]  # no subject: no prefetch
+    library.opt_out("ann")
+    assert [m.skill.name for m in library.fetch(task, k=1, subject="ann", state="find_user")] == ["find_user"]

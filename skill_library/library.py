@@ -42,6 +42,7 @@ from skill_library.models import (
     ToolCall,
     Trace,
 )
+from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
 from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
 from skill_library.text_vectors import StoredVectors
 from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
@@ -514,7 +515,7 @@ class SkillLibrary:
 
     # -- procedures, patterns and transparency: delegates to skill_library.procedures/.patterns
     def add_procedure(
-        self, title: str, trigger: str, description: str, *, confidence: float = 0.6,
+        self, title: str, trigger: str, description: str, *, confidence: float = DEFAULT_CONFIDENCE,
         name: str | None = None, actor: str | None = None,
     ) -> Skill:
         """Store an active procedure (a versioned ``instruction`` record; name from the title)."""
@@ -526,7 +527,8 @@ class SkillLibrary:
         return self.store.get(name)
 
     def build_system_prompt(
-        self, base: str, *, task: str | None = None, threshold: float = 0.55, limit: int = 6
+        self, base: str, *, task: str | None = None, threshold: float = PROMPT_THRESHOLD,
+        limit: int = PROMPT_LIMIT,
     ) -> str:
         """``base`` plus the active procedures at or above ``threshold`` (relevant to ``task``)."""
         return self.procedures.build_system_prompt(
@@ -891,6 +893,8 @@ class SkillLibrary:
         limits: "Limits | None" = None,
         verifier: Callable[[SkillRun], bool] | None = None,
         record: bool = True,
+        subject: str | None = None,
+        session: str | None = None,
         _allow_quarantined: bool = False,
     ) -> SkillRun:
         """Run the active version of ``name`` in the sandbox with its dependencies.
@@ -902,7 +906,9 @@ class SkillLibrary:
         through :meth:`feedback`. ``record=False`` writes nothing (no trace, no outcome),
         for evaluating a frozen library. Calling it wrongly (a declared tool missing from
         ``tools``, arguments that break the parameter schema) raises
-        :class:`SkillUsageError` before the run and records nothing.
+        :class:`SkillUsageError` before the run and records nothing. With ``subject`` and
+        ``session`` the invocation is also a transition of the subject's usage pattern
+        (from the skill run before it in the session), which next-skill prefetch reads.
         """
         skill = self.get(name)
         if skill.kind != "code" or not skill.code:
@@ -985,6 +991,8 @@ class SkillLibrary:
         run = run.model_copy(update={"trace": trace})
         if not record:
             return run
+        if subject is not None and session is not None:
+            self.patterns.record_invocation(subject, skill.name, session=session)
         self.store.save_trace(trace)
         if outcome is not None:
             stored = self.store.record_outcome(

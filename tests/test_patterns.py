@@ -73,3 +73,39 @@ def test_fetch_prefetches_the_predicted_next_skill(library):
     assert [m.skill.name for m in library.fetch(task, k=1)] == ["find_user"]  # no subject: no prefetch
     library.opt_out("ann")
     assert [m.skill.name for m in library.fetch(task, k=1, subject="ann", state="find_user")] == ["find_user"]
+
+
+def test_classify_state_by_the_llm_when_asked(library):
+    import openai
+    from chat_server import ScriptedChatServer, json_reply
+
+    from skill_library.errors import LLMError
+
+    library.patterns.define_states(SPACE)
+    with ScriptedChatServer([json_reply({"state": "checkout", "confidence": 0.9}),
+                             json_reply({"state": "dancing", "confidence": 0.9}),
+                             json_reply({"state": "support", "confidence": 0.1})]) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0, timeout=5)
+        found = library.patterns.classify_state("ok, next", recent_states=["browsing"], llm=True, client=client)
+        prompt = server.last_user_message()
+        with pytest.raises(LLMError, match="unknown state 'dancing'"):
+            library.patterns.classify_state("ok", llm=True, client=client)
+        assert library.patterns.classify_state("hm", llm=True, client=client) is None  # below the threshold
+    assert (found.state, found.confidence) == ("checkout", 0.9)
+    assert "- checkout: the user pays for the items in the cart" in prompt
+    assert "recent states, oldest first: browsing" in prompt and "ok, next" in prompt
+
+
+def test_runs_in_a_session_are_transitions_that_prefetch_reads(library):
+    tools = {"lookup": lambda email: {"id": "u1", "email": email}, "orders": lambda user_id: ["W1"]}
+    library.add(Skill.from_function(CODE["find_user"], when="find the customer account of an email address",
+                                    tools=["lookup"]), verified=True)
+    library.add(Skill.from_function(CODE["list_orders"], when="list every order a customer placed",
+                                    tools=["orders"]), verified=True)
+    for n in range(5):
+        assert library.run("find_user", {"email": "a@example.com"}, tools, subject="gus", session=f"s{n}").ok
+        assert library.run("list_orders", {"user_id": "u1"}, tools, subject="gus", session=f"s{n}").ok
+    assert library.patterns.distribution("gus", "find_user") == {"list_orders": (1.0, 5)}
+    assert library.patterns.distribution("gus", "list_orders") == {}  # no session went on after it
+    matches = library.fetch("find the account of bea@example.com", k=1, subject="gus", state="find_user")
+    assert [(m.skill.name, m.prefetch) for m in matches] == [("find_user", False), ("list_orders", True)]

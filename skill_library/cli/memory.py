@@ -18,6 +18,7 @@ from skill_library.cli._common import (
     open_library,
 )
 from skill_library.errors import require_extra
+from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
 
 procedures_app = typer.Typer(
     no_args_is_help=True, help="Instruction procedures for the system prompt: add, list, show, outcome."
@@ -36,7 +37,7 @@ def procedures_add(
     title: str = typer.Argument(..., help="A short imperative title."),
     trigger: str = typer.Option(..., "--trigger", help="When the procedure applies."),
     description: str = typer.Option(..., "--description", help="The directive itself."),
-    confidence: float = typer.Option(0.6, "--confidence", min=0.0, max=1.0, help="Starting confidence."),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", min=0.0, max=1.0, help="Starting confidence."),
     name: Optional[str] = typer.Option(None, "--name", help="Record name (default: from the title)."),
     actor: Optional[str] = typer.Option(None, "--actor", help="Who adds it (recorded)."),
     directory: Optional[Path] = DirOption,
@@ -109,8 +110,8 @@ def procedures_outcome(
 def prompt(
     base: Path = typer.Option(..., "--base", exists=True, dir_okay=False, help="File with the base instructions."),
     task: Optional[str] = typer.Option(None, "--task", help="Only procedures relevant to this task."),
-    threshold: float = typer.Option(0.55, "--threshold", min=0.0, max=1.0, help="Least confidence."),
-    limit: int = typer.Option(6, "--limit", min=0, help="Most procedures."),
+    threshold: float = typer.Option(PROMPT_THRESHOLD, "--threshold", min=0.0, max=1.0, help="Least confidence."),
+    limit: int = typer.Option(PROMPT_LIMIT, "--limit", min=0, help="Most procedures."),
     directory: Optional[Path] = DirOption,
 ) -> None:
     """Print the system prompt with the learned procedures: SkillLibrary.build_system_prompt(base)."""
@@ -124,7 +125,7 @@ def prompt(
 def plot_confidence(
     names: List[str] = typer.Argument(..., help="Procedure names."),
     output: Path = typer.Option(Path("confidence.png"), "--output", "-o", help="The PNG to write."),
-    threshold: float = typer.Option(0.55, "--threshold", help="The prompt threshold line."),
+    threshold: float = typer.Option(PROMPT_THRESHOLD, "--threshold", help="The prompt threshold line."),
     directory: Optional[Path] = DirOption,
 ) -> None:
     """PNG of each procedure's confidence per applied session: SkillLibrary.procedures.confidence_path."""

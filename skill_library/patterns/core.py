@@ -14,26 +14,31 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel, Field
 
-from skill_library.errors import SkillLibraryError
+from skill_library.errors import LLMError, SkillLibraryError
 from skill_library.models import utc_now
 from skill_library.patterns import drift as drift_rule
 from skill_library.patterns.tables import (
     marks_table,
     opt_outs_table,
+    sessions_table,
     sql_store,
     states_table,
     transitions_table,
 )
 
 if TYPE_CHECKING:
+    import openai
+
     from skill_library.embeddings import Embedder
     from skill_library.record_store import RecordStore
 
+TEMPLATES = Path(__file__).with_name("templates")
 #: classify_state returns None when the best state's combined score is below this
 CLASSIFY_MIN_CONFIDENCE = 0.35
 #: weight of the transition prior (P(state | last recent state)) added to the similarity
@@ -113,19 +118,30 @@ class Patterns:
             raise PatternError(f"unknown state {state!r}: define it with define_states() (or name a skill)")
 
     def classify_state(
-        self, text: str, *, recent_states: Sequence[str] = (), subject: str | None = None
+        self,
+        text: str,
+        *,
+        recent_states: Sequence[str] = (),
+        subject: str | None = None,
+        llm: bool = False,
+        client: "openai.OpenAI | None" = None,
+        model: str | None = None,
     ) -> Classified | None:
         """The state of one turn, offline: cosine similarity of ``text`` to each state's
         description and examples (the best of them), plus :data:`CLASSIFY_PRIOR_WEIGHT` x
         P(state | the last of ``recent_states``) from the recorded transitions (the
         subject's when given, else everyone's who did not opt out). ``None`` when the best
-        combined score is below :data:`CLASSIFY_MIN_CONFIDENCE` or no state is defined."""
+        combined score is below :data:`CLASSIFY_MIN_CONFIDENCE` or no state is defined.
+        ``llm=True`` asks the chat model instead (``client``, else the ``OPENAI_*``
+        endpoint) with the states and the recent ones; its confidence is the model's."""
         states = self.states()
         if not states:
             return None
         known = {s.name for s in states}
         for state in recent_states:
             self._check_state(state, known)
+        if llm:
+            return self._classify_by_llm(text, states, recent_states, client, model)
         if self._vectors is None:
             texts = {s.name: [t for t in [s.description or s.name, *s.examples] if t.strip()] for s in states}
             flat = [t for ts in texts.values() for t in ts]
@@ -148,6 +164,36 @@ class Patterns:
         top = max(scores.values())
         weights = {n: math.exp((s - top) / CLASSIFY_TEMPERATURE) for n, s in scores.items()}
         return Classified(state=best, confidence=weights[best] / sum(weights.values()), similarity=sims[best])
+
+    def _classify_by_llm(
+        self, text: str, states: list[State], recent_states: Sequence[str],
+        client: "openai.OpenAI | None", model: str | None,
+    ) -> Classified | None:
+        import json
+        import secrets
+
+        import jinja2
+
+        from skill_library.llm_endpoint import model_name, openai_client
+        from skill_library.procedures.extract import complete
+
+        environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
+                                         undefined=jinja2.StrictUndefined)
+        nonce = secrets.token_hex(6)
+        prompt = environment.get_template("classify.j2").render(
+            states=states, recent_states=list(recent_states), text=text.replace(nonce, ""), nonce=nonce)
+        client = client if client is not None else openai_client()
+        content = complete(client, model_name(model), [{"role": "user", "content": prompt}])
+        try:
+            data = json.loads(content)
+            state, confidence = data["state"], float(data["confidence"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise LLMError(f'the model\'s state is not JSON {{"state", "confidence"}}: {content[:200]!r}') from None
+        if state not in {s.name for s in states}:
+            raise LLMError(f"the model named the unknown state {state!r}")
+        if confidence < CLASSIFY_MIN_CONFIDENCE:
+            return None
+        return Classified(state=state, confidence=min(1.0, max(0.0, confidence)), similarity=float("nan"))
 
     # -- recording ------------------------------------------------------------------------
     def opted_out(self, subject: str) -> bool:
@@ -182,6 +228,21 @@ class Patterns:
             ))
             key = result.inserted_primary_key
         return Recorded(recorded=True, id=int(key[0]) if key else None)
+
+    def record_invocation(self, subject: str, skill: str, *, session: str) -> Recorded:
+        """A skill invocation as a transition: from the skill the subject invoked last in
+        ``session`` to ``skill`` (the session's first invocation only opens it)."""
+        if self.opted_out(subject):
+            return Recorded(recorded=False, reason=f"{subject!r} opted out: nothing is recorded")
+        with self._store.transaction(write=True) as conn:
+            where = sa.and_(sessions_table.c.subject == subject, sessions_table.c.session == session)
+            last = conn.execute(sa.select(sessions_table.c.last_state).where(where)).scalar()
+            conn.execute(sessions_table.delete().where(where))
+            conn.execute(sessions_table.insert().values(subject=subject, session=session, last_state=skill,
+                                                        at=utc_now()))
+        if last is None:
+            return Recorded(recorded=False, reason=f"the first invocation of session {session!r}")
+        return self.record_transition(subject, str(last), skill, session=session)
 
     def _sequence(self, subject: str, from_state: str, since: int = 0) -> list[tuple[int, str]]:
         with self._store.transaction(write=False) as conn:
@@ -321,6 +382,7 @@ class Patterns:
         with self._store.transaction(write=True) as conn:
             n = conn.execute(transitions_table.delete().where(transitions_table.c.subject == subject)).rowcount
             conn.execute(marks_table.delete().where(marks_table.c.subject == subject))
+            conn.execute(sessions_table.delete().where(sessions_table.c.subject == subject))
         return int(n or 0)
 
     def opt_out(self, subject: str) -> None:

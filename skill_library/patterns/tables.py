@@ -51,6 +51,16 @@ marks_table = sa.Table(
     sa.Column("emerging_since", sa.Integer),
 )
 
+#: the last state of each open session (record_invocation chains a session's skills)
+sessions_table = sa.Table(
+    "pattern_sessions",
+    metadata,
+    sa.Column("subject", sa.String(200), primary_key=True),
+    sa.Column("session", sa.String(200), primary_key=True),
+    sa.Column("last_state", sa.String(200), nullable=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+)
+
 #: subjects who opted out: nothing about them is recorded or used
 opt_outs_table = sa.Table(
     "pattern_opt_outs",

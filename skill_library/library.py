@@ -474,24 +474,32 @@ class SkillLibrary:
         return self._check_quarantine(skill) if not succeeded else skill
 
     def _check_quarantine(self, skill: Skill) -> Skill:
-        from skill_library.patterns.reliability import quarantine_problem
+        from skill_library.patterns.reliability import quarantine_problem, record_event
 
         current = self.store.get(skill.name)
-        if current.version != skill.version or quarantine_problem(self.store, current) is None:
+        problem = quarantine_problem(self.store, current) if current.version == skill.version else None
+        if problem is None:
             return skill
         with self._index.writing() as index:
             quarantined = self.store.set_status(skill.name, "quarantined")
             index.delete(skill.name)
+        record_event(self.store, quarantined, "quarantined", problem, None)
         return quarantined
 
     def lift_quarantine(self, name: str, *, actor: str | None = None) -> Skill:
         """An approver lifts the quarantine of ``name``: it is active and fetched again."""
+        return self._lift(name, actor, "lifted by an approver")
+
+    def _lift(self, name: str, actor: str | None, reason: str) -> Skill:
+        from skill_library.patterns.reliability import record_event
+
         skill = self.store.get(name)
         if skill.status != "quarantined":
             raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
         with self._index.writing() as index:
             lifted = self.store.set_status(name, "active")
             self._sync_index(index, lifted)
+        record_event(self.store, lifted, "lifted", reason, actor)
         return lifted
 
     def reverify(
@@ -501,6 +509,7 @@ class SkillLibrary:
         tools: Mapping[str, Callable[..., Any]] | None = None,
         *,
         verifier: Callable[[SkillRun], bool],
+        actor: str | None = None,
         **run_options: Any,
     ) -> SkillRun:
         """Run a quarantined skill once under ``verifier``; a pass lifts the quarantine."""
@@ -510,7 +519,7 @@ class SkillLibrary:
         run = self.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
         outcome = run.trace.outcome
         if outcome is not None and outcome.success:
-            self.lift_quarantine(name)
+            self._lift(name, actor, f"a re-verification passed (trace {run.trace.id})")
         return run
 
     # -- procedures, patterns and transparency: delegates to skill_library.procedures/.patterns

@@ -7,7 +7,12 @@ import pytest
 
 from skill_library.errors import SkillLibraryError
 from skill_library.models import Outcome, ToolCall, Trace
-from skill_library.patterns.reliability import QUARANTINE_FAILURES, QUARANTINE_MIN_OUTCOMES, QUARANTINE_WINDOW
+from skill_library.patterns.reliability import (
+    QUARANTINE_FAILURES,
+    QUARANTINE_MIN_OUTCOMES,
+    QUARANTINE_WINDOW,
+    events,
+)
 
 SHELF: dict[str, int] = {}
 
@@ -56,6 +61,9 @@ def test_a_failure_burst_quarantines_and_a_passing_reverification_lifts(library)
     assert library.get(name).status == "quarantined"
     run = library.reverify(name, {"count": 2}, TOOLS, verifier=lambda r: r.value["stock"] >= 2)
     assert run.ok and library.get(name).status == "active"
+    assert [(e["event"], e["actor"]) for e in events(library.store, name)] == [
+        ("quarantined", "library"), ("lifted", "library")]
+    assert "5 of its last 6 outcomes failed" in events(library.store, name)[0]["reason"]
     assert [m.skill.name for m in library.fetch("restock 5 pears on the fruit shelf")] == [name]
 
 
@@ -63,6 +71,7 @@ def test_an_approver_lifts_a_quarantine(library):
     name = library.learn(trace(3)).skill.name
     burst(library, name)
     assert library.lift_quarantine(name, actor="approver").status == "active"
+    assert [(e["event"], e["actor"]) for e in events(library.store, name)][-1] == ("lifted", "approver")
     assert [m.skill.name for m in library.fetch("restock 5 pears on the fruit shelf")] == [name]
     with pytest.raises(SkillLibraryError, match="is active, not quarantined"):
         library.lift_quarantine(name)

@@ -11,7 +11,12 @@ learned trace, a success reported through feedback) never lifts it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from skill_library.models import utc_now
+from skill_library.patterns.tables import reliability_events_table, sql_store
 
 if TYPE_CHECKING:
     from skill_library.models import Skill
@@ -39,3 +44,23 @@ def quarantine_problem(store: "RecordStore", skill: "Skill") -> str | None:
         return (f"{failures} of its last {len(recent)} outcomes failed "
                 f"(threshold {QUARANTINE_FAILURES} of {QUARANTINE_WINDOW})")
     return None
+
+
+def record_event(store: "RecordStore", skill: "Skill", event: str, reason: str, actor: str | None) -> None:
+    """Note a quarantine (``actor`` None: the rule) or a lift, with who acted and why."""
+    sql = sql_store(store)
+    with sql.transaction(write=True) as conn:
+        conn.execute(reliability_events_table.insert().values(
+            name=skill.name, version=skill.version, event=event, actor=actor or "library", reason=reason,
+            at=utc_now(),
+        ))
+
+
+def events(store: "RecordStore", name: str) -> list[dict[str, Any]]:
+    """The quarantines and lifts of ``name``, oldest first."""
+    sql = sql_store(store)
+    with sql.transaction(write=False) as conn:
+        rows = conn.execute(sa.select(reliability_events_table)
+                            .where(reliability_events_table.c.name == name)
+                            .order_by(reliability_events_table.c.id)).mappings()
+        return [{k: r[k] for k in ("version", "event", "actor", "reason", "at")} for r in rows]

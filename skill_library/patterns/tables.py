@@ -69,6 +69,19 @@ opt_outs_table = sa.Table(
     sa.Column("at", sa.DateTime(timezone=True), nullable=False),
 )
 
+#: quarantines and lifts: which version, who acted (``library`` for the rule itself) and why
+reliability_events_table = sa.Table(
+    "reliability_events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("event", sa.String(20), nullable=False),
+    sa.Column("actor", sa.String(200)),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+)
+
 #: per procedure version: its title, confidence and who added it (for which subject)
 procedures_table = sa.Table(
     "procedures",

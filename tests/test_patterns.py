@@ -109,3 +109,26 @@ def test_runs_in_a_session_are_transitions_that_prefetch_reads(library):
     assert library.patterns.distribution("gus", "list_orders") == {}  # no session went on after it
     matches = library.fetch("find the account of bea@example.com", k=1, subject="gus", state="find_user")
     assert [(m.skill.name, m.prefetch) for m in matches] == [("find_user", False), ("list_orders", True)]
+
+
+def test_cli_fetch_marks_the_prefetched_skill(tmp_path, embedder):
+    import json
+
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+    from skill_library.library import SkillLibrary
+
+    folder = tmp_path / "lib"
+    with SkillLibrary(folder, embedder=embedder) as lib:
+        lib.add(Skill.from_function(CODE["find_user"], when="find the customer account of an email address",
+                                    tools=["lookup"]), verified=True)
+        lib.add(Skill.from_function(CODE["list_orders"], when="list every order a customer placed",
+                                    tools=["orders"]), verified=True)
+        for n in range(5):
+            lib.patterns.record_transition("hal", "find_user", "list_orders", session=f"s{n}")
+    result = CliRunner().invoke(app, ["fetch", "find the account of x@example.com", "-k", "1", "--subject", "hal",
+                                      "--state", "find_user", "--json"], env={"SKILLS_DIR": str(folder)})
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)
+    assert [(m["name"], m.get("prefetch", False)) for m in found] == [("find_user", False), ("list_orders", True)]

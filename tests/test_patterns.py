@@ -38,6 +38,14 @@ def test_classify_state_offline_with_the_transition_prior(library):
     primed = patterns.classify_state(ambiguous, recent_states=["browsing"])
     assert primed is not None and primed.state == "checkout"
     assert plain is None or plain.state != "checkout" or plain.confidence < primed.confidence
+    # "my order" reads most like support; a subject's own habit primes their turns, until they opt out
+    assert patterns.classify_state("my order").state == "support"
+    assert patterns.classify_state("my order", recent_states=["browsing"]).state == "checkout"  # everyone's
+    for n in range(5):
+        patterns.record_transition("ivy", "browsing", "browsing", session=f"i{n}")
+    assert patterns.classify_state("my order", recent_states=["browsing"], subject="ivy").state == "browsing"
+    patterns.opt_out("ivy")
+    assert patterns.classify_state("my order", recent_states=["browsing"], subject="ivy").state == "support"
 
 
 def test_distribution_and_predict_need_min_n(library):

@@ -130,7 +130,8 @@ class Patterns:
         """The state of one turn, offline: cosine similarity of ``text`` to each state's
         description and examples (the best of them), plus :data:`CLASSIFY_PRIOR_WEIGHT` x
         P(state | the last of ``recent_states``) from the recorded transitions (the
-        subject's when given, else everyone's who did not opt out). ``None`` when the best
+        subject's when given, none for a subject who opted out, else everyone's who did not
+        opt out). ``None`` when the best
         combined score is below :data:`CLASSIFY_MIN_CONFIDENCE` or no state is defined.
         ``llm=True`` asks the chat model instead (``client``, else the ``OPENAI_*``
         endpoint) with the states and the recent ones; its confidence is the model's."""
@@ -149,7 +150,7 @@ class Patterns:
             self._vectors = {name: [next(embedded) for _ in ts] for name, ts in texts.items()}
         query = self._embedder.embed([text])[0]
         prior: dict[str, float] = {}
-        if recent_states:
+        if recent_states and not (subject and self.opted_out(subject)):
             counts = self._counts(subject, recent_states[-1]) if subject else self._pooled(recent_states[-1])
             total = sum(counts.values())
             prior = {s: c / total for s, c in counts.items()} if total else {}

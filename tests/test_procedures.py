@@ -106,3 +106,12 @@ def test_errors_name_the_problem(library):
         library.add_procedure("Double", "When", "Do it.")
     with pytest.raises(SkillLibraryError, match="is a code skill, not a procedure"):
         library.record_procedure_outcome("double", True)
+
+
+def test_an_instruction_skill_added_directly_starts_at_the_default_confidence(library):
+    library.add(Skill(name="cite_sources", kind="instruction", when="When stating a figure",
+                      description="Name the source of every figure."))
+    library.record_procedure_outcome("cite_sources", False)
+    procedure = library.procedures.get("cite_sources")
+    assert (procedure.confidence, procedure.failures) == (0.45, 1)
+    assert library.procedures.confidence_path("cite_sources") == [0.6, 0.45]

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from skill_library.errors import SkillLibraryError, SkillNotFoundError
 from skill_library.models import Provenance, Skill, utc_now
 from skill_library.patterns.tables import procedures_table, sql_store
+from skill_library.record_store import outcomes_table, versions_table
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -148,9 +149,19 @@ class Procedures:
         if not isinstance(positive, bool):
             raise TypeError(f"positive must be a bool, got {type(positive).__name__}")
         skill = self._procedure_skill(name)
-        self._store.record_outcome(name, positive, version=skill.version)
-        with self._store.transaction(write=True) as conn:
-            current = conn.execute(self._row_query(name, skill.version)).mappings().one()
+        counter = versions_table.c.successes if positive else versions_table.c.failures
+        this_version = sa.and_(versions_table.c.name == name, versions_table.c.version == skill.version)
+        with self._store.transaction(write=True) as conn:  # the outcome, its count and the confidence at once
+            current = conn.execute(self._row_query(name, skill.version)).mappings().first()
+            if current is None:  # an instruction skill stored by add(): it starts at the default
+                conn.execute(procedures_table.insert().values(
+                    name=name, version=skill.version, title=name, initial_confidence=DEFAULT_CONFIDENCE,
+                    confidence=DEFAULT_CONFIDENCE, actor=skill.provenance.created_by, subject=None,
+                    source="admin", created_at=utc_now()))
+                current = {"confidence": DEFAULT_CONFIDENCE}
+            conn.execute(outcomes_table.insert().values(
+                name=name, version=skill.version, success=positive, trace_id=None, recorded_at=utc_now()))
+            conn.execute(versions_table.update().where(this_version).values({counter.name: counter + 1}))
             conn.execute(procedures_table.update()
                          .where(procedures_table.c.name == name)
                          .where(procedures_table.c.version == skill.version)

@@ -83,3 +83,16 @@ def test_a_short_record_is_left_to_laplace(library):
         library.feedback(name, False)
     assert library.get(name).status == "active"  # 7 outcomes < QUARANTINE_MIN_OUTCOMES
     assert library.fetch("restock 5 pears on the fruit shelf") == []  # Laplace drops it
+
+
+def test_a_new_version_is_not_judged_by_its_predecessors_failures(library):
+    from skill_library.models import Skill
+
+    code = "def shout(text: str) -> str:\n    return text.upper()\n"
+    library.add(Skill.from_function(code, when="shout a text"), verified=True)
+    for _ in range(QUARANTINE_MIN_OUTCOMES):
+        library.feedback("shout", True)
+    for _ in range(QUARANTINE_FAILURES - 1):
+        library.feedback("shout", False)
+    library.add(Skill.from_function(code.replace("upper()", "upper() + '!'"), when="shout a text"))
+    assert library.feedback("shout", False).status == "active"  # v2 has one outcome

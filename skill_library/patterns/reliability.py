@@ -1,8 +1,8 @@
 """Drift-aware reliability: a skill whose recent runs fail is quarantined long before Laplace
 over its whole history would drop it.
 
-Rule: a skill with at least :data:`QUARANTINE_MIN_OUTCOMES` outcomes (a long record) whose
-last :data:`QUARANTINE_WINDOW` outcomes hold at least :data:`QUARANTINE_FAILURES` failures
+Rule: a skill whose active version has at least :data:`QUARANTINE_MIN_OUTCOMES` outcomes (a
+long record) and whose last :data:`QUARANTINE_WINDOW` of them hold at least :data:`QUARANTINE_FAILURES` failures
 goes from ``active`` to ``quarantined``: it leaves the index (not fetched) and does not run,
 until a passing re-verification (:meth:`SkillLibrary.reverify`) or an approver lifts it
 (:meth:`SkillLibrary.lift_quarantine`). Evidence that is not a run of the skill (merging a
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 QUARANTINE_WINDOW = 6
 #: failures among them that quarantine the skill
 QUARANTINE_FAILURES = 5
-#: outcomes (all versions) a skill needs before the rule applies: a short record is
-#: Laplace reliability's business
+#: outcomes of the active version needed before the rule applies (a new version is not
+#: judged by its predecessor's failures): a short record is Laplace reliability's business
 QUARANTINE_MIN_OUTCOMES = 10
 
 
@@ -35,7 +35,7 @@ def quarantine_problem(store: "RecordStore", skill: "Skill") -> str | None:
     """Why ``skill`` must be quarantined now (None when it must not)."""
     if skill.status != "active" or skill.kind != "code":
         return None
-    log = store.outcome_log(skill.name)
+    log = [o for o in store.outcome_log(skill.name) if o["version"] == skill.version]
     if len(log) < QUARANTINE_MIN_OUTCOMES:
         return None
     recent = log[-QUARANTINE_WINDOW:]

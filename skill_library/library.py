@@ -42,6 +42,7 @@ from skill_library.models import (
     ToolCall,
     Trace,
 )
+from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
 from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
 from skill_library.text_vectors import StoredVectors
 from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
@@ -49,6 +50,8 @@ from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
     from skill_library.induction import Generalizer
+    from skill_library.patterns import Patterns
+    from skill_library.procedures import Extraction, Procedures
 
 __all__ = ["GeneralizerName", "IndexRebuiltWarning", "SkillLibrary"]
 
@@ -73,6 +76,11 @@ LEARN_BATCH = 64
 WORKFLOW_QUERY_ENTRIES = 24
 #: skills embedded and written to the index per batch in :meth:`SkillLibrary.add_many`
 ADD_BATCH = 256
+#: least confidence of a procedure fetch returns (procedures are filtered by confidence)
+PROCEDURE_FETCH_CONFIDENCE = 0.55
+#: fetch(subject=, state=) adds the predicted next skill only when at least this many of the
+#: subject's transitions from ``state`` back the prediction
+PREFETCH_MIN_N = 5
 #: the generalizers a library can be told to use by name
 GeneralizerName = Literal["dataflow", "llm"]
 
@@ -126,6 +134,8 @@ class SkillLibrary:
         self._text_vectors = StoredVectors(self.embedder, self.store)
         self._index = SyncedIndex(self.path, self.store, self._text_vectors)
         self._sandbox: Sandbox | None = None
+        self._procedures: Procedures | None = None
+        self._patterns: Patterns | None = None
         self._closed = False
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -158,6 +168,24 @@ class SkillLibrary:
     def index(self) -> VectorIndex:
         """The vector index, (re)opened and checked against the records when needed."""
         return self._index.current()
+
+    @property
+    def procedures(self) -> "Procedures":
+        """Instruction procedures (skill_library.procedures), created on first use."""
+        if self._procedures is None:
+            from skill_library.procedures import Procedures
+
+            self._procedures = Procedures(self)
+        return self._procedures
+
+    @property
+    def patterns(self) -> "Patterns":
+        """Usage-pattern memory (skill_library.patterns), created on first use."""
+        if self._patterns is None:
+            from skill_library.patterns import Patterns
+
+            self._patterns = Patterns(self.store, self.embedder)
+        return self._patterns
 
     # -- skills -------------------------------------------------------------------------
     def add(self, skill: Skill, *, verified: bool = False) -> AddResult:
@@ -316,6 +344,8 @@ class SkillLibrary:
         min_similarity: float | None = None,
         tools: Iterable[str] | None = None,
         kinds: Sequence[SkillKind] | None = None,
+        subject: str | None = None,
+        state: str | None = None,
     ) -> builtins.list[Match]:
         """The ``k`` best skills for ``task``, each at most once.
 
@@ -324,7 +354,13 @@ class SkillLibrary:
         its best-matching text (its ``when`` or one of its masked example tasks) is at
         least ``min_similarity`` (default :data:`DEFAULT_MIN_SIMILARITY`; pass -1 for
         none), and, when ``tools`` is given, every tool it and the skills it calls need is
-        among them. Ordered by similarity, ties by reliability then name.
+        among them. Ordered by similarity, ties by reliability then name. Procedures
+        (kind ``instruction``) qualify by confidence instead of reliability.
+
+        With ``subject`` and ``state`` (a skill name or a product state), the skill the
+        subject's usage pattern predicts next (:data:`PREFETCH_MIN_N` transitions back it)
+        is added after the matches, flagged ``prefetch=True``, when it is fetchable and not
+        already among them.
         """
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
@@ -335,8 +371,24 @@ class SkillLibrary:
         threshold = self.min_reliability if min_reliability is None else min_reliability
         floor = self.min_similarity if min_similarity is None else min_similarity
         embedding = self.embedder.embed([description.query_text(task)])[0]
-        return self._fetch_vector(embedding, k, threshold, kinds, floor=floor,
-                                  tools=None if tools is None else frozenset(tools))
+        matches = self._fetch_vector(embedding, k, threshold, kinds, floor=floor,
+                                     tools=None if tools is None else frozenset(tools))
+        if subject is not None and state is not None:
+            matches.extend(self._prefetch(subject, state, matches, threshold))
+        return matches
+
+    def _prefetch(self, subject: str, state: str, matches: Sequence[Match], threshold: float) -> builtins.list[Match]:
+        predicted = self.patterns.predict(subject, state, min_n=PREFETCH_MIN_N)
+        if predicted is None or predicted in {m.skill.name for m in matches}:
+            return []
+        try:
+            skill = self.store.get(predicted)
+        except SkillNotFoundError:
+            return []  # a product state, not a skill
+        if skill.kind != "code" or not ranking.qualifies(skill, threshold):
+            return []
+        match = ranking.make_match(skill, 0.0)
+        return [match.model_copy(update={"prefetch": True})]
 
     def _fetch_vector(
         self,
@@ -360,10 +412,17 @@ class SkillLibrary:
                 if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
             ]
             records = self.store.get_many([(h.name, h.version) for h in hits])
+            confidence = (self.procedures.confidences([h.name for h in hits if h.kind == "instruction"])
+                          if any(h.kind == "instruction" for h in hits) else {})
             matches = []
             for hit in hits:
                 skill = records.get((hit.name, hit.version))
-                if skill is None or not ranking.qualifies(skill, threshold):
+                if skill is None:
+                    continue
+                if skill.kind == "instruction":
+                    if skill.status != "active" or confidence.get(skill.name, 0.0) < PROCEDURE_FETCH_CONFIDENCE:
+                        continue
+                elif not ranking.qualifies(skill, threshold):
                     continue
                 if tools is not None:
                     need = self._tools_needed(skill, needs)
@@ -403,10 +462,111 @@ class SkillLibrary:
         version: int | None = None,
         trace_id: str | None = None,
     ) -> Skill:
-        """Append one outcome for ``name`` (default: its active version)."""
+        """Append one outcome for ``name`` (default: its active version). On a procedure
+        this is :meth:`record_procedure_outcome`. A code skill whose recent outcomes fail is
+        quarantined (skill_library.patterns.reliability); a success never lifts that."""
         if not isinstance(succeeded, bool):
             raise TypeError(f"succeeded must be a bool, got {type(succeeded).__name__}")
-        return self.store.record_outcome(name, succeeded, version=version, trace_id=trace_id)
+        if version is None and trace_id is None and self.store.get(name).kind == "instruction":
+            self.record_procedure_outcome(name, succeeded)
+            return self.store.get(name)
+        skill = self.store.record_outcome(name, succeeded, version=version, trace_id=trace_id)
+        return self._check_quarantine(skill) if not succeeded else skill
+
+    def _check_quarantine(self, skill: Skill) -> Skill:
+        from skill_library.patterns.reliability import quarantine_problem, record_event
+
+        current = self.store.get(skill.name)
+        problem = quarantine_problem(self.store, current) if current.version == skill.version else None
+        if problem is None:
+            return skill
+        with self._index.writing() as index:
+            quarantined = self.store.set_status(skill.name, "quarantined")
+            index.delete(skill.name)
+        record_event(self.store, quarantined, "quarantined", problem, None)
+        return quarantined
+
+    def lift_quarantine(self, name: str, *, actor: str | None = None) -> Skill:
+        """An approver lifts the quarantine of ``name``: it is active and fetched again."""
+        return self._lift(name, actor, "lifted by an approver")
+
+    def _lift(self, name: str, actor: str | None, reason: str) -> Skill:
+        from skill_library.patterns.reliability import record_event
+
+        skill = self.store.get(name)
+        if skill.status != "quarantined":
+            raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
+        with self._index.writing() as index:
+            lifted = self.store.set_status(name, "active")
+            self._sync_index(index, lifted)
+        record_event(self.store, lifted, "lifted", reason, actor)
+        return lifted
+
+    def reverify(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        tools: Mapping[str, Callable[..., Any]] | None = None,
+        *,
+        verifier: Callable[[SkillRun], bool],
+        actor: str | None = None,
+        **run_options: Any,
+    ) -> SkillRun:
+        """Run a quarantined skill once under ``verifier``; a pass lifts the quarantine."""
+        skill = self.store.get(name)
+        if skill.status != "quarantined":
+            raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
+        run = self.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
+        outcome = run.trace.outcome
+        if outcome is not None and outcome.success:
+            self._lift(name, actor, f"a re-verification passed (trace {run.trace.id})")
+        return run
+
+    # -- procedures, patterns and transparency: delegates to skill_library.procedures/.patterns
+    def add_procedure(
+        self, title: str, trigger: str, description: str, *, confidence: float = DEFAULT_CONFIDENCE,
+        name: str | None = None, actor: str | None = None,
+    ) -> Skill:
+        """Store an active procedure (a versioned ``instruction`` record; name from the title)."""
+        return self.procedures.add(title, trigger, description, confidence=confidence, name=name, actor=actor)
+
+    def record_procedure_outcome(self, name: str, positive: bool) -> Skill:
+        """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0)."""
+        self.procedures.record_outcome(name, positive)
+        return self.store.get(name)
+
+    def build_system_prompt(
+        self, base: str, *, task: str | None = None, threshold: float = PROMPT_THRESHOLD,
+        limit: int = PROMPT_LIMIT,
+    ) -> str:
+        """``base`` plus the active procedures at or above ``threshold`` (relevant to ``task``)."""
+        return self.procedures.build_system_prompt(
+            base, task=task, threshold=threshold, limit=limit,
+            excluded_subjects=self.patterns.opted_out_subjects(),
+        )
+
+    def extract_procedures(
+        self, messages: Sequence[Mapping[str, Any]], *, actor: str | None, subject: str | None = None,
+        **options: Any,
+    ) -> "Extraction":
+        """At most three procedures a chat model finds in a finished session, stored as drafts."""
+        return self.procedures.extract(messages, actor=actor, subject=subject, **options)
+
+    def explain(self, subject: str) -> dict[str, Any]:
+        """Everything the library inferred about ``subject`` and what each may influence."""
+        from skill_library.patterns.transparency import explain
+
+        return explain(self, subject)
+
+    def forget(self, subject: str) -> dict[str, Any]:
+        """Delete everything inferred about ``subject``: pattern rows, procedures, index entries."""
+        from skill_library.patterns.transparency import forget
+
+        return forget(self, subject)
+
+    def opt_out(self, subject: str) -> None:
+        """Stop recording and using anything about ``subject``."""
+        self.patterns.opt_out(subject)
 
     # -- learning -----------------------------------------------------------------------
     @property
@@ -744,6 +904,9 @@ class SkillLibrary:
         limits: "Limits | None" = None,
         verifier: Callable[[SkillRun], bool] | None = None,
         record: bool = True,
+        subject: str | None = None,
+        session: str | None = None,
+        _allow_quarantined: bool = False,
     ) -> SkillRun:
         """Run the active version of ``name`` in the sandbox with its dependencies.
 
@@ -754,12 +917,14 @@ class SkillLibrary:
         through :meth:`feedback`. ``record=False`` writes nothing (no trace, no outcome),
         for evaluating a frozen library. Calling it wrongly (a declared tool missing from
         ``tools``, arguments that break the parameter schema) raises
-        :class:`SkillUsageError` before the run and records nothing.
+        :class:`SkillUsageError` before the run and records nothing. With ``subject`` and
+        ``session`` the invocation is also a transition of the subject's usage pattern
+        (from the skill run before it in the session), which next-skill prefetch reads.
         """
         skill = self.get(name)
         if skill.kind != "code" or not skill.code:
             raise SkillLibraryError(f"skill {name!r} is an instruction skill and cannot be run")
-        if skill.status != "active":
+        if skill.status != "active" and not (_allow_quarantined and skill.status == "quarantined"):
             raise SkillLibraryError(f"skill {name!r} is {skill.status}; only active skills run")
         args = dict(args or {})
         _check_args(skill, args)
@@ -837,11 +1002,15 @@ class SkillLibrary:
         run = run.model_copy(update={"trace": trace})
         if not record:
             return run
+        if subject is not None and session is not None:
+            self.patterns.record_invocation(subject, skill.name, session=session)
         self.store.save_trace(trace)
         if outcome is not None:
-            self.store.record_outcome(
+            stored = self.store.record_outcome(
                 skill.name, outcome.success, version=skill.version, trace_id=trace.id
             )
+            if not outcome.success and stored.status == "active":
+                self._check_quarantine(stored)
         return run
 
     def _closure(self, skill: Skill) -> tuple[builtins.list[str], builtins.list[str]]:

@@ -19,7 +19,9 @@ from skill_library import signature
 from skill_library.errors import TraceError
 
 SkillKind = Literal["code", "instruction"]
-SkillStatus = Literal["draft", "active", "retired"]
+#: ``quarantined``: an active skill whose recent runs fail (skill_library.patterns.reliability);
+#: not fetched until re-verified or lifted
+SkillStatus = Literal["draft", "active", "retired", "quarantined"]
 CallKind = Literal["tool", "skill"]
 
 # a leading letter: the sandbox refuses names that start with an underscore
@@ -401,6 +403,8 @@ class Match(BaseModel):
     similarity: float
     reliability: float
     score: float
+    #: added by next-skill prefetch (the subject's usage pattern), not matched to the task
+    prefetch: bool = False
 
 
 class AddResult(BaseModel):

@@ -373,6 +373,45 @@ class SQLRecordStore(RecordStore):
             return exc.problem
         return None
 
+    # -- for the modules that keep their own tables on this engine (procedures, patterns) --
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (modules with tables of their own create them on it)."""
+        return self._engine
+
+    def transaction(self, *, write: bool) -> Any:
+        """A context manager yielding a connection in one transaction (a writer locks up front)."""
+        return _Transaction(self, write=write)
+
+    def purge(self, names: Sequence[str]) -> int:
+        """Delete every row of the skills ``names`` (versions, outcomes, examples, derived
+        texts) and their text vectors; returns how many skills were deleted. Traces stay."""
+        from skill_library.induction.description import index_text
+        from skill_library.text_vectors import text_digest
+
+        deleted = 0
+        with self._write() as conn:
+            for name in names:
+                texts = set(conn.execute(
+                    sa.select(versions_table.c.when_text).where(versions_table.c.name == name)
+                ).scalars())
+                texts.update(conn.execute(
+                    sa.select(profiles_table.c.when_text).where(profiles_table.c.name == name)
+                ).scalars())
+                texts.update(conn.execute(
+                    sa.select(examples_table.c.text).where(examples_table.c.name == name)
+                ).scalars())
+                if texts:
+                    conn.execute(vectors_table.delete().where(
+                        vectors_table.c.digest.in_(
+                            sorted({text_digest(t) for t in texts} | {text_digest(index_text(t)) for t in texts})
+                        )
+                    ))
+                for table in (outcomes_table, examples_table, profiles_table, versions_table):
+                    conn.execute(table.delete().where(table.c.name == name))
+                deleted += conn.execute(skills_table.delete().where(skills_table.c.name == name)).rowcount
+        return deleted
+
     # -- transactions -------------------------------------------------------------------
     def _write(self) -> Any:
         return _Transaction(self, write=True)

@@ -28,7 +28,7 @@ def skill_json(skill: Skill) -> dict[str, Any]:
 def match_json(match: Match) -> dict[str, Any]:
     """A fetched skill: what an agent needs to choose and call it, and why it ranked."""
     skill = match.skill
-    return {
+    data: dict[str, Any] = {
         "name": skill.name,
         "version": skill.version,
         "kind": skill.kind,
@@ -42,6 +42,9 @@ def match_json(match: Match) -> dict[str, Any]:
         "successes": skill.successes,
         "failures": skill.failures,
     }
+    if match.prefetch:  # added by next-skill prefetch, not matched to the task
+        data["prefetch"] = True
+    return data
 
 
 def run_json(run: SkillRun) -> dict[str, Any]:

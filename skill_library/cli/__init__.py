@@ -4,7 +4,8 @@ The library folder comes from ``--dir`` or ``SKILLS_DIR`` (default ``./.skills``
 with no library is an error unless ``skills init`` or ``--create``. Every read command
 takes ``--json``. Commands live in one module per group: ``admin`` (init, reindex),
 ``skills`` (add, list, show, history, retire, outcomes, traces), ``learning`` (learn,
-fetch, run, feedback) and ``integrations`` (serve-mcp, export, import); ``_common``
+fetch, run, feedback), ``integrations`` (serve-mcp, export, import) and ``memory``
+(procedures, prompt, plot, patterns, explain, forget, opt-out); ``_common``
 holds the shared options, ``open_library`` and the one error mapper.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import typer
 
-from skill_library.cli import admin, integrations, learning, skills
+from skill_library.cli import admin, integrations, learning, memory, skills
 from skill_library.cli._common import load_tools
 
 __all__ = ["app", "load_tools", "main"]
@@ -22,7 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Procedural memory for agents: learn, store, fetch and run verified skills.",
 )
-for _group in (admin, skills, learning, integrations):
+for _group in (admin, skills, learning, integrations, memory):
     _group.register(app)
 
 

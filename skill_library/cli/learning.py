@@ -166,13 +166,16 @@ def fetch(
     tools: Optional[str] = typer.Option(
         None, "--tools", help="Comma-separated tools the agent has: only skills needing no others."
     ),
+    subject: Optional[str] = typer.Option(None, "--subject", help="Whose usage pattern may prefetch a skill."),
+    state: Optional[str] = typer.Option(None, "--state", help="The subject's current state or last skill."),
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Fetch skills for a task: SkillLibrary.fetch(task, k)."""
+    """Fetch skills for a task: SkillLibrary.fetch(task, k, subject=..., state=...)."""
     with open_library(directory) as lib:
         matches = lib.fetch(task, k, min_reliability=min_reliability, min_similarity=min_similarity,
-                            tools=split_names(tools) if tools is not None else None)
+                            tools=split_names(tools) if tools is not None else None,
+                            subject=subject, state=state)
     if as_json:
         emit([match_json(m) for m in matches])
         return
@@ -186,8 +189,8 @@ def fetch(
         table.add_column(title, overflow="fold")
     for m in matches:
         table.add_row(
-            m.skill.name, str(m.skill.version), f"{m.similarity:.3f}", f"{m.reliability:.2f}",
-            m.skill.when,
+            m.skill.name, str(m.skill.version), "prefetch" if m.prefetch else f"{m.similarity:.3f}",
+            f"{m.reliability:.2f}", m.skill.when,
         )
     console.print(table, width=None if console.is_terminal else max(console.width, width + 60))
 

@@ -1,0 +1,405 @@
+"""Usage-pattern memory: per subject, which state follows which (a habit stored as data).
+
+Recording a transition is one insert and is kept apart from acting on it: what the library
+does with the counts (predicting, prefetching) reads them later, through thresholds with
+names. Drift (skill_library.patterns.drift) keeps the historical distribution as ``stable``
+and the recent one as ``emerging``; emerging replaces stable only once it has
+:data:`PROMOTE_MIN_N` transitions of its own and still differs from it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from pydantic import BaseModel, Field
+
+from skill_library.errors import LLMError, SkillLibraryError
+from skill_library.models import utc_now
+from skill_library.patterns import drift as drift_rule
+from skill_library.patterns.tables import (
+    marks_table,
+    opt_outs_table,
+    sessions_table,
+    sql_store,
+    states_table,
+    transitions_table,
+)
+
+if TYPE_CHECKING:
+    import openai
+
+    from skill_library.embeddings import Embedder
+    from skill_library.record_store import RecordStore
+
+TEMPLATES = Path(__file__).with_name("templates")
+#: classify_state returns None when the best state's combined score is below this
+CLASSIFY_MIN_CONFIDENCE = 0.35
+#: weight of the transition prior (P(state | last recent state)) added to the similarity
+CLASSIFY_PRIOR_WEIGHT = 0.15
+#: softmax temperature turning combined scores into the returned confidence
+CLASSIFY_TEMPERATURE = 0.05
+#: an emerging distribution becomes the stable one with at least this many transitions
+PROMOTE_MIN_N = 30
+#: predict's default evidence floor (transitions of the stable distribution)
+PREDICT_MIN_N = 5
+
+
+class PatternError(SkillLibraryError, ValueError):
+    """A usage-pattern call was wrong: an unknown state, a bad state space."""
+
+
+class State(BaseModel):
+    """One state of a product's state space, with what it looks like."""
+
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    examples: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Classified:
+    """A turn's state, its confidence (softmax over states) and its raw similarity."""
+
+    state: str
+    confidence: float
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What record_transition did: ``recorded`` False says why (``reason``)."""
+
+    recorded: bool
+    reason: str = ""
+    id: int | None = None
+
+
+class Patterns:
+    """Usage-pattern memory of one library (``library.patterns``)."""
+
+    def __init__(self, store: "RecordStore", embedder: "Embedder") -> None:
+        self._store = sql_store(store)
+        self._embedder = embedder
+        self._vectors: dict[str, list[list[float]]] | None = None
+
+    # -- the state space ------------------------------------------------------------------
+    def define_states(self, space: Iterable[State | Mapping[str, Any] | str]) -> list[State]:
+        """Replace the state space: each state a name, or a mapping/State with a
+        description and a few example turns. Returns the states stored."""
+        states = [s if isinstance(s, State) else State(name=s) if isinstance(s, str) else State(**s)
+                  for s in space]
+        names = [s.name for s in states]
+        if len(set(names)) != len(names):
+            twice = sorted(n for n in names if names.count(n) > 1)[0]
+            raise PatternError(f"the state space names a state twice: {twice}")
+        with self._store.transaction(write=True) as conn:
+            conn.execute(states_table.delete())
+            if states:
+                conn.execute(states_table.insert(), [s.model_dump() for s in states])
+        self._vectors = None
+        return states
+
+    def states(self) -> list[State]:
+        """The defined state space (empty when none was defined)."""
+        with self._store.transaction(write=False) as conn:
+            rows = conn.execute(sa.select(states_table).order_by(states_table.c.name)).mappings()
+            return [State(name=r["name"], description=r["description"], examples=list(r["examples"]))
+                    for r in rows]
+
+    def _check_state(self, state: str, known: set[str]) -> None:
+        if known and state not in known and state not in set(self._store.names(prefix=state)):
+            raise PatternError(f"unknown state {state!r}: define it with define_states() (or name a skill)")
+
+    def classify_state(
+        self,
+        text: str,
+        *,
+        recent_states: Sequence[str] = (),
+        subject: str | None = None,
+        llm: bool = False,
+        client: "openai.OpenAI | None" = None,
+        model: str | None = None,
+    ) -> Classified | None:
+        """The state of one turn, offline: cosine similarity of ``text`` to each state's
+        description and examples (the best of them), plus :data:`CLASSIFY_PRIOR_WEIGHT` x
+        P(state | the last of ``recent_states``) from the recorded transitions (the
+        subject's when given, none for a subject who opted out, else everyone's who did not
+        opt out). ``None`` when the best
+        combined score is below :data:`CLASSIFY_MIN_CONFIDENCE` or no state is defined.
+        ``llm=True`` asks the chat model instead (``client``, else the ``OPENAI_*``
+        endpoint) with the states and the recent ones; its confidence is the model's."""
+        states = self.states()
+        if not states:
+            return None
+        known = {s.name for s in states}
+        for state in recent_states:
+            self._check_state(state, known)
+        if llm:
+            return self._classify_by_llm(text, states, recent_states, client, model)
+        if self._vectors is None:
+            texts = {s.name: [t for t in [s.description or s.name, *s.examples] if t.strip()] for s in states}
+            flat = [t for ts in texts.values() for t in ts]
+            embedded = iter(self._embedder.embed(flat))
+            self._vectors = {name: [next(embedded) for _ in ts] for name, ts in texts.items()}
+        query = self._embedder.embed([text])[0]
+        prior: dict[str, float] = {}
+        if recent_states and not (subject and self.opted_out(subject)):
+            counts = self._counts(subject, recent_states[-1]) if subject else self._pooled(recent_states[-1])
+            total = sum(counts.values())
+            prior = {s: c / total for s, c in counts.items()} if total else {}
+        scores = {}
+        sims = {}
+        for name, vectors in self._vectors.items():
+            sims[name] = max(sum(a * b for a, b in zip(query, v)) for v in vectors)
+            scores[name] = sims[name] + CLASSIFY_PRIOR_WEIGHT * prior.get(name, 0.0)
+        best = max(scores, key=lambda n: (scores[n], n))
+        if scores[best] < CLASSIFY_MIN_CONFIDENCE:
+            return None
+        top = max(scores.values())
+        weights = {n: math.exp((s - top) / CLASSIFY_TEMPERATURE) for n, s in scores.items()}
+        return Classified(state=best, confidence=weights[best] / sum(weights.values()), similarity=sims[best])
+
+    def _classify_by_llm(
+        self, text: str, states: list[State], recent_states: Sequence[str],
+        client: "openai.OpenAI | None", model: str | None,
+    ) -> Classified | None:
+        import json
+        import secrets
+
+        import jinja2
+
+        from skill_library.llm_endpoint import model_name, openai_client
+        from skill_library.procedures.extract import complete
+
+        environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
+                                         undefined=jinja2.StrictUndefined)
+        nonce = secrets.token_hex(6)
+        prompt = environment.get_template("classify.j2").render(
+            states=states, recent_states=list(recent_states), text=text.replace(nonce, ""), nonce=nonce)
+        client = client if client is not None else openai_client()
+        content = complete(client, model_name(model), [{"role": "user", "content": prompt}])
+        try:
+            data = json.loads(content)
+            state, confidence = data["state"], float(data["confidence"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise LLMError(f'the model\'s state is not JSON {{"state", "confidence"}}: {content[:200]!r}') from None
+        if state not in {s.name for s in states}:
+            raise LLMError(f"the model named the unknown state {state!r}")
+        if confidence < CLASSIFY_MIN_CONFIDENCE:
+            return None
+        return Classified(state=state, confidence=min(1.0, max(0.0, confidence)), similarity=float("nan"))
+
+    # -- recording ------------------------------------------------------------------------
+    def opted_out(self, subject: str) -> bool:
+        """True when ``subject`` asked that nothing about them be recorded or used."""
+        with self._store.transaction(write=False) as conn:
+            return conn.execute(
+                sa.select(opt_outs_table.c.subject).where(opt_outs_table.c.subject == subject)
+            ).first() is not None
+
+    def opted_out_subjects(self) -> frozenset[str]:
+        """Every subject who opted out."""
+        with self._store.transaction(write=False) as conn:
+            return frozenset(conn.execute(sa.select(opt_outs_table.c.subject)).scalars())
+
+    def record_transition(
+        self, subject: str, from_state: str, to_state: str, *, session: str, at: datetime | None = None
+    ) -> Recorded:
+        """Append one transition (one insert; nothing is recomputed). An opted-out subject
+        records nothing: the result says so. Unknown states are errors when a state space
+        is defined (skill names are states too)."""
+        if not subject or not from_state or not to_state:
+            raise PatternError("subject, from_state and to_state must be non-empty")
+        if self.opted_out(subject):
+            return Recorded(recorded=False, reason=f"{subject!r} opted out: nothing is recorded")
+        known = {s.name for s in self.states()}
+        self._check_state(from_state, known)
+        self._check_state(to_state, known)
+        with self._store.transaction(write=True) as conn:
+            result = conn.execute(transitions_table.insert().values(
+                subject=subject, from_state=from_state, to_state=to_state, session=session,
+                at=at or utc_now(),
+            ))
+            key = result.inserted_primary_key
+        return Recorded(recorded=True, id=int(key[0]) if key else None)
+
+    def record_invocation(self, subject: str, skill: str, *, session: str) -> Recorded:
+        """A skill invocation as a transition: from the skill the subject invoked last in
+        ``session`` to ``skill`` (the session's first invocation only opens it)."""
+        if self.opted_out(subject):
+            return Recorded(recorded=False, reason=f"{subject!r} opted out: nothing is recorded")
+        with self._store.transaction(write=True) as conn:
+            where = sa.and_(sessions_table.c.subject == subject, sessions_table.c.session == session)
+            last = conn.execute(sa.select(sessions_table.c.last_state).where(where)).scalar()
+            conn.execute(sessions_table.delete().where(where))
+            conn.execute(sessions_table.insert().values(subject=subject, session=session, last_state=skill,
+                                                        at=utc_now()))
+        if last is None:
+            return Recorded(recorded=False, reason=f"the first invocation of session {session!r}")
+        return self.record_transition(subject, str(last), skill, session=session)
+
+    def _sequence(self, subject: str, from_state: str, since: int = 0) -> list[tuple[int, str]]:
+        with self._store.transaction(write=False) as conn:
+            return [(int(r[0]), str(r[1])) for r in conn.execute(
+                sa.select(transitions_table.c.id, transitions_table.c.to_state)
+                .where(transitions_table.c.subject == subject)
+                .where(transitions_table.c.from_state == from_state)
+                .where(transitions_table.c.id >= since)
+                .order_by(transitions_table.c.id)
+            )]
+
+    def _counts(self, subject: str, from_state: str) -> Counter[str]:
+        return Counter(s for _, s in self._sequence(subject, from_state))
+
+    def _pooled(self, from_state: str) -> Counter[str]:
+        with self._store.transaction(write=False) as conn:
+            rows = conn.execute(
+                sa.select(transitions_table.c.to_state, sa.func.count())
+                .where(transitions_table.c.from_state == from_state)
+                .where(transitions_table.c.subject.not_in(sa.select(opt_outs_table.c.subject)))
+                .group_by(transitions_table.c.to_state)
+            )
+            return Counter({str(r[0]): int(r[1]) for r in rows})
+
+    # -- reading --------------------------------------------------------------------------
+    def distribution(
+        self, subject: str, from_state: str, *, last_n: int | None = None
+    ) -> dict[str, tuple[float, int]]:
+        """``{next state: (probability, count)}`` over all (or the last ``last_n``) recorded
+        transitions from ``from_state``; empty for an opted-out subject."""
+        if self.opted_out(subject):
+            return {}
+        sequence = [s for _, s in self._sequence(subject, from_state)]
+        if last_n is not None:
+            sequence = sequence[-last_n:] if last_n > 0 else []
+        return _as_distribution(Counter(sequence))
+
+    def _marks(self, subject: str, from_state: str) -> tuple[int, int | None]:
+        with self._store.transaction(write=False) as conn:
+            row = conn.execute(
+                sa.select(marks_table.c.stable_since, marks_table.c.emerging_since)
+                .where(marks_table.c.subject == subject)
+                .where(marks_table.c.from_state == from_state)
+            ).first()
+        return (int(row[0]), row[1]) if row else (0, None)
+
+    def _set_marks(self, subject: str, from_state: str, stable: int, emerging: int | None) -> None:
+        with self._store.transaction(write=True) as conn:
+            conn.execute(marks_table.delete().where(marks_table.c.subject == subject)
+                         .where(marks_table.c.from_state == from_state))
+            conn.execute(marks_table.insert().values(
+                subject=subject, from_state=from_state, stable_since=stable, emerging_since=emerging
+            ))
+
+    def stable(self, subject: str, from_state: str) -> dict[str, tuple[float, int]]:
+        """The stable distribution: transitions since the last promotion, less an emerging one."""
+        if self.opted_out(subject):
+            return {}
+        stable_since, emerging_since = self._marks(subject, from_state)
+        return _as_distribution(Counter(
+            s for i, s in self._sequence(subject, from_state, stable_since)
+            if emerging_since is None or i < emerging_since
+        ))
+
+    def emerging(self, subject: str, from_state: str) -> dict[str, tuple[float, int]]:
+        """The emerging distribution (since drift was detected), empty when there is none."""
+        _, emerging_since = self._marks(subject, from_state)
+        if emerging_since is None or self.opted_out(subject):
+            return {}
+        return _as_distribution(Counter(s for _, s in self._sequence(subject, from_state, emerging_since)))
+
+    def predict(self, subject: str, state: str, *, min_n: int = PREDICT_MIN_N) -> str | None:
+        """The most likely next state after ``state`` in the stable distribution, only when
+        at least ``min_n`` transitions back it; else None (also for an opted-out subject)."""
+        dist = self.stable(subject, state)
+        total = sum(c for _, c in dist.values())
+        if total < min_n or not dist:
+            return None
+        return min(dist, key=lambda s: (-dist[s][1], s))
+
+    def detect_drift(
+        self,
+        subject: str,
+        from_state: str,
+        *,
+        recent: int = drift_rule.DRIFT_RECENT,
+        history: int = drift_rule.DRIFT_HISTORY,
+        threshold: float = drift_rule.DRIFT_THRESHOLD,
+    ) -> drift_rule.Drift:
+        """Drift of the recent window from the stable history (skill_library.patterns.drift).
+
+        On drift the recent window starts an ``emerging`` distribution (the stable one is
+        kept); once emerging holds :data:`PROMOTE_MIN_N` transitions and still diverges from
+        the history before it, it becomes the stable distribution. When its most likely
+        state is the historical one again, it is dropped (the habit came back).
+        """
+        stable_since, emerging_since = self._marks(subject, from_state)
+        if self.opted_out(subject):
+            return drift_rule.Drift(detected=False, old_top=None, new_top=None, recent_n=0, divergence=0.0)
+        rows = self._sequence(subject, from_state, stable_since)
+        found = drift_rule.detect([s for _, s in rows], recent=recent, history=history, threshold=threshold)
+        if emerging_since is None:
+            if found.detected and rows:
+                self._set_marks(subject, from_state, stable_since, rows[max(0, len(rows) - recent)][0])
+            return found
+        emerging_rows = Counter(s for i, s in rows if i >= emerging_since)
+        older = Counter([s for i, s in rows if i < emerging_since][-history:])
+        if drift_rule.top(emerging_rows) == drift_rule.top(older):
+            self._set_marks(subject, from_state, stable_since, None)  # the habit came back
+        elif (sum(emerging_rows.values()) >= PROMOTE_MIN_N
+              and drift_rule.smoothed_kl(emerging_rows, older) > threshold):
+            self._set_marks(subject, from_state, emerging_since, None)  # the new habit holds
+        return found
+
+    # -- transparency ---------------------------------------------------------------------
+    def summary(self, subject: str) -> list[dict[str, Any]]:
+        """Per from-state: transitions, the stable and emerging distributions."""
+        with self._store.transaction(write=False) as conn:
+            starts = sorted(set(conn.execute(
+                sa.select(transitions_table.c.from_state).where(transitions_table.c.subject == subject)
+            ).scalars()))
+        out = []
+        for start in starts:
+            dist = self.distribution(subject, start)
+            out.append({
+                "from_state": start,
+                "transitions": sum(c for _, c in dist.values()),
+                "distribution": {s: {"probability": round(p, 4), "count": c} for s, (p, c) in dist.items()},
+                "stable": {s: round(p, 4) for s, (p, _) in self.stable(subject, start).items()},
+                "emerging": {s: round(p, 4) for s, (p, _) in self.emerging(subject, start).items()},
+                "predicts": self.predict(subject, start),
+            })
+        return out
+
+    def forget(self, subject: str) -> int:
+        """Delete every transition and mark of ``subject``; returns the transitions deleted."""
+        with self._store.transaction(write=True) as conn:
+            n = conn.execute(transitions_table.delete().where(transitions_table.c.subject == subject)).rowcount
+            conn.execute(marks_table.delete().where(marks_table.c.subject == subject))
+            conn.execute(sessions_table.delete().where(sessions_table.c.subject == subject))
+        return int(n or 0)
+
+    def opt_out(self, subject: str) -> None:
+        """Stop recording and using anything about ``subject`` (what exists is kept until
+        :meth:`forget`)."""
+        with self._store.transaction(write=True) as conn:
+            if conn.execute(sa.select(opt_outs_table.c.subject)
+                            .where(opt_outs_table.c.subject == subject)).first() is None:
+                conn.execute(opt_outs_table.insert().values(subject=subject, at=utc_now()))
+
+    def opt_in(self, subject: str) -> None:
+        """Undo :meth:`opt_out`."""
+        with self._store.transaction(write=True) as conn:
+            conn.execute(opt_outs_table.delete().where(opt_outs_table.c.subject == subject))
+
+
+def _as_distribution(counts: Counter[str]) -> dict[str, tuple[float, int]]:
+    total = sum(counts.values())
+    return {s: (c / total, c) for s, c in sorted(counts.items(), key=lambda x: (-x[1], x[0]))} if total else {}

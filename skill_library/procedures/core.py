@@ -1,0 +1,328 @@
+"""Instruction procedures: rules for how the agent acts, written into its system prompt.
+
+A procedure is a versioned skill record of kind ``instruction``: its ``when`` is the
+trigger and its ``description`` the directive; its title, confidence and who added it are
+kept per version in the ``procedures`` table. Procedures are filtered by confidence, not by
+Laplace reliability: an outcome moves it by :data:`SUCCESS_STEP` / :data:`FAILURE_STEP`,
+clamped to [0, 1]. Added by the local admin a procedure is active; an extracted one is a
+draft (an optimizer proposes, it does not activate).
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import jinja2
+import sqlalchemy as sa
+from pydantic import BaseModel
+
+from skill_library.errors import SkillLibraryError, SkillNotFoundError
+from skill_library.models import Provenance, Skill, utc_now
+from skill_library.patterns.tables import procedures_table, sql_store
+from skill_library.record_store import outcomes_table, versions_table
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import openai
+
+    from skill_library.library import SkillLibrary
+    from skill_library.procedures.extract import Extraction
+
+TEMPLATES = Path(__file__).with_name("templates")
+#: a new procedure's confidence
+DEFAULT_CONFIDENCE = 0.6
+#: confidence added by a successful application, and taken by a failed one
+SUCCESS_STEP = 0.08
+FAILURE_STEP = 0.15
+#: build_system_prompt: least confidence, and most procedures written into the prompt
+PROMPT_THRESHOLD = 0.55
+PROMPT_LIMIT = 6
+#: with a task, a procedure takes part only when its trigger is at least this cosine-similar
+TASK_RELEVANCE_SIMILARITY = 0.3
+#: the heading of the prompt's procedures block
+HEADING = "LEARNED OPERATIONAL PROCEDURES (apply these in relevant situations):"
+#: longest name derived from a title
+MAX_DERIVED_NAME = 60
+#: confidence values are kept to this many decimals (0.6 + 0.08 is 0.68, not 0.6800000000000001)
+CONFIDENCE_DECIMALS = 6
+
+Source = Literal["admin", "extracted"]
+
+
+class Procedure(BaseModel):
+    """A procedure version as the prompt and the CLI see it."""
+
+    name: str
+    version: int
+    title: str
+    trigger: str
+    description: str
+    confidence: float
+    successes: int
+    failures: int
+    status: str
+    actor: str | None = None
+    subject: str | None = None
+    source: str = "admin"
+    created_at: datetime | None = None
+
+
+def derived_name(title: str) -> str:
+    """``"Quantify the worst case!"`` -> ``quantify_the_worst_case``."""
+    words = re.findall(r"[a-z0-9]+", title.lower())
+    name = "_".join(words)[:MAX_DERIVED_NAME].strip("_")
+    if not name:
+        raise ValueError(f"title {title!r} has no letters or digits to derive a name from")
+    return name if name[0].isalpha() else f"procedure_{name}"
+
+
+def step(confidence: float, positive: bool) -> float:
+    """The confidence after one outcome: +SUCCESS_STEP (at most 1) or -FAILURE_STEP (at least 0)."""
+    moved = confidence + SUCCESS_STEP if positive else confidence - FAILURE_STEP
+    return round(min(1.0, max(0.0, moved)), CONFIDENCE_DECIMALS)
+
+
+class Procedures:
+    """The instruction procedures of one library (``library.procedures``)."""
+
+    def __init__(self, library: "SkillLibrary") -> None:
+        self._library = library
+        self._store = sql_store(library.store)
+        self._templates = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
+            undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
+        )
+
+    # -- writing --------------------------------------------------------------------------
+    def add(
+        self,
+        title: str,
+        trigger: str,
+        description: str,
+        *,
+        confidence: float = DEFAULT_CONFIDENCE,
+        name: str | None = None,
+        actor: str | None = None,
+        subject: str | None = None,
+        source: Source = "admin",
+    ) -> Skill:
+        """Store a procedure as the next version of ``name`` (default: from the title):
+        active when the local admin adds it, a draft when it was extracted."""
+        for field, value in (("title", title), ("trigger", trigger), ("description", description)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{field}: a procedure needs a non-empty {field}")
+        if not 0.0 <= confidence <= 1.0:
+            raise ValueError(f"confidence must be within [0, 1], got {confidence}")
+        name = name or derived_name(title)
+        try:
+            existing = self._store.get(name)
+        except SkillNotFoundError:
+            existing = None
+        if existing is not None and existing.kind != "instruction":
+            raise SkillLibraryError(f"{name!r} is a code skill, not a procedure: choose another name")
+        skill = Skill(
+            name=name, kind="instruction", when=trigger.strip(), description=description.strip(),
+            provenance=Provenance(generalizer="hand-written" if source == "admin" else "llm-extracted",
+                                  created_by=actor),
+        )
+        status: Literal["active", "draft"] = "active" if source == "admin" else "draft"
+        with self._library._index.writing() as index:
+            stored = self._store.add_version(skill, status=status)
+            with self._store.transaction(write=True) as conn:
+                conn.execute(procedures_table.insert().values(
+                    name=stored.name, version=stored.version, title=title.strip(),
+                    initial_confidence=confidence, confidence=confidence, actor=actor,
+                    subject=subject, source=source, created_at=utc_now(),
+                ))
+            if status == "active":
+                self._library._sync_index(index, stored)
+        return stored
+
+    def record_outcome(self, name: str, positive: bool) -> Procedure:
+        """One application of procedure ``name`` (its current version): the counts and the
+        confidence follow (+0.08 at most 1.0, -0.15 at least 0.0)."""
+        if not isinstance(positive, bool):
+            raise TypeError(f"positive must be a bool, got {type(positive).__name__}")
+        skill = self._procedure_skill(name)
+        counter = versions_table.c.successes if positive else versions_table.c.failures
+        this_version = sa.and_(versions_table.c.name == name, versions_table.c.version == skill.version)
+        with self._store.transaction(write=True) as conn:  # the outcome, its count and the confidence at once
+            current = conn.execute(self._row_query(name, skill.version)).mappings().first()
+            if current is None:  # an instruction skill stored by add(): it starts at the default
+                conn.execute(procedures_table.insert().values(
+                    name=name, version=skill.version, title=name, initial_confidence=DEFAULT_CONFIDENCE,
+                    confidence=DEFAULT_CONFIDENCE, actor=skill.provenance.created_by, subject=None,
+                    source="admin", created_at=utc_now()))
+                current = {"confidence": DEFAULT_CONFIDENCE}
+            conn.execute(outcomes_table.insert().values(
+                name=name, version=skill.version, success=positive, trace_id=None, recorded_at=utc_now()))
+            conn.execute(versions_table.update().where(this_version).values({counter.name: counter + 1}))
+            conn.execute(procedures_table.update()
+                         .where(procedures_table.c.name == name)
+                         .where(procedures_table.c.version == skill.version)
+                         .values(confidence=step(float(current["confidence"]), positive)))
+        return self.get(name)
+
+    # -- reading --------------------------------------------------------------------------
+    def _procedure_skill(self, name: str, version: int | None = None) -> Skill:
+        skill = self._store.get(name, version)
+        if skill.kind != "instruction":
+            raise SkillLibraryError(f"{name!r} is a code skill, not a procedure (use feedback())")
+        return skill
+
+    @staticmethod
+    def _row_query(name: str, version: int) -> Any:
+        return (sa.select(procedures_table).where(procedures_table.c.name == name)
+                .where(procedures_table.c.version == version))
+
+    def _rows(self, keys: builtins.list[tuple[str, int]] | None = None) -> dict[tuple[str, int], Any]:
+        with self._store.transaction(write=False) as conn:
+            rows = conn.execute(sa.select(procedures_table)).mappings().all()
+        found = {(r["name"], r["version"]): r for r in rows}
+        return found if keys is None else {k: found[k] for k in keys if k in found}
+
+    def _as_procedure(self, skill: Skill, row: Any) -> Procedure:
+        return Procedure(
+            name=skill.name, version=skill.version, title=row["title"] if row else skill.name,
+            trigger=skill.when, description=skill.description,
+            confidence=float(row["confidence"]) if row else DEFAULT_CONFIDENCE,
+            successes=skill.successes, failures=skill.failures, status=skill.status,
+            actor=row["actor"] if row else skill.provenance.created_by,
+            subject=row["subject"] if row else None, source=row["source"] if row else "admin",
+            created_at=row["created_at"] if row else None,
+        )
+
+    def get(self, name: str, version: int | None = None) -> Procedure:
+        """Procedure ``name`` (its current version, or ``version``)."""
+        skill = self._procedure_skill(name, version)
+        return self._as_procedure(skill, self._rows([(skill.name, skill.version)]).get((skill.name, skill.version)))
+
+    def list(self, *, status: str | None = None, subject: str | None = None) -> builtins.list[Procedure]:
+        """The current version of every procedure (optionally only ``status`` / ``subject``)."""
+        skills = [s for s in self._store.list() if s.kind == "instruction"]
+        rows = self._rows()
+        out = [self._as_procedure(s, rows.get((s.name, s.version))) for s in skills]
+        return [p for p in out if (status is None or p.status == status)
+                and (subject is None or p.subject == subject)]
+
+    def confidences(self, names: builtins.list[str]) -> dict[str, float]:
+        """The confidence of the current version of each of ``names`` that is a procedure."""
+        found = self._store.get_many_active(names)
+        rows = self._rows([(s.name, s.version) for s in found.values()])
+        return {n: float(rows[(s.name, s.version)]["confidence"]) if (s.name, s.version) in rows
+                else DEFAULT_CONFIDENCE for n, s in found.items() if s.kind == "instruction"}
+
+    def confidence_path(self, name: str) -> builtins.list[float]:
+        """Confidence of ``name``'s current version before and after each applied session."""
+        procedure = self.get(name)
+        row = self._rows([(procedure.name, procedure.version)]).get((procedure.name, procedure.version))
+        value = float(row["initial_confidence"]) if row else DEFAULT_CONFIDENCE
+        path: builtins.list[float] = [value]
+        for outcome in self._store.outcome_log(name):
+            if outcome["version"] == procedure.version:
+                value = step(value, outcome["success"])
+                path.append(value)
+        return path
+
+    # -- the prompt -----------------------------------------------------------------------
+    def qualifying(
+        self, *, task: str | None = None, threshold: float = PROMPT_THRESHOLD, limit: int = PROMPT_LIMIT,
+        excluded_subjects: frozenset[str] = frozenset(),
+    ) -> builtins.list[Procedure]:
+        """Active procedures at or above ``threshold``, highest confidence first, at most
+        ``limit``; with ``task`` only those whose trigger is relevant to it."""
+        chosen = [p for p in self.list(status="active")
+                  if p.confidence >= threshold and p.subject not in excluded_subjects]
+        if task is not None and chosen:
+            from skill_library.induction.description import query_text
+
+            query = self._library.embedder.embed([query_text(task)])[0]
+            triggers = self._library._text_vectors.embed([p.trigger for p in chosen])
+            chosen = [p for p, v in zip(chosen, triggers)
+                      if sum(a * b for a, b in zip(query, v)) >= TASK_RELEVANCE_SIMILARITY]
+        chosen.sort(key=lambda p: (-p.confidence, p.name))
+        return chosen[:limit]
+
+    def build_system_prompt(
+        self, base: str, *, task: str | None = None, threshold: float = PROMPT_THRESHOLD,
+        limit: int = PROMPT_LIMIT, excluded_subjects: frozenset[str] = frozenset(),
+    ) -> str:
+        """``base`` (less trailing newlines), then (when any procedure qualifies) a blank line, :data:`HEADING` and the
+        qualifying procedures as ``N. Title`` / ``   Trigger: ...`` / ``   Description``."""
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        procedures = self.qualifying(task=task, threshold=threshold, limit=limit,
+                                     excluded_subjects=excluded_subjects)
+        return self._templates.get_template("system_prompt.j2").render(
+            base=base.rstrip("\n"), procedures=procedures
+        ).rstrip("\n")
+
+    # -- extraction -----------------------------------------------------------------------
+    def extract(
+        self,
+        messages: "Sequence[Mapping[str, Any]]",
+        *,
+        actor: str | None,
+        subject: str | None = None,
+        client: "openai.OpenAI | None" = None,
+        model: str | None = None,
+        max_retries: int | None = None,
+    ) -> "Extraction":
+        """Ask the model (``client``, else the ``OPENAI_*`` endpoint) for at most three
+        procedures from a finished session's ``messages``; valid ones that are rules, not
+        facts about the user, are stored as drafts (see skill_library.procedures.extract)."""
+        from skill_library.llm_endpoint import model_name, openai_client
+        from skill_library.procedures import extract
+
+        if subject is not None and self._library.patterns.opted_out(subject):
+            return extract.Extraction(rejected=True, reasons=[f"{subject!r} opted out: nothing is extracted"])
+        client = client if client is not None else openai_client()
+        prompt = extract.messages_for(messages, self._templates)
+        retries = extract.EXTRACT_MAX_RETRIES if max_retries is None else max_retries
+        items, attempts = extract.ask(client, model_name(model), prompt, self._templates, retries)
+        result = extract.Extraction(attempts=attempts)
+        if attempts and not items:
+            result.rejected = True
+            result.reasons = [f"attempt {n}: {' | '.join(p)}" for n, p in enumerate(attempts, start=1)]
+            return result
+        taken = set(self._store.names())
+        for item in items:
+            problem = extract.fact_problem(item)
+            if problem is None:
+                name = derived_name(item["title"])
+                if name in taken:
+                    skill = self._store.get(name)
+                    if skill.kind != "instruction":
+                        problem = f"its name {name!r} is taken by a code skill"
+            if problem is not None:
+                result.refused.append((item, problem))
+                continue
+            result.drafts.append(self.add(
+                item["title"], item["trigger"], item["description"], confidence=float(item["confidence"]),
+                actor=actor, subject=subject, source="extracted",
+            ))
+            taken.add(result.drafts[-1].name)
+        return result
+
+    # -- transparency ---------------------------------------------------------------------
+    def forget_subject(self, subject: str) -> builtins.list[str]:
+        """Delete every procedure extracted for ``subject`` (rows, index entries, text
+        vectors); returns their names."""
+        with self._store.transaction(write=False) as conn:
+            names = sorted(set(conn.execute(
+                sa.select(procedures_table.c.name).where(procedures_table.c.subject == subject)
+            ).scalars()))
+        if not names:
+            return []
+        with self._library._index.writing() as index:
+            for name in names:
+                index.delete(name)
+            with self._store.transaction(write=True) as conn:
+                conn.execute(procedures_table.delete().where(procedures_table.c.name.in_(names)))
+            self._store.purge(names)
+        return names

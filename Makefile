@@ -20,7 +20,7 @@ $(PY):
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,plot,mcp]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev,plot,mcp,postgres]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP)

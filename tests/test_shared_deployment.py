@@ -1,0 +1,204 @@
+"""The same library on both deployments: a folder, and PostgreSQL + a Chroma server.
+
+Real servers (tests/servers.py, started once per session by conftest.py), real processes
+(spawned), the real model. Each test taking ``deployment`` runs once per deployment.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import warnings
+
+import pytest
+import sqlalchemy as sa
+
+from skill_library.errors import IndexUnavailableError, RecordStoreUnavailableError
+from skill_library.library import IndexRebuiltWarning, InsecureIndexWarning, SkillLibrary
+from skill_library.models import Skill
+
+WORKERS = 8
+WRITES_PER_WORKER = 500
+
+
+def make_skill(name: str, when: str) -> Skill:
+    code = f'def {name}(target: str) -> dict:\n    """{when}"""\n    return {{"target": target}}\n'
+    return Skill.from_function(code, when=when)
+
+
+def _join(processes, timeout: float = 300) -> list[int | None]:
+    for process in processes:
+        process.join(timeout=timeout)
+    return [p.exitcode for p in processes]
+
+
+def _outcome_worker(spec: dict, count: int, start: object) -> None:
+    with SkillLibrary(**spec) as lib:  # feedback never loads the model or opens the index
+        start.wait()  # type: ignore[attr-defined]
+        for i in range(count):
+            lib.feedback("water_plants", i % 2 == 0)
+
+
+def test_outcomes_from_eight_processes_are_exact(deployment, embedder):
+    with deployment.open(embedder) as lib:
+        lib.add(make_skill("water_plants", "water the plants in the garden"))
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    workers = [context.Process(target=_outcome_worker, args=(deployment.spec, WRITES_PER_WORKER, start))
+               for _ in range(WORKERS)]
+    for w in workers:
+        w.start()
+    start.set()
+    assert _join(workers) == [0] * WORKERS
+    with deployment.open(embedder) as lib:
+        skill = lib.get("water_plants")
+        half = WORKERS * WRITES_PER_WORKER // 2
+        assert (skill.successes, skill.failures) == (half, half)
+        assert len(lib.outcomes("water_plants")) == WORKERS * WRITES_PER_WORKER
+
+
+def _version_writer(spec: dict) -> None:
+    """Add version after version of one skill, with outcomes in between, until killed."""
+    with SkillLibrary(**spec) as lib:
+        n = 0
+        while True:
+            n += 1
+            lib.add(make_skill("water_plants", f"water the plants in the garden, round {n}"))
+            for i in range(5):
+                lib.feedback("water_plants", i % 2 == 0)
+
+
+def test_a_writer_killed_mid_transaction_leaves_consistent_records_and_a_repaired_index(deployment, embedder):
+    with deployment.open(embedder) as lib:
+        lib.add(make_skill("water_plants", "water the plants in the garden"))
+        process = multiprocessing.get_context("spawn").Process(target=_version_writer, args=(deployment.spec,))
+        process.start()
+        deadline = time.monotonic() + 240
+        while lib.get("water_plants").version < 4 and time.monotonic() < deadline:
+            assert process.is_alive()
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        process.join()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IndexRebuiltWarning)  # a kill between records and index
+        with deployment.open(embedder) as lib:
+            lib.store.check_integrity()
+            history = lib.history("water_plants")
+            assert [s.version for s in history] == list(range(1, len(history) + 1))
+            assert [s.status for s in history] == ["retired"] * (len(history) - 1) + ["active"]
+            assert lib.get("water_plants").version == len(history)
+            log = lib.outcomes("water_plants")
+            for version in history:
+                mine = [o for o in log if o["version"] == version.version]
+                assert (version.successes, version.failures) == (
+                    sum(o["success"] for o in mine), sum(not o["success"] for o in mine))
+            assert lib.index.entries() == {e.id: e.version for e in lib._index.expected_entries()}
+            # the killed writer's lock is gone: this writer gets it at once
+            started = time.monotonic()
+            assert lib.add(make_skill("water_plants", "water every plant in the garden")).status == "added"
+            assert time.monotonic() - started < 30
+            assert lib.fetch("water the garden plants", min_reliability=0)[0].skill.name == "water_plants"
+
+
+# -- shared deployment only ------------------------------------------------------------
+@pytest.fixture
+def shared(request):
+    from conftest import Deployment
+
+    pg = request.getfixturevalue("pg_server")
+    chroma = request.getfixturevalue("chroma_server")
+    name = f"s{os.getpid()}_{request.node.name[-20:].strip('_').replace('[', '_').replace(']', '')}"[:60]
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return Deployment("shared", {"records": pg.create_database(name.lower()), "index": f"{chroma.url}/{name}"})
+
+
+def test_the_index_server_restarted_mid_run_fetch_reconnects_and_nothing_is_lost(shared, chroma_server, embedder):
+    with shared.open(embedder) as lib:
+        lib.add(make_skill("water_plants", "water the plants in the garden"), verified=True)
+        errors: list[BaseException] = []
+        fetched = []
+        stop = threading.Event()
+
+        def client() -> None:
+            try:
+                while not stop.is_set():
+                    fetched.append(lib.fetch("water my garden plants")[0].skill.name)
+                    lib.feedback("water_plants", True)
+            except BaseException as exc:  # noqa: B036 (reported below)
+                errors.append(exc)
+
+        thread = threading.Thread(target=client)
+        thread.start()
+        time.sleep(0.5)
+        before = len(fetched)
+        chroma_server.restart(pause=1.0)
+        time.sleep(0.5)
+        stop.set()
+        thread.join(timeout=60)
+        assert not errors, errors
+        assert len(fetched) > before and set(fetched) == {"water_plants"}
+        assert lib.get("water_plants").successes == 1 + len(fetched)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexRebuiltWarning)  # the server kept the index
+        with shared.open(embedder) as lib:
+            assert lib.fetch("water my garden plants")[0].skill.name == "water_plants"
+
+
+def test_an_index_server_that_stays_away_is_one_clear_error_and_records_are_kept(
+    shared, chroma_server, embedder, monkeypatch
+):
+    from skill_library import vector_index
+
+    with shared.open(embedder) as lib:
+        lib.add(make_skill("water_plants", "water the plants in the garden"), verified=True)
+        monkeypatch.setattr(vector_index, "INDEX_RECONNECT_SECONDS", 1.0)
+        chroma_server.stop_process()
+        try:
+            with pytest.raises(IndexUnavailableError, match="cannot be reached") as caught:
+                lib.fetch("water my garden plants")
+            assert len(str(caught.value).splitlines()) == 1
+            lib.feedback("water_plants", True)  # outcomes need only the records
+        finally:
+            chroma_server.start()
+        assert lib.fetch("water my garden plants")[0].skill.successes == 2
+
+
+def test_postgres_credentials_never_appear_in_messages(pg_server, chroma_server, embedder):
+    url = pg_server.url("postgres").replace(pg_server.password, "wrong-secret-pw")
+    with pytest.raises(RecordStoreUnavailableError) as caught:
+        SkillLibrary(records=url, index=f"{chroma_server.url}/creds", embedder=embedder)
+    assert "wrong-secret-pw" not in str(caught.value) and "***" in str(caught.value)
+    assert len(str(caught.value).splitlines()) == 1
+
+
+def test_a_non_loopback_index_without_a_token_warns(monkeypatch):
+    from skill_library.library import _index_server
+
+    monkeypatch.delenv("SKILLS_INDEX_TOKEN", raising=False)
+    with pytest.warns(InsecureIndexWarning, match="CVE-2026-45829"):
+        _index_server("http://10.1.2.3:8000", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InsecureIndexWarning)
+        assert _index_server("http://10.1.2.3:8000", "tok").token == "tok"
+        assert _index_server("http://127.0.0.1:8000/lib_a", None).collection == "lib_a"
+        monkeypatch.setenv("SKILLS_INDEX_TOKEN", "from-env")
+        assert _index_server("https://chroma.internal", None).token == "from-env"
+
+
+def test_a_new_postgres_database_is_created_with_every_migration(shared, embedder):
+    from skill_library.migrations import MIGRATIONS
+    from skill_library.record_store import SCHEMA_VERSION
+
+    assert len(MIGRATIONS) == SCHEMA_VERSION
+    with shared.open(embedder) as lib:
+        assert lib.list() == []
+    engine = sa.create_engine(shared.spec["records"])
+    try:
+        with engine.connect() as conn:
+            versions = [r[0] for r in conn.exec_driver_sql("SELECT version FROM schema_migrations ORDER BY version")]
+    finally:
+        engine.dispose()
+    assert versions == list(range(1, SCHEMA_VERSION + 1))

@@ -576,12 +576,11 @@ class SQLRecordStore(RecordStore):
         self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
     ) -> Skill:
         with self._write() as conn:
-            if version is None:
-                version = self._active_version(conn, name)
-            else:
-                self._get(conn, name, version)  # raises when unknown
-            self._append_outcome(conn, name, version, success, trace_id, utc_now())
-            return self._get(conn, name, version)
+            skill = self._get(conn, name, version)  # raises when unknown
+            # the counter update comes last, so on PostgreSQL the version's row lock is
+            # held only from it to the commit; its RETURNING gives the exact new counts
+            successes, failures = self._append_outcome(conn, name, skill.version, success, trace_id, utc_now())
+            return skill.model_copy(update={"successes": successes, "failures": failures})
 
     def set_status(self, name: str, status: SkillStatus) -> Skill:
         with self._write() as conn:
@@ -734,6 +733,8 @@ class SQLRecordStore(RecordStore):
     ) -> Skill:
         now = utc_now()
         with self._write() as conn:
+            # the skill's row lock: evidence of one skill is replaced by one writer at a time
+            conn.execute(sa.select(skills_table.c.name).where(skills_table.c.name == name).with_for_update()).first()
             if version is None:
                 version = self._active_version(conn, name)
             else:
@@ -854,19 +855,23 @@ class SQLRecordStore(RecordStore):
         success: bool,
         trace_id: str | None,
         when: datetime,
-    ) -> None:
+    ) -> tuple[int, int]:
+        """Append one outcome and bump its version's counter (an atomic ``x = x + 1``: exact
+        under concurrent writers); the version's new (successes, failures)."""
         conn.execute(
             outcomes_table.insert().values(
                 name=name, version=version, success=success, trace_id=trace_id, recorded_at=when
             )
         )
         column = versions_table.c.successes if success else versions_table.c.failures
-        conn.execute(
+        row = conn.execute(
             versions_table.update()
             .where(versions_table.c.name == name)
             .where(versions_table.c.version == version)
             .values({column.name: column + 1})
-        )
+            .returning(versions_table.c.successes, versions_table.c.failures)
+        ).one()
+        return int(row[0]), int(row[1])
 
 
 def _stays_empty(path: Path) -> bool:

@@ -202,3 +202,65 @@ def test_a_new_postgres_database_is_created_with_every_migration(shared, embedde
     finally:
         engine.dispose()
     assert versions == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_an_old_folder_upgrades_in_place(tmp_path, embedder):
+    """A folder from before the evidence and vector tables (schema 1, no migrations table)."""
+    import sqlite3
+
+    from skill_library.record_store import SCHEMA_VERSION
+
+    folder = tmp_path / "old"
+    with SkillLibrary(folder, embedder=embedder) as lib:
+        lib.add(make_skill("water_plants", "water the plants in the garden"), verified=True)
+    with sqlite3.connect(folder / "records.db") as conn:
+        for table in ("skill_examples", "skill_profiles", "text_vectors", "schema_migrations"):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("UPDATE library_meta SET value = '1' WHERE key = 'schema_version'")
+    with SkillLibrary(folder, embedder=embedder) as lib:
+        assert lib.get("water_plants").successes == 1
+        assert lib.fetch("water my garden plants")[0].skill.name == "water_plants"
+    with sqlite3.connect(folder / "records.db") as conn:
+        applied = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+        version = conn.execute("SELECT value FROM library_meta WHERE key = 'schema_version'").fetchone()[0]
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert applied == list(range(2, SCHEMA_VERSION + 1)) and version == str(SCHEMA_VERSION)
+    assert {"skill_examples", "skill_profiles", "text_vectors"} <= tables
+
+
+def test_skills_migrate_copies_a_folder_into_the_shared_deployment(tmp_path, shared, embedder, monkeypatch):
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+
+    folder = tmp_path / "lib"
+    with SkillLibrary(folder, embedder=embedder) as lib:
+        lib.add(make_skill("water_plants", "water the plants in the garden"), verified=True)
+        lib.add(make_skill("book_flight", "book a flight ticket to another city"))
+        lib.add(make_skill("book_flight", "book a plane ticket to another city"))
+        lib.feedback("book_flight", True)
+        lib.feedback("book_flight", False)
+        before = {s.name: (s.version, s.successes, s.failures) for s in lib.list()}
+        log = lib.outcomes("book_flight")
+    runner = CliRunner()
+    args = ["migrate", "--to", shared.spec["records"], "--index-to", shared.spec["index"], "--dir", str(folder),
+            "--json"]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert '"indexed": 2' in done.output
+    again = runner.invoke(app, args)  # never into a store that holds skills
+    assert again.exit_code == 1 and "already holds skills" in again.output
+    assert shared.spec["records"].split("@")[0].split(":")[-1] not in again.output  # no password
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexRebuiltWarning)
+        with shared.open(embedder) as lib:
+            assert {s.name: (s.version, s.successes, s.failures) for s in lib.list()} == before
+            assert [(o["version"], o["success"]) for o in lib.outcomes("book_flight")] == [
+                (o["version"], o["success"]) for o in log]
+            assert len(lib.history("book_flight")) == 2
+            assert lib.fetch("water my garden plants")[0].skill.name == "water_plants"
+    monkeypatch.setenv("SKILLS_RECORDS_URL", shared.spec["records"])
+    monkeypatch.setenv("SKILLS_INDEX_URL", shared.spec["index"])
+    listed = runner.invoke(app, ["list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert "water_plants" in listed.output and "book_flight" in listed.output

@@ -37,7 +37,7 @@ def library(tmp_path, embedder):
 def pg_server():
     """A throwaway PostgreSQL 15 cluster on a loopback port (stopped at the session's end,
     whatever the tests did); skipped, with the reason, only when PostgreSQL is absent."""
-    from servers import PostgresServer, postgres_missing
+    from benchmarks.local_servers import PostgresServer, postgres_missing
 
     missing = postgres_missing()
     if missing:
@@ -53,7 +53,7 @@ def pg_server():
 @pytest.fixture(scope="session")
 def chroma_server():
     """A Chroma server (`chroma run`) on a loopback port, restartable on the same data."""
-    from servers import ChromaServer, chroma_missing
+    from benchmarks.local_servers import ChromaServer, chroma_missing
 
     missing = chroma_missing()
     if missing:

@@ -1,6 +1,6 @@
 """The same library on both deployments: a folder, and PostgreSQL + a Chroma server.
 
-Real servers (tests/servers.py, started once per session by conftest.py), real processes
+Real servers (benchmarks/local_servers.py, started once per session by conftest.py), real processes
 (spawned), the real model. Each test taking ``deployment`` runs once per deployment.
 """
 

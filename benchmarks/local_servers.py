@@ -1,4 +1,4 @@
-"""Throwaway real servers for the shared-deployment tests: a PostgreSQL cluster and a Chroma server.
+"""Throwaway real servers for the shared-deployment tests and benchmarks: PostgreSQL and Chroma.
 
 Both listen on loopback only, on free ports, with their data in a temporary folder that is
 removed when they stop. PostgreSQL's ``initdb`` and ``postgres`` refuse to run as root

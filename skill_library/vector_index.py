@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
@@ -55,7 +55,7 @@ class IndexServer:
     port: int
     ssl: bool = False
     collection: str = COLLECTION
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # never in a repr or a log
 
     @classmethod
     def parse(cls, url: str, token: str | None = None) -> "IndexServer":

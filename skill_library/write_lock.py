@@ -103,6 +103,7 @@ class AdvisoryWriteLock:
             return
         try:
             conn.exec_driver_sql(f"SELECT pg_advisory_unlock({self.key})")
+            conn.exec_driver_sql("RESET lock_timeout")  # the pooled connection is reused
         except Exception:  # the connection is gone: the server released the lock with it
             pass
         finally:

@@ -82,12 +82,22 @@ class Deployment:
 _DEPLOYMENTS = iter(range(1, 10**6))
 
 
+def _shared_deployment(request) -> Deployment:
+    pg = request.getfixturevalue("pg_server")
+    chroma = request.getfixturevalue("chroma_server")
+    name = f"t{os.getpid()}_{next(_DEPLOYMENTS)}"
+    return Deployment("shared", {"records": pg.create_database(name), "index": f"{chroma.url}/{name}"})
+
+
 @pytest.fixture(params=["folder", "shared"])
 def deployment(request, tmp_path):
     """Each test that takes it runs twice: on a library folder and on PostgreSQL + Chroma."""
     if request.param == "folder":
         return Deployment("folder", {"path": str(tmp_path / "lib")})
-    pg = request.getfixturevalue("pg_server")
-    chroma = request.getfixturevalue("chroma_server")
-    name = f"t{os.getpid()}_{next(_DEPLOYMENTS)}"
-    return Deployment("shared", {"records": pg.create_database(name), "index": f"{chroma.url}/{name}"})
+    return _shared_deployment(request)
+
+
+@pytest.fixture
+def shared(request):
+    """A fresh shared deployment only: a new database and a new collection on the session's servers."""
+    return _shared_deployment(request)

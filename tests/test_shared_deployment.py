@@ -104,17 +104,6 @@ def test_a_writer_killed_mid_transaction_leaves_consistent_records_and_a_repaire
 
 
 # -- shared deployment only ------------------------------------------------------------
-@pytest.fixture
-def shared(request):
-    from conftest import Deployment
-
-    pg = request.getfixturevalue("pg_server")
-    chroma = request.getfixturevalue("chroma_server")
-    name = f"s{os.getpid()}_{request.node.name[-20:].strip('_').replace('[', '_').replace(']', '')}"[:60]
-    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return Deployment("shared", {"records": pg.create_database(name.lower()), "index": f"{chroma.url}/{name}"})
-
-
 def test_the_index_server_restarted_mid_run_fetch_reconnects_and_nothing_is_lost(shared, chroma_server, embedder):
     with shared.open(embedder) as lib:
         lib.add(make_skill("water_plants", "water the plants in the garden"), verified=True)
@@ -183,6 +172,7 @@ def test_a_non_loopback_index_without_a_token_warns(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", InsecureIndexWarning)
         assert _index_server("http://10.1.2.3:8000", "tok").token == "tok"
+        assert "tok" not in repr(_index_server("http://10.1.2.3:8000", "tok"))
         assert _index_server("http://127.0.0.1:8000/lib_a", None).collection == "lib_a"
         monkeypatch.setenv("SKILLS_INDEX_TOKEN", "from-env")
         assert _index_server("https://chroma.internal", None).token == "from-env"

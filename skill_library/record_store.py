@@ -283,9 +283,12 @@ class RecordStore(abc.ABC):
         """Increment the index generation and return the new value."""
 
     def write_lock(self) -> "WriteLock":
-        """A new handle on the lock writers of records-plus-index take (the default only
-        serializes the threads of this process)."""
-        return ThreadWriteLock()
+        """A handle on the lock writers of records-plus-index take (the default, one lock
+        per store object, only serializes the threads of this process)."""
+        lock: WriteLock | None = self.__dict__.get("_default_write_lock")
+        if lock is None:
+            lock = self.__dict__.setdefault("_default_write_lock", ThreadWriteLock())
+        return lock
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -365,7 +368,7 @@ class SQLRecordStore(RecordStore):
             return AdvisoryWriteLock(self._engine)
         if self.path is not None:
             return FileWriteLock(self.path.parent / WRITE_LOCK_FILE)
-        return ThreadWriteLock()
+        return super().write_lock()
 
     @property
     def shared(self) -> bool:

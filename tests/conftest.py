@@ -33,6 +33,20 @@ def library(tmp_path, embedder):
 
 
 # -- the shared deployment: real PostgreSQL and Chroma servers, started once per session ---
+def _stop_on_exit(server) -> None:
+    """Stop ``server`` even when the session ends abnormally: at interpreter exit, and on
+    SIGTERM (a CI timeout), which would otherwise skip the fixtures' teardown."""
+    import atexit
+    import signal
+
+    atexit.register(server.stop)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        def _terminate(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, _terminate)
+
+
 @pytest.fixture(scope="session")
 def pg_server():
     """A throwaway PostgreSQL 15 cluster on a loopback port (stopped at the session's end,
@@ -43,6 +57,7 @@ def pg_server():
     if missing:
         pytest.skip(missing)
     server = PostgresServer()
+    _stop_on_exit(server)
     try:
         server.start()
         yield server
@@ -59,6 +74,7 @@ def chroma_server():
     if missing:
         pytest.skip(missing)
     server = ChromaServer()
+    _stop_on_exit(server)
     try:
         server.start()
         yield server

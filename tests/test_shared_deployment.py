@@ -254,3 +254,45 @@ def test_skills_migrate_copies_a_folder_into_the_shared_deployment(tmp_path, sha
     listed = runner.invoke(app, ["list", "--json"])
     assert listed.exit_code == 0, listed.output
     assert "water_plants" in listed.output and "book_flight" in listed.output
+
+
+def _store_of(spec: dict):
+    from pathlib import Path
+
+    from skill_library.record_store import SQLRecordStore
+
+    return SQLRecordStore(spec["records"]) if "records" in spec else SQLRecordStore.in_folder(Path(spec["path"]))
+
+
+def _version_adder(spec: dict, worker: int, count: int, start: object) -> None:
+    store = _store_of(spec)  # the record store alone: no write lock around it
+    try:
+        start.wait()  # type: ignore[attr-defined]
+        for n in range(count):
+            store.add_version(make_skill("book_flight", f"book a flight, worker {worker} round {n}"))
+    finally:
+        store.close()
+
+
+def test_versions_of_one_new_name_from_four_processes_are_numbered_once_each(deployment):
+    """Row locks (an existing name) and retries (the first version of a new name) on
+    PostgreSQL; BEGIN IMMEDIATE on SQLite: no number twice, one active version, the
+    pointer on the newest."""
+    if deployment.kind == "folder":
+        os.makedirs(deployment.spec["path"])
+    _store_of(deployment.spec).close()
+    context = multiprocessing.get_context("spawn")
+    start = context.Event()
+    workers = [context.Process(target=_version_adder, args=(deployment.spec, w, 10, start)) for w in range(4)]
+    for w in workers:
+        w.start()
+    start.set()
+    assert _join(workers) == [0] * 4
+    store = _store_of(deployment.spec)
+    try:
+        history = store.history("book_flight")
+        assert [s.version for s in history] == list(range(1, 41))
+        assert [s.status for s in history].count("active") == 1 and history[-1].status == "active"
+        assert store.get("book_flight").version == 40
+    finally:
+        store.close()

@@ -17,15 +17,17 @@ export TOKENIZERS_PARALLELISM := false
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml Makefile | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,plot,mcp]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev,plot,mcp,postgres]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP)
 
-# lint and type checks first (rules and strictness: pyproject.toml), then the tests
+# lint and type checks first (rules and strictness: pyproject.toml), then the tests; the
+# shared-deployment tests start a throwaway PostgreSQL cluster and a Chroma server on
+# loopback once per session and stop both at its end (tests/conftest.py)
 test: $(STAMP)
 	$(PY) -m ruff check skill_library sandbox benchmarks
 	$(PY) -m mypy
@@ -40,8 +42,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]' --config-settings editable_mode=compat
-	$(PY) benchmarks/perf_fetch.py
+	$(PY) benchmarks/perf_fetch.py --sizes 1000,10000,100000
 	$(PY) benchmarks/perf_sandbox.py
+	$(PY) benchmarks/perf_shared.py --clients 2,4,8 --seconds 10
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -29,6 +29,21 @@ class IndexCorruptError(SkillLibraryError):
     """The derived vector index cannot be opened or is out of step with the records."""
 
 
+class IndexUnavailableError(SkillLibraryError):
+    """The index server cannot be reached (down, restarting, wrong address): nothing was
+    written to the index; records already committed stay, and the index is checked
+    against them when the server is back."""
+
+
+class RecordStoreUnavailableError(SkillLibraryError):
+    """The record store's database server cannot be reached or refused the connection
+    (the transaction in flight was rolled back; nothing committed is lost)."""
+
+
+class WriteLockTimeoutError(SkillLibraryError):
+    """Another writer held the library's write lock for longer than the wait allowed."""
+
+
 class RecordsBehindIndexError(SkillLibraryError):
     """The records are older than the vector index: rebuilding would lose skills."""
 

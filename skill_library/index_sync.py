@@ -1,7 +1,8 @@
 """Keeping the derived vector index in step with the records, across threads and processes.
 
 Rules:
-- every index write happens under one file lock (``write.lock`` in the library folder),
+- every index write happens under the store's write lock (``write.lock`` in a library
+  folder, an advisory lock on a PostgreSQL server: :mod:`skill_library.write_lock`),
   together with the record change it follows;
 - a writer bumps the store's *index generation* before it touches the index, so other
   processes (whose Chroma clients hold their own in-memory copy of the index) notice the
@@ -9,7 +10,8 @@ Rules:
 - opening (or reopening) checks the index against the records and rebuilds it, with an
   :class:`IndexRebuiltWarning`, when it is missing, damaged or out of step, but only when
   the records pass their integrity check and are at least as new as the index (the
-  generation the index was last written at, kept in ``chroma/generation``): fewer records
+  generation the index was last written at, kept in ``chroma/generation``, or in the
+  collection's metadata on an index server): fewer records
   never silently win; an older or damaged records file is an error, and rebuilding from it
   takes ``rebuild(force=True)``;
 - an index write that fails after its record change was committed drops the open index, so
@@ -18,7 +20,6 @@ Rules:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import warnings
@@ -30,7 +31,15 @@ from skill_library.embeddings import Embedder
 from skill_library.errors import IndexCorruptError, RecordsBehindIndexError
 from skill_library.models import Skill
 from skill_library.record_store import RecordStore
-from skill_library.vector_index import IndexEntry, VectorIndex, entries_for, remove_index_folder
+from skill_library.vector_index import (
+    IndexEntry,
+    IndexServer,
+    VectorIndex,
+    entries_for,
+    remove_index_folder,
+    remove_server_collection,
+    server_collection_exists,
+)
 
 #: file in the index folder holding the records generation the index was written at
 GENERATION_FILE = "generation"
@@ -41,11 +50,16 @@ class IndexRebuiltWarning(UserWarning):
 
 
 class SyncedIndex:
-    """The vector index of one library folder, kept in step with its record store."""
+    """The vector index of a library (a ``chroma`` folder, or a collection on a Chroma
+    server when ``server`` is given), kept in step with its record store."""
 
-    def __init__(self, folder: Path, store: RecordStore, embedder: Embedder) -> None:
-        self.folder = Path(folder)
-        self.index_path = self.folder / "chroma"
+    def __init__(self, folder: Path | None, store: RecordStore, embedder: Embedder,
+                 *, server: IndexServer | None = None) -> None:
+        if folder is None and server is None:
+            raise ValueError("an index needs a folder or a server")
+        self.folder = Path(folder) if folder is not None else None
+        self.server = server
+        self.index_path = self.folder / "chroma" if self.folder is not None else None
         self.store = store
         self.embedder = embedder
         self._index: VectorIndex | None = None
@@ -55,7 +69,7 @@ class SyncedIndex:
 
     @contextmanager
     def _lock(self) -> Iterator[None]:
-        """The folder's write lock: exclusive across processes and threads, re-entrant."""
+        """The store's write lock: exclusive across processes and threads, re-entrant."""
         with self._thread_lock:
             if self._lock_depth:
                 self._lock_depth += 1
@@ -64,14 +78,35 @@ class SyncedIndex:
                 finally:
                     self._lock_depth -= 1
                 return
-            with open(self.folder / "write.lock", "a+") as handle:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-                self._lock_depth = 1
-                try:
-                    yield
-                finally:
-                    self._lock_depth = 0
-                    fcntl.flock(handle, fcntl.LOCK_UN)
+            lock = self.store.write_lock()
+            lock.acquire()
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
+                lock.release()
+
+    @property
+    def where(self) -> str:
+        """The index's folder or server URL, for messages."""
+        return self.server.url if self.server is not None else str(self.index_path)
+
+    def _open(self) -> VectorIndex:
+        return VectorIndex(self.index_path, self.embedder, server=self.server)
+
+    def _exists(self) -> bool:
+        if self.server is not None:
+            return server_collection_exists(self.server)
+        assert self.index_path is not None
+        return self.index_path.exists()
+
+    def _remove(self) -> None:
+        if self.server is not None:
+            remove_server_collection(self.server)
+        else:
+            assert self.index_path is not None
+            remove_index_folder(self.index_path)
 
     # -- reading ------------------------------------------------------------------------
     def current(self) -> VectorIndex:
@@ -129,10 +164,16 @@ class SyncedIndex:
     # -- the generation the index was written at ---------------------------------------
     @property
     def _marker(self) -> Path:
+        assert self.index_path is not None
         return self.index_path / GENERATION_FILE
 
     def _mark(self, generation: int) -> None:
         """Record that the index holds the records of ``generation`` (atomic replace)."""
+        if self.server is not None:
+            if self._index is not None:
+                self._index.store_generation(generation)
+            return
+        assert self.index_path is not None
         if not self.index_path.is_dir():
             return
         tmp = self._marker.with_suffix(".tmp")
@@ -141,6 +182,17 @@ class SyncedIndex:
 
     def indexed_generation(self) -> int | None:
         """The records generation the index was last written at (None: unknown)."""
+        if self.server is not None:
+            if self._index is not None:
+                return self._index.stored_generation()
+            try:
+                index = self._open()
+            except IndexCorruptError:
+                return None
+            try:
+                return index.stored_generation()
+            finally:
+                index.close()
         try:
             return int(self._marker.read_text().strip())
         except (OSError, ValueError):
@@ -153,7 +205,7 @@ class SyncedIndex:
         records = self.store.index_generation()
         if indexed is not None and records < indexed:
             raise RecordsBehindIndexError(
-                f"the records in {self.folder} (generation {records}) are older than the vector "
+                f"the records in {self.store_where} (generation {records}) are older than the vector "
                 f"index (generation {indexed}): a records file restored from an older copy or "
                 "cut short? Nothing was rebuilt; restore the newer records, or rebuild the index "
                 "from these with `skills reindex --force` (SkillLibrary.reindex(force=True))"
@@ -171,12 +223,18 @@ class SyncedIndex:
         if index is not None:
             index.close()
 
+    @property
+    def store_where(self) -> str:
+        """The records' folder or (password-masked) URL, for messages."""
+        return str(self.folder) if self.folder is not None and not getattr(self.store, "shared", False) \
+            else str(getattr(self.store, "url", type(self.store).__name__))
+
     def _open_or_recreate(self) -> VectorIndex:
         try:
-            return VectorIndex(self.index_path, self.embedder)
+            return self._open()
         except IndexCorruptError:
-            remove_index_folder(self.index_path)
-            return VectorIndex(self.index_path, self.embedder)
+            self._remove()
+            return self._open()
 
     def expected_entries(self, skills: list[Skill] | None = None) -> list[IndexEntry]:
         """What the index must hold, read from the records: every text of every active skill."""
@@ -187,10 +245,10 @@ class SyncedIndex:
     def _open_checked(self) -> VectorIndex:
         wanted = self.expected_entries()
         expected = {e.id: e.version for e in wanted}
-        existed = self.index_path.exists()
+        existed = self._exists()
         index: VectorIndex | None
         try:
-            index = VectorIndex(self.index_path, self.embedder)
+            index = self._open()
             try:
                 found = index.entries()
             except Exception as exc:
@@ -205,15 +263,16 @@ class SyncedIndex:
         if existed:
             self._check_records_may_rebuild()  # fewer records never silently win
         if index is None:
-            remove_index_folder(self.index_path)
-            index = VectorIndex(self.index_path, self.embedder)
+            self._remove()
+            index = self._open()
         if expected or existed:
             warnings.warn(
-                f"the vector index in {self.index_path} {reason}; rebuilding it from "
+                f"the vector index in {self.where} {reason}; rebuilding it from "
                 f"{len({e.name for e in wanted})} skill record(s)",
                 IndexRebuiltWarning,
                 stacklevel=5,
             )
         index.rebuild(wanted)
+        self._index = index
         self._mark(self.store.index_generation())
         return index

@@ -52,8 +52,9 @@ if TYPE_CHECKING:
     from skill_library.induction import Generalizer
     from skill_library.patterns import Patterns
     from skill_library.procedures import Extraction, Procedures
+    from skill_library.vector_index import IndexServer
 
-__all__ = ["GeneralizerName", "IndexRebuiltWarning", "SkillLibrary"]
+__all__ = ["GeneralizerName", "IndexRebuiltWarning", "InsecureIndexWarning", "SkillLibrary"]
 
 DUPLICATE_SIMILARITY = 0.9
 DEFAULT_MIN_RELIABILITY = 0.6
@@ -102,12 +103,24 @@ class SkillLibrary:
     the tools that only read state: learning drops argument-free reads whose results a
     skill does not use, and replay verification lets a skill read more or less often than
     its trace (to look before it acts).
+
+    Shared deployment: ``SkillLibrary(records="postgresql+psycopg://user:pw@host/db",
+    index="http://HOST:PORT[/COLLECTION]")`` keeps the records on PostgreSQL (the same
+    schema, created or upgraded on first open) and the index on a Chroma server (vectors
+    computed here and passed explicitly); no folder is needed. Either may be given alone
+    with a ``path`` for the other. ``index_token`` (default: ``SKILLS_INDEX_TOKEN``) is sent
+    as a bearer token to an authenticating proxy; an index URL that is not loopback with no
+    token gives an :class:`InsecureIndexWarning` (README, "Deployment"). Passwords and tokens
+    are never logged or stored: messages show the URL with its password masked.
     """
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None = None,
         *,
+        records: str | None = None,
+        index: str | None = None,
+        index_token: str | None = None,
         create: bool = True,
         embedder: Embedder | None = None,
         min_reliability: float = DEFAULT_MIN_RELIABILITY,
@@ -120,19 +133,35 @@ class SkillLibrary:
             raise ValueError(f"min_reliability must be within [0, 1], got {min_reliability}")
         if isinstance(generalizer, str) and generalizer not in get_args(GeneralizerName):
             raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
-        self.path = Path(path)
-        if store is None:
-            _check_folder(self.path, create)
-        self.path.mkdir(parents=True, exist_ok=True)
+        server = _index_server(index, index_token)
+        shared_records = records is not None and not _is_sqlite(records)
+        if path is None and (store is None and not shared_records or server is None):
+            raise ValueError(
+                "SkillLibrary needs a folder, or both records= (a database URL) and index= "
+                "(a Chroma server URL) for a shared deployment"
+            )
+        self.path: Path | None = Path(path) if path is not None else None
+        if self.path is not None:
+            if store is None and records is None:
+                _check_folder(self.path, create, index_in_folder=server is None)
+            self.path.mkdir(parents=True, exist_ok=True)
         self.min_reliability = min_reliability
         self.min_similarity = min_similarity
         self.read_only_tools = frozenset(read_only_tools)
         self.generalizer = generalizer
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
-        self.store: RecordStore = store or SQLRecordStore.in_folder(self.path, create=create)
+        if store is None:
+            if records is not None:
+                store = SQLRecordStore(records, create=create)
+            else:
+                assert self.path is not None
+                store = SQLRecordStore.in_folder(self.path, create=create)
+        self.store: RecordStore = store
+        #: where the index lives: a Chroma server (None: the folder's ``chroma``)
+        self.index_server = server
         # the index's texts are embedded once per model and their vectors kept in the records
         self._text_vectors = StoredVectors(self.embedder, self.store)
-        self._index = SyncedIndex(self.path, self.store, self._text_vectors)
+        self._index = SyncedIndex(self.path, self.store, self._text_vectors, server=server)
         self._sandbox: Sandbox | None = None
         self._procedures: Procedures | None = None
         self._patterns: Patterns | None = None
@@ -160,9 +189,21 @@ class SkillLibrary:
                 self.store.close()
 
     @property
-    def index_path(self) -> Path:
-        """Folder of the derived Chroma index."""
+    def index_path(self) -> Path | None:
+        """Folder of the derived Chroma index (None when the index is on a server)."""
+        if self.index_server is not None or self.path is None:
+            return None
         return self.path / "chroma"
+
+    @property
+    def location(self) -> str:
+        """Where the library lives, for messages: its folder, or its records and index URLs
+        (passwords masked; the index token is never shown)."""
+        records = str(getattr(self.store, "url", "")) if getattr(self.store, "shared", False) else None
+        if records is None and self.index_server is None:
+            return str(self.path)
+        parts = [records or str(self.path), self.index_server.url if self.index_server else "its folder's index"]
+        return f"records {parts[0]}, index {parts[1]}"
 
     @property
     def index(self) -> VectorIndex:
@@ -1068,14 +1109,47 @@ class SkillLibrary:
         return self.store.add_version(skill, status="draft")
 
 
-def _check_folder(path: Path, create: bool) -> None:
+#: environment settings read when no token is passed
+INDEX_TOKEN_ENV = "SKILLS_INDEX_TOKEN"
+
+
+class InsecureIndexWarning(UserWarning):
+    """The index server is reached beyond loopback with no auth token (see README, deployment)."""
+
+
+def _is_sqlite(url: str) -> bool:
+    return url.split(":", 1)[0].split("+", 1)[0] == "sqlite"
+
+
+def _index_server(url: str | None, token: str | None) -> "IndexServer | None":
+    """The Chroma server of an index URL; warns when it is not loopback and has no token."""
+    if url is None:
+        return None
+    from skill_library.vector_index import IndexServer
+
+    server = IndexServer.parse(url, token or os.environ.get(INDEX_TOKEN_ENV) or None)
+    if not server.loopback and not server.token:
+        import warnings
+
+        warnings.warn(
+            f"the index server {server.host} is not on loopback and no auth token is configured "
+            f"({INDEX_TOKEN_ENV} / index_token=): chromadb 1.0.0-1.5.9 servers have an "
+            "unauthenticated remote-code-execution flaw (CVE-2026-45829); put the server behind "
+            "an authenticating proxy or bind it to loopback",
+            InsecureIndexWarning,
+            stacklevel=3,
+        )
+    return server
+
+
+def _check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> None:
     """Refuse a folder that holds no library (unless ``create``) or lost its records."""
     records = path / RECORDS_FILE
     if records.exists():
         return
     if path.exists() and not path.is_dir():
         raise LibraryNotFoundError(path, "it is a file, not a folder")
-    if (path / "chroma").is_dir():
+    if index_in_folder and (path / "chroma").is_dir():
         raise RecordStoreCorruptError(
             records, "is missing while the folder still has its vector index (chroma/)"
         )

@@ -25,13 +25,16 @@ from sqlalchemy.engine import Connection, Engine
 from skill_library.errors import (
     LibraryNotFoundError,
     RecordStoreCorruptError,
+    RecordStoreUnavailableError,
     SchemaVersionError,
     SkillNotFoundError,
     TraceNotFoundError,
 )
 from skill_library.models import Example, Provenance, Skill, SkillStatus, Trace, utc_now
+from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, ThreadWriteLock, WriteLock
 
-SCHEMA_VERSION = 1
+#: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
+SCHEMA_VERSION = 3
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 #: how long a SQLite writer waits for another one's lock before giving up
@@ -41,6 +44,13 @@ EMPTY_FILE_CHECKS = 5
 EMPTY_FILE_WAIT_SECONDS = 0.1
 #: the file name of the SQLite records inside a library folder
 RECORDS_FILE = "records.db"
+#: the file a folder library's writers lock (skill_library.write_lock.FileWriteLock)
+WRITE_LOCK_FILE = "write.lock"
+#: how often a PostgreSQL transaction that lost a race (unique violation, deadlock,
+#: serialization failure) is retried before the error is raised
+PG_CONFLICT_RETRIES = 5
+#: SQLSTATEs of the races above
+_PG_RETRY_STATES = {"23505", "40001", "40P01"}
 #: SQLite result codes that mean the file is damaged or not a database at all
 _SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
@@ -272,6 +282,14 @@ class RecordStore(abc.ABC):
     def bump_index_generation(self) -> int:
         """Increment the index generation and return the new value."""
 
+    def write_lock(self) -> "WriteLock":
+        """A handle on the lock writers of records-plus-index take (the default, one lock
+        per store object, only serializes the threads of this process)."""
+        lock: WriteLock | None = self.__dict__.get("_default_write_lock")
+        if lock is None:
+            lock = self.__dict__.setdefault("_default_write_lock", ThreadWriteLock())
+        return lock
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release connections."""
@@ -303,48 +321,59 @@ class SQLRecordStore(RecordStore):
     """
 
     def __init__(self, url: str, *, create: bool = True) -> None:
-        self.url = url
-        self._engine = sa.create_engine(url, future=True)
+        self._engine = sa.create_engine(url, future=True, pool_pre_ping=True)
+        #: the URL with any password masked: what errors and messages show
+        self.url = self._engine.url.render_as_string(hide_password=True)
         self._sqlite = self._engine.dialect.name == "sqlite"
+        self._postgres = self._engine.dialect.name == "postgresql"
         database = self._engine.url.database
         self.path: Path | None = (
             Path(database) if self._sqlite and database and database != ":memory:" else None
         )
-        fresh = True
         if self.path is not None:
             if self.path.exists():
-                fresh = False
                 if _stays_empty(self.path):
                     raise RecordStoreCorruptError(self.path, "is empty (0 bytes)")
             elif not create:
                 raise LibraryNotFoundError(self.path.parent, f"no {self.path.name}")
         if self._sqlite:
             _enable_sqlite_wal(self._engine)
+        from skill_library import migrations
+
         with self._write() as conn:
-            if not fresh:
-                present = set(sa.inspect(conn).get_table_names())
-                missing = {t.name for t in metadata.sorted_tables} - present
-                # no table at all: a database another process is creating right now
-                fresh = not present
-                if missing and present:
+            present = set(sa.inspect(conn).get_table_names())
+            # no table at all: a database another process is creating right now (or a new one)
+            if present - {migrations.migrations_table.name}:
+                missing = {skills_table.name, meta_table.name} - present
+                if missing:
+                    where = self.path if self.path is not None else self.url
                     raise RecordStoreCorruptError(
-                        self.path, f"is not a skill-library records file (no {', '.join(sorted(missing))} table)"
+                        where, f"is not a skill-library records file (no {', '.join(sorted(missing))} table)"
                     )
-            metadata.create_all(conn)
-            found = conn.execute(
-                sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
-            ).scalar()
-            if found is None:
-                if not fresh:
-                    raise RecordStoreCorruptError(self.path, "has no schema version")
-                conn.execute(
-                    meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION))
-                )
-            elif int(found) > SCHEMA_VERSION:
-                raise SchemaVersionError(
-                    f"record store {url} has schema version {found}; this library reads "
-                    f"up to {SCHEMA_VERSION}: upgrade skill-library"
-                )
+                found = migrations.applied_version(conn)
+                if found == 0:
+                    raise RecordStoreCorruptError(self.path or self.url, "has no schema version")
+                if found > SCHEMA_VERSION:
+                    raise SchemaVersionError(
+                        f"record store {self.url} has schema version {found}; this library reads "
+                        f"up to {SCHEMA_VERSION}: upgrade skill-library"
+                    )
+            elif not create and not self._sqlite:
+                raise LibraryNotFoundError(self.url, "the database holds no skill library")
+            migrations.upgrade(conn)
+
+    def write_lock(self) -> WriteLock:
+        """``write.lock`` beside a SQLite file; an advisory lock on PostgreSQL."""
+        if self._postgres:
+            return AdvisoryWriteLock(self._engine)
+        if self.path is not None:
+            return FileWriteLock(self.path.parent / WRITE_LOCK_FILE)
+        return super().write_lock()
+
+    @property
+    def shared(self) -> bool:
+        """True when the records live on a database server (not in a library folder)."""
+        return not self._sqlite
 
     @classmethod
     def in_folder(cls, folder: Path, *, create: bool = True) -> "SQLRecordStore":
@@ -430,9 +459,15 @@ class SQLRecordStore(RecordStore):
         conn.info["write"] = write
         return conn
 
-    def _corrupt(self, exc: BaseException) -> RecordStoreCorruptError | None:
-        """The named error for a damaged file, or None for any other database error."""
+    def _corrupt(self, exc: BaseException) -> RecordStoreCorruptError | RecordStoreUnavailableError | None:
+        """The named error for a damaged file or an unreachable server, or None for any
+        other database error."""
         orig = getattr(exc, "orig", exc)
+        if self._postgres and (
+            isinstance(exc, sa.exc.OperationalError) or getattr(exc, "connection_invalidated", False)
+        ):
+            first = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+            return RecordStoreUnavailableError(f"the record store {self.url} is unavailable: {first}")
         if getattr(orig, "sqlite_errorcode", None) in _SQLITE_CORRUPT_CODES:
             where = self.path if self.path is not None else self.url
             problem = "is not a SQLite database" if "not a database" in str(orig) else "is damaged"
@@ -445,17 +480,39 @@ class SQLRecordStore(RecordStore):
     ) -> Skill:
         if status not in ("active", "draft"):
             raise ValueError(f"status: a new version is active or draft, not {status!r}")
-        with self._write() as conn:
-            return self._add_version(conn, skill, initial_success, status)
+        stored: Skill = self._retrying(lambda conn: self._add_version(conn, skill, initial_success, status))
+        return stored
 
     def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
-        with self._write() as conn:
-            return [self._add_version(conn, s, initial_success) for s in skills]
+        stored: list[Skill] = self._retrying(
+            lambda conn: [self._add_version(conn, s, initial_success) for s in skills]
+        )
+        return stored
+
+    def _retrying(self, work: Any) -> Any:
+        """``work(conn)`` in one write transaction; on PostgreSQL, retried when it lost a
+        race with another writer (two first versions of one new name: unique violation;
+        a deadlock) up to :data:`PG_CONFLICT_RETRIES` times."""
+        for attempt in range(PG_CONFLICT_RETRIES + 1):
+            try:
+                with self._write() as conn:
+                    return work(conn)
+            except sa.exc.DBAPIError as exc:
+                state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+                if not self._postgres or state not in _PG_RETRY_STATES or attempt == PG_CONFLICT_RETRIES:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def _add_version(
         self, conn: Connection, skill: Skill, initial_success: bool, status: SkillStatus = "active"
     ) -> Skill:
         now = utc_now()
+        # the skill's row lock serializes new versions of one name on PostgreSQL (a first
+        # version of a new name races on the primary key instead: _retrying)
+        conn.execute(
+            sa.select(skills_table.c.name).where(skills_table.c.name == skill.name).with_for_update()
+        ).first()
         current = conn.execute(
             sa.select(sa.func.max(versions_table.c.version)).where(
                 versions_table.c.name == skill.name
@@ -561,12 +618,11 @@ class SQLRecordStore(RecordStore):
         self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
     ) -> Skill:
         with self._write() as conn:
-            if version is None:
-                version = self._active_version(conn, name)
-            else:
-                self._get(conn, name, version)  # raises when unknown
-            self._append_outcome(conn, name, version, success, trace_id, utc_now())
-            return self._get(conn, name, version)
+            skill = self._get(conn, name, version)  # raises when unknown
+            # the counter update comes last, so on PostgreSQL the version's row lock is
+            # held only from it to the commit; its RETURNING gives the exact new counts
+            successes, failures = self._append_outcome(conn, name, skill.version, success, trace_id, utc_now())
+            return skill.model_copy(update={"successes": successes, "failures": failures})
 
     def set_status(self, name: str, status: SkillStatus) -> Skill:
         with self._write() as conn:
@@ -719,6 +775,8 @@ class SQLRecordStore(RecordStore):
     ) -> Skill:
         now = utc_now()
         with self._write() as conn:
+            # the skill's row lock: evidence of one skill is replaced by one writer at a time
+            conn.execute(sa.select(skills_table.c.name).where(skills_table.c.name == name).with_for_update()).first()
             if version is None:
                 version = self._active_version(conn, name)
             else:
@@ -784,8 +842,8 @@ class SQLRecordStore(RecordStore):
 
     def bump_index_generation(self) -> int:
         with self._write() as conn:
-            value = conn.execute(
-                sa.select(meta_table.c.value).where(meta_table.c.key == "index_generation")
+            value = conn.execute(  # the row lock orders concurrent bumps on PostgreSQL
+                sa.select(meta_table.c.value).where(meta_table.c.key == "index_generation").with_for_update()
             ).scalar()
             new = (int(value) if value is not None else 0) + 1
             if value is None:
@@ -839,19 +897,23 @@ class SQLRecordStore(RecordStore):
         success: bool,
         trace_id: str | None,
         when: datetime,
-    ) -> None:
+    ) -> tuple[int, int]:
+        """Append one outcome and bump its version's counter (an atomic ``x = x + 1``: exact
+        under concurrent writers); the version's new (successes, failures)."""
         conn.execute(
             outcomes_table.insert().values(
                 name=name, version=version, success=success, trace_id=trace_id, recorded_at=when
             )
         )
         column = versions_table.c.successes if success else versions_table.c.failures
-        conn.execute(
+        row = conn.execute(
             versions_table.update()
             .where(versions_table.c.name == name)
             .where(versions_table.c.version == version)
             .values({column.name: column + 1})
-        )
+            .returning(versions_table.c.successes, versions_table.c.failures)
+        ).one()
+        return int(row[0]), int(row[1])
 
 
 def _stays_empty(path: Path) -> bool:

@@ -9,13 +9,16 @@ group by skill (:func:`best_per_skill`).
 
 from __future__ import annotations
 
+import ipaddress
 import shutil
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from urllib.parse import urlsplit
 
 from skill_library.embeddings import Embedder, same_model
-from skill_library.errors import IndexCorruptError
+from skill_library.errors import IndexCorruptError, IndexUnavailableError
 
 if TYPE_CHECKING:  # chromadb is imported when an index is opened, not with this module
     import chromadb
@@ -26,6 +29,69 @@ INDEX_FORMAT = 2  # 2: several entries (when + examples) per skill
 UPSERT_BATCH = 1000
 #: entries embedded per batch when the index is rebuilt from the records
 REBUILD_BATCH = 256
+#: how long a call to an index server keeps retrying while the server cannot be reached
+#: (a restart takes a second or two) before it raises IndexUnavailableError
+INDEX_RECONNECT_SECONDS = 15.0
+#: pause between those retries
+INDEX_RETRY_PAUSE_SECONDS = 0.25
+#: the HTTP timeout of one request to an index server
+INDEX_REQUEST_TIMEOUT_SECONDS = 30.0
+#: collection metadata key holding the records generation a server index was written at
+GENERATION_KEY = "generation"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class IndexServer:
+    """Where a Chroma server index lives: ``http(s)://HOST:PORT[/COLLECTION]``.
+
+    The path names the collection (default ``skills``), so several libraries can share
+    one server. ``token`` (never part of the URL, never logged) is sent as a bearer token
+    for an authenticating proxy in front of the server.
+    """
+
+    host: str
+    port: int
+    ssl: bool = False
+    collection: str = COLLECTION
+    token: str | None = field(default=None, repr=False)  # never in a repr or a log
+
+    @classmethod
+    def parse(cls, url: str, token: str | None = None) -> "IndexServer":
+        """The server of an index URL; ValueError for anything but http(s)://HOST:PORT[/NAME]."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"index URL must be http(s)://HOST:PORT[/COLLECTION], got {url!r}")
+        if parts.username or parts.password:
+            raise ValueError("index URL: pass the token as index_token / SKILLS_INDEX_TOKEN, not in the URL")
+        name = parts.path.strip("/") or COLLECTION
+        port = parts.port or (443 if parts.scheme == "https" else 8000)
+        return cls(parts.hostname, port, parts.scheme == "https", name, token)
+
+    @property
+    def url(self) -> str:
+        """The URL (never the token)."""
+        return f"{'https' if self.ssl else 'http'}://{self.host}:{self.port}/{self.collection}"
+
+    @property
+    def loopback(self) -> bool:
+        """True for localhost / 127.0.0.0/8 / ::1."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """True when ``exc`` means the index server could not be reached."""
+    import httpx
+
+    if isinstance(exc, (httpx.TransportError, ConnectionError)):
+        return True
+    return isinstance(exc, ValueError) and "Could not connect" in str(exc)
 
 
 @dataclass(frozen=True)
@@ -56,32 +122,73 @@ class IndexHit:
 class VectorIndex:
     """A persistent Chroma collection of skill ``when`` embeddings."""
 
-    def __init__(self, folder: Path, embedder: Embedder) -> None:
+    def __init__(self, folder: Path | None, embedder: Embedder, *, server: IndexServer | None = None) -> None:
         import chromadb
         from chromadb.config import Settings
 
         from skill_library.chroma_embedding import SkillEmbeddingFunction
 
-        self.folder = Path(folder)
+        self.folder = Path(folder) if folder is not None else None
+        self.server = server
+        self.name = server.collection if server is not None else COLLECTION
         self.embedder = embedder
-        self._function = SkillEmbeddingFunction(embedder)
+        # a server index gets no embedding function: vectors are always passed explicitly,
+        # so the server never needs (or rebuilds) a model
+        self._function = SkillEmbeddingFunction(embedder) if server is None else None
         self._client: Any = None
+        settings = Settings(anonymized_telemetry=False, allow_reset=server is None)
         try:
-            self._client = chromadb.PersistentClient(
-                path=str(self.folder),
-                settings=Settings(anonymized_telemetry=False, allow_reset=True),
-            )
-            self._collection = self._open_collection()
+            if server is None:
+                assert self.folder is not None
+                self._client = chromadb.PersistentClient(path=str(self.folder), settings=settings)
+            else:
+                headers = {"Authorization": f"Bearer {server.token}"} if server.token else None
+                self._client = self._retry(lambda: chromadb.HttpClient(
+                    host=server.host, port=server.port, ssl=server.ssl, headers=headers, settings=settings,
+                ))
+                session = getattr(getattr(self._client, "_server", None), "_session", None)
+                if session is not None:  # chromadb's default is no timeout at all
+                    session.timeout = INDEX_REQUEST_TIMEOUT_SECONDS
+            self._collection = self._retry(self._open_collection)
+        except IndexUnavailableError:
+            self.close()
+            raise
         except Exception as exc:  # chroma raises many types for damaged files
             self.close()
-            _forget_chroma_system(self.folder)
+            if self.folder is not None:
+                _forget_chroma_system(self.folder)
             if isinstance(exc, IndexCorruptError):
                 raise
-            raise IndexCorruptError(f"cannot open the vector index in {self.folder}: {exc}") from exc
+            raise IndexCorruptError(f"cannot open the vector index in {self.where}: {exc}") from exc
+
+    @property
+    def where(self) -> str:
+        """The index's folder or server URL, for messages."""
+        return self.server.url if self.server is not None else str(self.folder)
+
+    def _retry(self, call: Callable[[], T]) -> T:
+        """``call()``; for a server index, retried while the server cannot be reached, for
+        up to :data:`INDEX_RECONNECT_SECONDS`, then :class:`IndexUnavailableError`."""
+        if self.server is None:
+            return call()
+        deadline = time.monotonic() + INDEX_RECONNECT_SECONDS
+        while True:
+            try:
+                return call()
+            except Exception as exc:
+                if not _unreachable(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise IndexUnavailableError(
+                        f"the index server {self.server.url} cannot be reached "
+                        f"(for {INDEX_RECONNECT_SECONDS:g} s: {type(exc).__name__}): nothing was "
+                        "written to the index; records already stored are kept"
+                    ) from None
+                time.sleep(INDEX_RETRY_PAUSE_SECONDS)
 
     def _open_collection(self) -> chromadb.Collection:
         collection = self._client.get_or_create_collection(
-            COLLECTION,
+            self.name,
             embedding_function=self._function,  # type: ignore[arg-type]
             configuration={"hnsw": {"space": "cosine"}},
             metadata={"model": self.embedder.model_name, "format": INDEX_FORMAT},
@@ -94,14 +201,26 @@ class VectorIndex:
             )
         return collection
 
+    # -- the records generation of a server index (a folder index keeps a file) ---------
+    def stored_generation(self) -> int | None:
+        """The records generation kept in the collection's metadata (None: none)."""
+        meta = self._retry(lambda: self._client.get_collection(self.name, embedding_function=self._function).metadata)
+        value = (meta or {}).get(GENERATION_KEY)
+        return int(value) if value is not None else None
+
+    def store_generation(self, generation: int) -> None:
+        """Keep ``generation`` in the collection's metadata."""
+        meta = {"model": self.embedder.model_name, "format": INDEX_FORMAT, GENERATION_KEY: generation}
+        self._retry(lambda: self._collection.modify(metadata=meta))
+
     # -- reads --------------------------------------------------------------------------
     def count(self) -> int:
         """How many texts are indexed (a skill has one or more)."""
-        return self._collection.count()
+        return self._retry(self._collection.count)
 
     def entries(self) -> dict[str, int]:
         """Indexed entry id -> skill version."""
-        got = self._collection.get(include=["metadatas"])
+        got = self._retry(lambda: self._collection.get(include=["metadatas"]))
         return {
             id_: int((meta or {}).get("version", -1))
             for id_, meta in zip(got["ids"], got["metadatas"] or [])
@@ -116,7 +235,7 @@ class VectorIndex:
         if not names:
             return {}
         where: Any = {"name": names[0]} if len(names) == 1 else {"name": {"$in": list(names)}}
-        got = self._collection.get(where=where, include=["documents", "metadatas"])
+        got = self._retry(lambda: self._collection.get(where=where, include=["documents", "metadatas"]))
         return {
             id_: (doc or "", int((meta or {}).get("version", -1)))
             for id_, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
@@ -130,11 +249,11 @@ class VectorIndex:
         """:meth:`query` for several embeddings in one call."""
         if n < 1 or not embeddings:
             return [[] for _ in embeddings]
-        got = self._collection.query(
+        got = self._retry(lambda: self._collection.query(
             query_embeddings=[list(e) for e in embeddings],
             n_results=n,
             include=["metadatas", "distances"],
-        )
+        ))
         return [
             [
                 IndexHit(
@@ -153,31 +272,32 @@ class VectorIndex:
         """Insert or replace entries whose embeddings are already computed."""
         for start in range(0, len(entries), UPSERT_BATCH):
             batch = entries[start : start + UPSERT_BATCH]
-            self._collection.upsert(
-                ids=[e.id for e in batch],
-                embeddings=[list(v) for v in embeddings[start : start + UPSERT_BATCH]],
-                metadatas=[{"name": e.name, "version": e.version, "kind": e.kind} for e in batch],
-                documents=[e.when for e in batch],
-            )
+            vectors = [list(v) for v in embeddings[start : start + UPSERT_BATCH]]
+            self._retry(lambda: self._collection.upsert(
+                ids=[e.id for e in batch],  # noqa: B023 (called at once)
+                embeddings=vectors,  # noqa: B023
+                metadatas=[{"name": e.name, "version": e.version, "kind": e.kind} for e in batch],  # noqa: B023
+                documents=[e.when for e in batch],  # noqa: B023
+            ))
 
     def delete(self, name: str) -> None:
         """Remove every entry of a skill from the index (no error when absent)."""
-        self._collection.delete(where={"name": name})
-        self._collection.delete(ids=[name])  # entries written before metadata named skills
+        self._retry(lambda: self._collection.delete(where={"name": name}))
+        self._retry(lambda: self._collection.delete(ids=[name]))  # entries written before metadata named skills
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         """Remove entries by id."""
         if ids:
-            self._collection.delete(ids=list(ids))
+            self._retry(lambda: self._collection.delete(ids=list(ids)))
 
     def replace(self, name: str, entries: Sequence[IndexEntry],
                 embeddings: Sequence[Sequence[float]]) -> None:
         """Make ``entries`` the only entries of skill ``name``."""
         keep = {e.id for e in entries}
-        got = self._collection.get(where={"name": name}, include=[])
+        got = self._retry(lambda: self._collection.get(where={"name": name}, include=[]))
         stale = [i for i in got["ids"] if i not in keep]
         if stale:
-            self._collection.delete(ids=stale)
+            self._retry(lambda: self._collection.delete(ids=stale))
         if entries:
             self.upsert(entries, embeddings)
 
@@ -189,8 +309,8 @@ class VectorIndex:
         progress: Callable[[int], None] | None = None,
     ) -> None:
         """Replace the whole collection with ``entries``, embedding their ``when`` texts."""
-        self._client.delete_collection(COLLECTION)
-        self._collection = self._open_collection()
+        self._retry(lambda: self._client.delete_collection(self.name))
+        self._collection = self._retry(self._open_collection)
         for start in range(0, len(entries), batch_size):
             batch = entries[start : start + batch_size]
             self.upsert(batch, self.embedder.embed([e.when for e in batch]))
@@ -229,6 +349,45 @@ def _forget_chroma_system(folder: Path) -> None:
 def remove_index_folder(folder: Path) -> None:
     """Delete a damaged index folder so that it can be rebuilt from scratch."""
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_server_collection(server: IndexServer) -> None:
+    """Delete a server index's collection (no error when it is absent)."""
+    import chromadb
+    from chromadb.config import Settings
+    from chromadb.errors import NotFoundError
+
+    headers = {"Authorization": f"Bearer {server.token}"} if server.token else None
+    client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl, headers=headers,
+                                 settings=Settings(anonymized_telemetry=False))
+    try:
+        client.delete_collection(server.collection)
+    except NotFoundError:
+        pass
+    except Exception as exc:
+        if _unreachable(exc):
+            raise IndexUnavailableError(f"the index server {server.url} cannot be reached") from None
+        raise
+
+
+def server_collection_exists(server: IndexServer) -> bool:
+    """True when the server has the index's collection."""
+    import chromadb
+    from chromadb.config import Settings
+    from chromadb.errors import NotFoundError
+
+    headers = {"Authorization": f"Bearer {server.token}"} if server.token else None
+    try:
+        client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl, headers=headers,
+                                     settings=Settings(anonymized_telemetry=False))
+        client.get_collection(server.collection)
+    except NotFoundError:
+        return False
+    except Exception as exc:
+        if _unreachable(exc):
+            raise IndexUnavailableError(f"the index server {server.url} cannot be reached") from None
+        raise
+    return True
 
 
 def entries_for(

@@ -30,3 +30,90 @@ def library(tmp_path, embedder):
     lib = SkillLibrary(tmp_path / "lib", embedder=embedder)
     yield lib
     lib.close()
+
+
+# -- the shared deployment: real PostgreSQL and Chroma servers, started once per session ---
+def _stop_on_exit(server) -> None:
+    """Stop ``server`` even when the session ends abnormally: at interpreter exit, and on
+    SIGTERM (a CI timeout), which would otherwise skip the fixtures' teardown."""
+    import atexit
+    import signal
+
+    atexit.register(server.stop)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        def _terminate(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, _terminate)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A throwaway PostgreSQL 15 cluster on a loopback port (stopped at the session's end,
+    whatever the tests did); skipped, with the reason, only when PostgreSQL is absent."""
+    from benchmarks.local_servers import PostgresServer, postgres_missing
+
+    missing = postgres_missing()
+    if missing:
+        pytest.skip(missing)
+    server = PostgresServer()
+    _stop_on_exit(server)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_server():
+    """A Chroma server (`chroma run`) on a loopback port, restartable on the same data."""
+    from benchmarks.local_servers import ChromaServer, chroma_missing
+
+    missing = chroma_missing()
+    if missing:
+        pytest.skip(missing)
+    server = ChromaServer()
+    _stop_on_exit(server)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+class Deployment:
+    """Where a test's library lives: a folder, or a fresh database plus a fresh collection."""
+
+    def __init__(self, kind: str, spec: dict) -> None:
+        self.kind = kind
+        self.spec = spec  # SkillLibrary keyword arguments; picklable for spawned workers
+
+    def open(self, embedder=None, **options):
+        from skill_library.library import SkillLibrary
+
+        return SkillLibrary(**self.spec, embedder=embedder, **options)
+
+
+_DEPLOYMENTS = iter(range(1, 10**6))
+
+
+def _shared_deployment(request) -> Deployment:
+    pg = request.getfixturevalue("pg_server")
+    chroma = request.getfixturevalue("chroma_server")
+    name = f"t{os.getpid()}_{next(_DEPLOYMENTS)}"
+    return Deployment("shared", {"records": pg.create_database(name), "index": f"{chroma.url}/{name}"})
+
+
+@pytest.fixture(params=["folder", "shared"])
+def deployment(request, tmp_path):
+    """Each test that takes it runs twice: on a library folder and on PostgreSQL + Chroma."""
+    if request.param == "folder":
+        return Deployment("folder", {"path": str(tmp_path / "lib")})
+    return _shared_deployment(request)
+
+
+@pytest.fixture
+def shared(request):
+    """A fresh shared deployment only: a new database and a new collection on the session's servers."""
+    return _shared_deployment(request)

@@ -275,35 +275,34 @@ def test_a_skill_looks_before_it_acts_when_reads_are_declared(tmp_path, embedder
         assert "state" not in code and "\n    inventory()" in code
 
 
-def _learn_in_process(path: str, worker: int) -> None:
+def _learn_in_process(spec: dict, worker: int) -> None:
     from skill_library import SkillLibrary
 
-    with SkillLibrary(path) as library:
+    with SkillLibrary(**spec) as library:
         for n in range(3):
             order = f"#W{5000 + worker * 10 + n}"
             result = library.learn(cancel_trace(f"W{worker}", f"w{worker}n{n}@example.org", order, "too slow"))
             assert result.status in ("saved", "merged"), result
 
 
-def test_four_processes_learning_one_workflow_make_one_skill_with_exact_evidence(tmp_path, embedder):
+def test_four_processes_learning_one_workflow_make_one_skill_with_exact_evidence(deployment, embedder):
+    """On a folder (file lock) and on PostgreSQL + Chroma server (advisory lock)."""
     import multiprocessing
 
-    from skill_library import SkillLibrary
-
-    path = tmp_path / "shared"
-    SkillLibrary(path, embedder=embedder).close()
+    deployment.open(embedder).close()
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_learn_in_process, args=(str(path), w)) for w in range(4)]
+    workers = [context.Process(target=_learn_in_process, args=(deployment.spec, w)) for w in range(4)]
     for process in workers:
         process.start()
     for process in workers:
         process.join(timeout=300)
     assert [p.exitcode for p in workers] == [0, 0, 0, 0]
-    with SkillLibrary(path, embedder=embedder) as library:
+    with deployment.open(embedder) as library:
         assert [s.name for s in library.list()] == ["cancel_pending_order_by_email"]
         skill = library.get("cancel_pending_order_by_email")
         assert (skill.version, skill.successes) == (1, 12)
         assert len(library.examples(skill.name)) == 12
+        assert len(library.outcomes(skill.name)) == 12
         assert library.index.entries() == {e.id: e.version for e in library._index.expected_entries()}
 
 

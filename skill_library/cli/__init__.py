@@ -1,6 +1,8 @@
 """The ``skills`` command line: each command is a thin mirror of one SkillLibrary call.
 
-The library folder comes from ``--dir`` or ``SKILLS_DIR`` (default ``./.skills``); a folder
+The library folder comes from ``--dir`` or ``SKILLS_DIR`` (default ``./.skills``); a shared
+deployment from the root options ``--records`` / ``--index`` or ``SKILLS_RECORDS_URL`` /
+``SKILLS_INDEX_URL`` (``skills --records URL --index URL list``); a folder
 with no library is an error unless ``skills init`` or ``--create``. Every read command
 takes ``--json``. Commands live in one module per group: ``admin`` (init, reindex),
 ``skills`` (add, list, show, history, retire, outcomes, traces), ``learning`` (learn,
@@ -11,10 +13,12 @@ holds the shared options, ``open_library`` and the one error mapper.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
-from skill_library.cli import admin, integrations, learning, memory, skills
-from skill_library.cli._common import load_tools
+from skill_library.cli import _common, admin, integrations, learning, memory, skills
+from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, load_tools
 
 __all__ = ["app", "load_tools", "main"]
 
@@ -25,6 +29,23 @@ app = typer.Typer(
 )
 for _group in (admin, skills, learning, integrations, memory):
     _group.register(app)
+
+
+@app.callback()
+def _deployment(
+    records: Optional[str] = typer.Option(
+        None, "--records", envvar=RECORDS_URL_ENV, show_envvar=True,
+        help="Record store URL of a shared deployment (postgresql+psycopg://...; prefer the "
+        "environment setting, so no password shows in the process list).",
+    ),
+    index: Optional[str] = typer.Option(
+        None, "--index", envvar=INDEX_URL_ENV, show_envvar=True,
+        help="Chroma server index URL of a shared deployment (http://HOST:PORT[/COLLECTION]; "
+        "token: SKILLS_INDEX_TOKEN).",
+    ),
+) -> None:
+    """Procedural memory for agents: learn, store, fetch and run verified skills."""
+    _common.deployment.update(records=records, index=index)
 
 
 def main() -> None:

@@ -27,9 +27,11 @@ from rich.console import Console
 
 from skill_library.errors import (
     IndexCorruptError,
+    IndexUnavailableError,
     LibraryNotFoundError,
     RecordsBehindIndexError,
     RecordStoreCorruptError,
+    RecordStoreUnavailableError,
     SchemaVersionError,
     SkillLibraryError,
 )
@@ -48,6 +50,12 @@ EXIT_RUN_FAILED = 4
 
 #: the library folder when neither --dir nor SKILLS_DIR is given
 DEFAULT_DIR = Path(".skills")
+#: environment settings of a shared deployment (also the root options --records / --index)
+RECORDS_URL_ENV = "SKILLS_RECORDS_URL"
+INDEX_URL_ENV = "SKILLS_INDEX_URL"
+
+#: the deployment chosen by the root options for this invocation (None: the folder's own)
+deployment: dict[str, str | None] = {"records": None, "index": None}
 #: longest piece of user input (an argument, a value) quoted in a message
 MAX_QUOTED_CHARS = 200
 
@@ -58,6 +66,8 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (SchemaVersionError, EXIT_UNUSABLE),
     (IndexCorruptError, EXIT_UNUSABLE),
     (RecordsBehindIndexError, EXIT_UNUSABLE),
+    (RecordStoreUnavailableError, EXIT_UNUSABLE),
+    (IndexUnavailableError, EXIT_UNUSABLE),
     (SkillLibraryError, EXIT_ERROR),
     (ValidationError, EXIT_ERROR),  # a model built from the user's input
 )
@@ -154,17 +164,23 @@ def open_library(
     create: bool = False,
     generalizer: str | None = None,
 ) -> Iterator[SkillLibrary]:
-    """The library in ``directory`` (default ``./.skills``), closed afterwards.
+    """The library in ``directory`` (default ``./.skills``), closed afterwards; with
+    ``--records`` / ``--index`` (``SKILLS_RECORDS_URL`` / ``SKILLS_INDEX_URL``), the shared
+    deployment they name (a folder is then used only for what they leave out).
 
     A folder with no library is an error unless ``create``.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from skill_library.library import SkillLibrary
 
-    options: dict[str, Any] = {"create": create}
+    options: dict[str, Any] = {"create": create, **{k: v for k, v in deployment.items() if v}}
     if generalizer is not None:
         options["generalizer"] = generalizer
-    library = SkillLibrary(directory or DEFAULT_DIR, **options)
+    folder = directory or (None if deployment["records"] and deployment["index"] else DEFAULT_DIR)
+    try:
+        library = SkillLibrary(folder, **options)
+    except ValueError as exc:  # a malformed URL
+        fail(str(exc), EXIT_UNUSABLE)
     try:
         yield library
     finally:

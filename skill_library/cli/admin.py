@@ -1,4 +1,4 @@
-"""Commands that make or repair a library folder: init, reindex."""
+"""Commands that make, repair or move a library: init, reindex, migrate."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from skill_library.cli._common import DirOption, JsonOption, command, console, emit, open_library
+from skill_library.cli._common import DEFAULT_DIR, DirOption, JsonOption, command, console, emit, open_library
 
 
 @command
@@ -15,7 +15,7 @@ def init(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> N
     """Create an empty library folder, or open an existing one: SkillLibrary(path, create=True)."""
     with open_library(directory, create=True) as lib:
         count = len(lib.list())
-        path = lib.path
+        path = lib.location
     if as_json:
         emit({"path": str(path), "skills": count})
     else:
@@ -39,7 +39,31 @@ def reindex(
         console.print(f"indexed {count} skill(s)")
 
 
+@command
+def migrate(
+    to: str = typer.Option(..., "--to", help="Record store URL to copy into (postgresql+psycopg://...)."),
+    index_to: Optional[str] = typer.Option(
+        None, "--index-to", help="Chroma server URL whose index is built from the copied records."
+    ),
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Copy a folder library into a shared deployment: skill_library.deploy.copy_folder_library(dir, to, index_to)."""
+    from skill_library.deploy import copy_folder_library
+
+    report = copy_folder_library(directory or DEFAULT_DIR, to, index_to)
+    if as_json:
+        emit({"rows": report.rows, "indexed": report.indexed})
+    else:
+        console.print(
+            f"copied {report.rows.get('skills', 0)} skill(s), {report.rows.get('skill_versions', 0)} version(s), "
+            f"{report.rows.get('outcomes', 0)} outcome(s)"
+            + (f"; indexed {report.indexed} skill(s)" if report.indexed is not None else "")
+        )
+
+
 def register(app: typer.Typer) -> None:
     """Add this group's commands to ``app``."""
     app.command()(init)
     app.command()(reindex)
+    app.command()(migrate)

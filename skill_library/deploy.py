@@ -1,0 +1,97 @@
+"""Moving a folder library into a shared deployment (``skills migrate --to URL``).
+
+The records are copied row by row, table by table, in one transaction on the destination,
+which must hold no skill yet; outcome ids are renumbered in their original order. The
+index is not copied: it is rebuilt on the destination from the records, with the stored
+vectors of the index texts (:mod:`skill_library.text_vectors`), so no model is loaded
+unless a text has no stored vector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from skill_library.errors import SkillLibraryError
+from skill_library.record_store import SQLRecordStore, meta_table, metadata, outcomes_table
+
+#: rows read and inserted per batch while copying
+COPY_BATCH = 1000
+#: library_meta keys that describe the destination itself and are never copied
+_OWN_META_KEYS = {"schema_version"}
+
+
+class DestinationNotEmptyError(SkillLibraryError):
+    """``skills migrate`` refuses to copy into a record store that already holds skills."""
+
+
+@dataclass
+class CopyReport:
+    """What :func:`copy_folder_library` copied."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    indexed: int | None = None
+
+
+def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[str, int]:
+    """Copy every row of ``source`` into ``destination`` (schema already current on both);
+    rows copied per table. Refuses a destination that holds skills."""
+    if destination.names():
+        raise DestinationNotEmptyError(
+            f"the record store {destination.url} already holds skills: migrate copies only into an empty one"
+        )
+    from skill_library.migrations import migrations_table
+
+    copied: dict[str, int] = {}
+    with source._read() as src, destination._write() as dst:
+        for table in metadata.sorted_tables:
+            if table is migrations_table:
+                continue
+            query = sa.select(table)
+            if table is outcomes_table:
+                query = query.order_by(outcomes_table.c.id)
+            count = 0
+            batch: list[dict[str, object]] = []
+            for row in src.execute(query).mappings():
+                values = dict(row)
+                if table is outcomes_table:
+                    values.pop("id")
+                if table is meta_table:
+                    if values["key"] in _OWN_META_KEYS:
+                        continue
+                    dst.execute(meta_table.delete().where(meta_table.c.key == values["key"]))
+                batch.append(values)
+                if len(batch) >= COPY_BATCH:
+                    dst.execute(table.insert(), batch)
+                    count += len(batch)
+                    batch = []
+            if batch:
+                dst.execute(table.insert(), batch)
+                count += len(batch)
+            copied[table.name] = count
+    return copied
+
+
+def copy_folder_library(
+    folder: Path, records: str, index: str | None = None, *, index_token: str | None = None
+) -> CopyReport:
+    """Copy the library in ``folder`` into the record store at ``records`` and, when
+    ``index`` is given, build that server index from the copied records."""
+    source = SQLRecordStore.in_folder(Path(folder), create=False)
+    try:
+        source.check_integrity()
+        destination = SQLRecordStore(records, create=True)
+        try:
+            report = CopyReport(rows=copy_records(source, destination))
+        finally:
+            destination.close()
+    finally:
+        source.close()
+    if index is not None:
+        from skill_library.library import SkillLibrary
+
+        with SkillLibrary(records=records, index=index, index_token=index_token) as library:
+            report.indexed = library.reindex()
+    return report

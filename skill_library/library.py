@@ -63,10 +63,12 @@ DEFAULT_MIN_RELIABILITY = 0.6
 DEFAULT_MIN_SIMILARITY = 0.2
 #: fetch asks the index for max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) skills' worth of
 #: entries (ENTRIES_PER_SKILL_GUESS texts each), and FETCH_GROWTH times more while
-#: filtering leaves fewer than k.
+#: filtering, or several texts of one skill, leave fewer than k skills. One text per skill
+#: is the fast guess (a larger first query cost ~1 ms at every fetch, measured with
+#: benchmarks/perf_fetch.py); skills with many examples take the growth step when needed.
 FETCH_OVERFETCH = 4
 FETCH_MIN_EXTRA = 8
-ENTRIES_PER_SKILL_GUESS = 3
+ENTRIES_PER_SKILL_GUESS = 1
 FETCH_GROWTH = 4
 #: How many nearest fetchable skills a learned candidate may call (besides those the trace
 #: invoked).

@@ -47,22 +47,30 @@ def _stop_on_exit(server) -> None:
         signal.signal(signal.SIGTERM, _terminate)
 
 
-@pytest.fixture(scope="session")
-def pg_server():
-    """A throwaway PostgreSQL 15 cluster on a loopback port (stopped at the session's end,
-    whatever the tests did); skipped, with the reason, only when PostgreSQL is absent."""
-    from benchmarks.local_servers import PostgresServer, postgres_missing
-
-    missing = postgres_missing()
-    if missing:
-        pytest.skip(missing)
-    server = PostgresServer()
+def _serve(server_class, missing):
+    """Start a throwaway server for the session and stop it at the end, whatever the tests
+    did. Without its binaries it is skipped with the reason, except under CI (``CI`` set),
+    where a missing server fails: CI must not pass without the shared-deployment tests."""
+    reason = missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs this server: {reason}")
+        pytest.skip(reason)
+    server = server_class()
     _stop_on_exit(server)
     try:
         server.start()
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A throwaway PostgreSQL 15 cluster on a loopback port (see :func:`_serve`)."""
+    from benchmarks.local_servers import PostgresServer, postgres_missing
+
+    yield from _serve(PostgresServer, postgres_missing)
 
 
 @pytest.fixture(scope="session")
@@ -70,16 +78,7 @@ def chroma_server():
     """A Chroma server (`chroma run`) on a loopback port, restartable on the same data."""
     from benchmarks.local_servers import ChromaServer, chroma_missing
 
-    missing = chroma_missing()
-    if missing:
-        pytest.skip(missing)
-    server = ChromaServer()
-    _stop_on_exit(server)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _serve(ChromaServer, chroma_missing)
 
 
 class Deployment:

@@ -7,7 +7,6 @@ index is derived and rebuilt from it whenever it is missing, damaged or out of s
 
 from __future__ import annotations
 
-import ast
 import builtins
 import json
 import os
@@ -15,7 +14,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import ranking
+from skill_library import learning, ranking
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -70,13 +69,8 @@ FETCH_OVERFETCH = 4
 FETCH_MIN_EXTRA = 8
 ENTRIES_PER_SKILL_GUESS = 1
 FETCH_GROWTH = 4
-#: How many nearest fetchable skills a learned candidate may call (besides those the trace
-#: invoked).
-RELATED_SKILLS = 3
 #: learn_many embeds and admits this many traces at a time.
 LEARN_BATCH = 64
-#: Index entries read when looking for a skill of the same workflow as a new trace.
-WORKFLOW_QUERY_ENTRIES = 24
 #: skills embedded and written to the index per batch in :meth:`SkillLibrary.add_many`
 ADD_BATCH = 256
 #: least confidence of a procedure fetch returns (procedures are filtered by confidence)
@@ -696,171 +690,9 @@ class SkillLibrary:
         with _ProgressBar(progress, "learning traces", len(items)) as bar:
             for start in range(0, len(items), LEARN_BATCH):
                 chunk = items[start : start + LEARN_BATCH]
-                results.extend(self._learn_batch(chunk, chosen, verifier, limits))
+                results.extend(learning.learn_batch(self, chunk, chosen, verifier, limits))
                 bar.advance(len(chunk))
         return results
-
-    def _learn_batch(
-        self,
-        items: Sequence[Trace | Mapping[str, Any]],
-        generalizer: "Generalizer",
-        verifier: Callable[..., Any] | None,
-        limits: "Limits | None" = None,
-    ) -> builtins.list[LearnResult]:
-        from skill_library.induction import admission, check_trace, coerce_trace, learn_from_trace
-
-        out: builtins.list[LearnResult | None] = [None] * len(items)
-        checked: dict[int, Trace] = {}
-        for n, item in enumerate(items):
-            trace, reasons = coerce_trace(item)  # a Trace, its fields, or an OpenAI transcript
-            if trace is None or (reasons := check_trace(trace)):
-                out[n] = LearnResult(status="rejected", reasons=reasons)
-            else:
-                checked[n] = trace
-        vectors = dict(zip(checked, self.embedder.embed(
-            [description.query_text(t.task) for t in checked.values()]
-        )))
-        prepared: dict[int, tuple[Any, Any, builtins.list[Skill]]] = {}
-        index = self.index
-        indexed = index.count() > 0
-        for n, trace in checked.items():
-            related = self._related_skills(trace, vectors[n], index if indexed else None)
-            candidate, report, reasons = learn_from_trace(
-                trace, generalizer=generalizer, sandbox=self.sandbox, related=related,
-                live_verifier=verifier, read_only=self.read_only_tools, limits=limits,
-            )
-            if reasons or candidate is None or report is None:
-                out[n] = LearnResult(status="rejected", reasons=reasons, report=report)
-            else:
-                prepared[n] = (candidate, report, related)
-        examples = {n: admission.example_for(checked[n], c) for n, (c, _r, _rel) in prepared.items()}
-        texts = {n: description.index_text(e.text, e.params) for n, e in examples.items()}
-        unique = list(dict.fromkeys(texts.values()))
-        known = dict(zip(unique, self._text_vectors.embed(unique))) if unique else {}
-        if prepared:
-            with self._index.writing() as index:
-                pending: set[str] = set()  # skills whose index entries are written at the end
-                for n, (candidate, report, related) in prepared.items():
-                    out[n] = self._admit(candidate, report, checked[n], related, generalizer,
-                                         index, known, pending)
-                self._sync_index_many(index, sorted(pending), known)
-        return [r for r in out if r is not None]
-
-    def _admit(
-        self,
-        candidate: Any,
-        report: Any,
-        trace: Trace,
-        related: builtins.list[Skill],
-        generalizer: Any,
-        index: VectorIndex,
-        known: dict[str, Any],
-        pending: set[str],
-    ) -> LearnResult:
-        """Under the write lock: decide merge / revise / save and write the records; the
-        names whose index entries must change are added to ``pending``."""
-        from skill_library.induction import admission, revision
-
-        names = self.store.names(prefix=candidate.name)
-        # the trace's task with its values masked, as it would be stored: what reads alike
-        # is compared on what the workflow asks, not on who asked
-        example = admission.example_for(trace, candidate)
-        example_text = description.index_text(example.text, example.params)
-        if example_text not in known:
-            known[example_text] = self._text_vectors.embed([example_text])[0]
-        near = {h.name: h.similarity for h in best_per_skill(
-            index.query(known[example_text], WORKFLOW_QUERY_ENTRIES)
-        )[: admission.WORKFLOW_NEIGHBOURS]} if index.count() else {}
-        wanted = list(dict.fromkeys([*admission.family(candidate.name, names), *near]))
-        found = self.store.get_many_active(wanted)
-        # a draft (imported, not yet verified) is no evidence of a workflow: never merged into
-        neighbours = [found[n] for n in wanted if n in found and found[n].status != "draft"]
-        evidence = self.store.examples([s.name for s in neighbours])
-
-        def example_traces(skill: Skill) -> builtins.list[Trace]:
-            found = []
-            for example in evidence[skill.name]:
-                try:
-                    found.append(self.store.get_trace(example.trace_id))
-                except KeyError:
-                    continue
-            return found
-
-        def revise(traces: builtins.list[Trace], skill: Skill) -> Any:
-            return revision.revise(
-                traces, generalizer=generalizer, sandbox=self.sandbox,
-                related=[r for r in related if r.name != skill.name], extra=[candidate],
-                read_only=self.read_only_tools,
-            )
-
-        for skill in neighbours:
-            if any(e.trace_id == trace.id for e in evidence[skill.name]):
-                return LearnResult(
-                    status="duplicate", skill=skill, report=report, duplicate_of=skill.name,
-                    reasons=[f"trace {trace.id} is already evidence for {skill.name!r}"],
-                )
-        decision = admission.decide(
-            candidate, trace, report=report, neighbours=neighbours, sandbox=self.sandbox,
-            related=related, min_reliability=self.min_reliability,
-            example_traces=example_traces, revise=revise,
-            same_task=lambda s: near.get(s.name, 0.0) > DUPLICATE_SIMILARITY,
-            read_only=self.read_only_tools,
-        )
-        if decision.status in ("duplicate", "rejected"):
-            return LearnResult(
-                status=decision.status, skill=decision.skill, report=decision.report,  # type: ignore[arg-type]
-                reasons=decision.reasons,
-                duplicate_of=decision.skill.name if decision.status == "duplicate" and decision.skill else None,
-            )
-        if decision.status == "merged":
-            assert decision.skill is not None
-            skill = decision.skill
-            params = list((skill.parameters or {}).get("properties", {}))
-            examples = evidence[skill.name]
-            examples = admission.choose_indexed(
-                [*examples, admission.example_for(trace, candidate, params)]
-            )
-            stored = self.store.save_evidence(
-                skill.name, version=skill.version, trace=trace, success=True,
-                examples=examples, when=self._derived_when(skill, examples),
-            )
-            pending.add(stored.name)
-            return LearnResult(status="merged", skill=stored, report=decision.report,
-                               reasons=decision.reasons)
-        new = decision.candidate
-        assert new is not None
-        if decision.status == "revised":
-            assert decision.skill is not None
-            old = decision.skill
-            examples = [] if len(decision.traces) == 1 else evidence[old.name]
-            note = _evidence_note(len(decision.traces))
-            version = _renamed(_with_note(new.to_skill(
-                trace_ids=[t.id for t in decision.traces]), note), old.name)
-        else:
-            examples = []
-            version = new.to_skill(trace_ids=[trace.id])
-            if version.name in names:
-                version = _renamed(version, self._free_name(version.name, names))
-            names.append(version.name)
-        params = list((version.parameters or {}).get("properties", {}))
-        examples = admission.choose_indexed([*examples, admission.example_for(trace, new, params)])
-        self.store.save_trace(trace)
-        stored = self.store.add_version(version)
-        stored = self.store.save_evidence(
-            stored.name, version=stored.version, trace=trace, success=True, examples=examples,
-            when=self._derived_when(stored, examples),
-        )
-        pending.add(stored.name)
-        return LearnResult(status=decision.status, skill=stored, report=decision.report,  # type: ignore[arg-type]
-                           reasons=decision.reasons)
-
-    @staticmethod
-    def _derived_when(skill: Skill, examples: Sequence[Example]) -> str | None:
-        """The ``when`` recomputed from the examples, for a skill the offline generalizer
-        wrote (a hand-written or model-written ``when`` is kept); None: keep the version's."""
-        if skill.provenance.generalizer != "dataflow" or len(examples) < 2:
-            return None
-        return description.when_from_examples([e.text for e in examples if e.indexed])
 
     def _sync_index(
         self, index: VectorIndex, skill: Skill, *, known: Mapping[str, Sequence[float]] | None = None
@@ -911,30 +743,6 @@ class SkillLibrary:
         """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""
         self.store.get(name)  # raises for an unknown name
         return self.store.examples([name])[name]
-
-    def _related_skills(
-        self, trace: Trace, task_vector: Sequence[float], index: VectorIndex | None
-    ) -> builtins.list[Skill]:
-        """Skills the trace invoked, plus the nearest fetchable skills to its task."""
-        related: dict[str, Skill] = {}
-        for call in trace.calls:
-            if call.kind == "skill" and call.name not in related:
-                try:
-                    related[call.name] = self.store.get(call.name)
-                except SkillNotFoundError:
-                    pass
-        if index is not None:
-            for match in self._fetch_vector(task_vector, RELATED_SKILLS, self.min_reliability,
-                                            None, index):
-                related.setdefault(match.skill.name, match.skill)
-        return list(related.values())
-
-    def _free_name(self, name: str, taken: Sequence[str] | None = None) -> str:
-        used = set(taken if taken is not None else [s.name for s in self.store.list()])
-        suffix = 2
-        while f"{name}_{suffix}" in used:
-            suffix += 1
-        return f"{name}_{suffix}"
 
     # -- running ------------------------------------------------------------------------
     def run(
@@ -1223,38 +1031,6 @@ def _task_text(skill: Skill, args: Mapping[str, Any]) -> str:
         return found if isinstance(found, str) else json.dumps(found, default=str)
 
     return _PLACEHOLDER_RE.sub(value, skill.when)
-
-
-def _evidence_note(traces: int) -> str:
-    if traces == 1:
-        return "Learned from 1 verified trace and verified by replaying it in the sandbox."
-    return f"Learned from {traces} verified traces of one workflow; replays each of them."
-
-
-def _with_note(skill: Skill, note: str) -> Skill:
-    """``skill`` whose docstring's evidence line says ``note``."""
-    if not skill.code or "Learned from" not in skill.code:
-        return skill
-    code = re.sub(r"Learned from [^\n]*", note, skill.code, count=1)
-    data = skill.model_dump()
-    data.update(code=code)
-    return Skill.model_validate(data)
-
-
-def _renamed(skill: Skill, new_name: str) -> Skill:
-    """``skill`` under another name: its function definition is renamed too."""
-    assert skill.code is not None
-    tree = ast.parse(skill.code)
-    lines = skill.code.splitlines(keepends=True)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == skill.name:
-            row = node.lineno - 1
-            lines[row] = lines[row].replace(f"def {skill.name}(", f"def {new_name}(", 1)
-    if new_name == skill.name:
-        return skill
-    data = skill.model_dump()
-    data.update(name=new_name, code="".join(lines))
-    return Skill.model_validate(data)
 
 
 class _ProgressBar:

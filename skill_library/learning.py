@@ -1,0 +1,254 @@
+"""The learning pipeline behind ``SkillLibrary.learn`` and ``learn_many``.
+
+A batch of traces is checked, its tasks embedded at once, each trace generalized and
+replayed, its masked example texts embedded at once, and then each candidate is admitted
+(merged, revised, duplicate or saved: :mod:`skill_library.induction.admission`) under the
+library's write lock, the index written once per batch. Functions take the library they
+work for; the facade delegates here.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from skill_library.errors import SkillNotFoundError
+from skill_library.induction import description
+from skill_library.models import Example, LearnResult, Skill, Trace
+from skill_library.vector_index import VectorIndex, best_per_skill
+
+if TYPE_CHECKING:
+    from sandbox import Limits
+    from skill_library.induction import Generalizer
+    from skill_library.library import SkillLibrary
+
+#: How many nearest fetchable skills a learned candidate may call (besides those the trace
+#: invoked).
+RELATED_SKILLS = 3
+#: Index entries read when looking for a skill of the same workflow as a new trace.
+WORKFLOW_QUERY_ENTRIES = 24
+
+
+def learn_batch(
+    lib: "SkillLibrary",
+    items: Sequence[Trace | Mapping[str, Any]],
+    generalizer: "Generalizer",
+    verifier: Callable[..., Any] | None,
+    limits: "Limits | None" = None,
+) -> builtins.list[LearnResult]:
+    from skill_library.induction import admission, check_trace, coerce_trace, learn_from_trace
+
+    out: builtins.list[LearnResult | None] = [None] * len(items)
+    checked: dict[int, Trace] = {}
+    for n, item in enumerate(items):
+        trace, reasons = coerce_trace(item)  # a Trace, its fields, or an OpenAI transcript
+        if trace is None or (reasons := check_trace(trace)):
+            out[n] = LearnResult(status="rejected", reasons=reasons)
+        else:
+            checked[n] = trace
+    vectors = dict(zip(checked, lib.embedder.embed(
+        [description.query_text(t.task) for t in checked.values()]
+    )))
+    prepared: dict[int, tuple[Any, Any, builtins.list[Skill]]] = {}
+    index = lib.index
+    indexed = index.count() > 0
+    for n, trace in checked.items():
+        related = related_skills(lib, trace, vectors[n], index if indexed else None)
+        candidate, report, reasons = learn_from_trace(
+            trace, generalizer=generalizer, sandbox=lib.sandbox, related=related,
+            live_verifier=verifier, read_only=lib.read_only_tools, limits=limits,
+        )
+        if reasons or candidate is None or report is None:
+            out[n] = LearnResult(status="rejected", reasons=reasons, report=report)
+        else:
+            prepared[n] = (candidate, report, related)
+    examples = {n: admission.example_for(checked[n], c) for n, (c, _r, _rel) in prepared.items()}
+    texts = {n: description.index_text(e.text, e.params) for n, e in examples.items()}
+    unique = list(dict.fromkeys(texts.values()))
+    known = dict(zip(unique, lib._text_vectors.embed(unique))) if unique else {}
+    if prepared:
+        with lib._index.writing() as index:
+            pending: set[str] = set()  # skills whose index entries are written at the end
+            for n, (candidate, report, related) in prepared.items():
+                out[n] = admit(lib, candidate, report, checked[n], related, generalizer,
+                                     index, known, pending)
+            lib._sync_index_many(index, sorted(pending), known)
+    return [r for r in out if r is not None]
+
+def admit(
+    lib: "SkillLibrary",
+    candidate: Any,
+    report: Any,
+    trace: Trace,
+    related: builtins.list[Skill],
+    generalizer: Any,
+    index: VectorIndex,
+    known: dict[str, Any],
+    pending: set[str],
+) -> LearnResult:
+    """Under the write lock: decide merge / revise / save and write the records; the
+    names whose index entries must change are added to ``pending``."""
+    from skill_library import library
+    from skill_library.induction import admission, revision
+
+    names = lib.store.names(prefix=candidate.name)
+    # the trace's task with its values masked, as it would be stored: what reads alike
+    # is compared on what the workflow asks, not on who asked
+    example = admission.example_for(trace, candidate)
+    example_text = description.index_text(example.text, example.params)
+    if example_text not in known:
+        known[example_text] = lib._text_vectors.embed([example_text])[0]
+    near = {h.name: h.similarity for h in best_per_skill(
+        index.query(known[example_text], WORKFLOW_QUERY_ENTRIES)
+    )[: admission.WORKFLOW_NEIGHBOURS]} if index.count() else {}
+    wanted = list(dict.fromkeys([*admission.family(candidate.name, names), *near]))
+    found = lib.store.get_many_active(wanted)
+    # a draft (imported, not yet verified) is no evidence of a workflow: never merged into
+    neighbours = [found[n] for n in wanted if n in found and found[n].status != "draft"]
+    evidence = lib.store.examples([s.name for s in neighbours])
+
+    def example_traces(skill: Skill) -> builtins.list[Trace]:
+        found = []
+        for example in evidence[skill.name]:
+            try:
+                found.append(lib.store.get_trace(example.trace_id))
+            except KeyError:
+                continue
+        return found
+
+    def revise(traces: builtins.list[Trace], skill: Skill) -> Any:
+        return revision.revise(
+            traces, generalizer=generalizer, sandbox=lib.sandbox,
+            related=[r for r in related if r.name != skill.name], extra=[candidate],
+            read_only=lib.read_only_tools,
+        )
+
+    for skill in neighbours:
+        if any(e.trace_id == trace.id for e in evidence[skill.name]):
+            return LearnResult(
+                status="duplicate", skill=skill, report=report, duplicate_of=skill.name,
+                reasons=[f"trace {trace.id} is already evidence for {skill.name!r}"],
+            )
+    decision = admission.decide(
+        candidate, trace, report=report, neighbours=neighbours, sandbox=lib.sandbox,
+        related=related, min_reliability=lib.min_reliability,
+        example_traces=example_traces, revise=revise,
+        same_task=lambda s: near.get(s.name, 0.0) > library.DUPLICATE_SIMILARITY,
+        read_only=lib.read_only_tools,
+    )
+    if decision.status in ("duplicate", "rejected"):
+        return LearnResult(
+            status=decision.status, skill=decision.skill, report=decision.report,  # type: ignore[arg-type]
+            reasons=decision.reasons,
+            duplicate_of=decision.skill.name if decision.status == "duplicate" and decision.skill else None,
+        )
+    if decision.status == "merged":
+        assert decision.skill is not None
+        skill = decision.skill
+        params = list((skill.parameters or {}).get("properties", {}))
+        examples = evidence[skill.name]
+        examples = admission.choose_indexed(
+            [*examples, admission.example_for(trace, candidate, params)]
+        )
+        stored = lib.store.save_evidence(
+            skill.name, version=skill.version, trace=trace, success=True,
+            examples=examples, when=derived_when(skill, examples),
+        )
+        pending.add(stored.name)
+        return LearnResult(status="merged", skill=stored, report=decision.report,
+                           reasons=decision.reasons)
+    new = decision.candidate
+    assert new is not None
+    if decision.status == "revised":
+        assert decision.skill is not None
+        old = decision.skill
+        examples = [] if len(decision.traces) == 1 else evidence[old.name]
+        note = _evidence_note(len(decision.traces))
+        version = _renamed(_with_note(new.to_skill(
+            trace_ids=[t.id for t in decision.traces]), note), old.name)
+    else:
+        examples = []
+        version = new.to_skill(trace_ids=[trace.id])
+        if version.name in names:
+            version = _renamed(version, free_name(lib, version.name, names))
+        names.append(version.name)
+    params = list((version.parameters or {}).get("properties", {}))
+    examples = admission.choose_indexed([*examples, admission.example_for(trace, new, params)])
+    lib.store.save_trace(trace)
+    stored = lib.store.add_version(version)
+    stored = lib.store.save_evidence(
+        stored.name, version=stored.version, trace=trace, success=True, examples=examples,
+        when=derived_when(stored, examples),
+    )
+    pending.add(stored.name)
+    return LearnResult(status=decision.status, skill=stored, report=decision.report,  # type: ignore[arg-type]
+                       reasons=decision.reasons)
+
+def derived_when(skill: Skill, examples: Sequence[Example]) -> str | None:
+    """The ``when`` recomputed from the examples, for a skill the offline generalizer
+    wrote (a hand-written or model-written ``when`` is kept); None: keep the version's."""
+    if skill.provenance.generalizer != "dataflow" or len(examples) < 2:
+        return None
+    return description.when_from_examples([e.text for e in examples if e.indexed])
+
+def related_skills(
+    lib: "SkillLibrary", trace: Trace, task_vector: Sequence[float], index: VectorIndex | None
+) -> builtins.list[Skill]:
+    """Skills the trace invoked, plus the nearest fetchable skills to its task."""
+    related: dict[str, Skill] = {}
+    for call in trace.calls:
+        if call.kind == "skill" and call.name not in related:
+            try:
+                related[call.name] = lib.store.get(call.name)
+            except SkillNotFoundError:
+                pass
+    if index is not None:
+        for match in lib._fetch_vector(task_vector, RELATED_SKILLS, lib.min_reliability,
+                                        None, index):
+            related.setdefault(match.skill.name, match.skill)
+    return list(related.values())
+
+def free_name(
+    lib: "SkillLibrary", name: str, taken: Sequence[str] | None = None) -> str:
+    used = set(taken if taken is not None else [s.name for s in lib.store.list()])
+    suffix = 2
+    while f"{name}_{suffix}" in used:
+        suffix += 1
+    return f"{name}_{suffix}"
+
+
+def _evidence_note(traces: int) -> str:
+    if traces == 1:
+        return "Learned from 1 verified trace and verified by replaying it in the sandbox."
+    return f"Learned from {traces} verified traces of one workflow; replays each of them."
+
+
+
+def _with_note(skill: Skill, note: str) -> Skill:
+    """``skill`` whose docstring's evidence line says ``note``."""
+    if not skill.code or "Learned from" not in skill.code:
+        return skill
+    code = re.sub(r"Learned from [^\n]*", note, skill.code, count=1)
+    data = skill.model_dump()
+    data.update(code=code)
+    return Skill.model_validate(data)
+
+
+
+def _renamed(skill: Skill, new_name: str) -> Skill:
+    """``skill`` under another name: its function definition is renamed too."""
+    assert skill.code is not None
+    tree = ast.parse(skill.code)
+    lines = skill.code.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == skill.name:
+            row = node.lineno - 1
+            lines[row] = lines[row].replace(f"def {skill.name}(", f"def {new_name}(", 1)
+    if new_name == skill.name:
+        return skill
+    data = skill.model_dump()
+    data.update(name=new_name, code="".join(lines))
+    return Skill.model_validate(data)

@@ -20,6 +20,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import warnings
@@ -31,12 +32,14 @@ from skill_library.embeddings import Embedder
 from skill_library.errors import IndexCorruptError, RecordsBehindIndexError
 from skill_library.models import Skill
 from skill_library.record_store import RecordStore
+from skill_library.tenancy import DEFAULT_TENANT, collection_name
 from skill_library.vector_index import (
+    COLLECTION,
     IndexEntry,
     IndexServer,
     VectorIndex,
     entries_for,
-    remove_index_folder,
+    remove_folder_collection,
     remove_server_collection,
     server_collection_exists,
 )
@@ -51,14 +54,23 @@ class IndexRebuiltWarning(UserWarning):
 
 class SyncedIndex:
     """The vector index of a library (a ``chroma`` folder, or a collection on a Chroma
-    server when ``server`` is given), kept in step with its record store."""
+    server when ``server`` is given), kept in step with its record store.
+
+    The index is the store's tenant's: its own collection (``skills`` in the folder, or the
+    server URL's collection, for the default tenant; :func:`collection_name` for another),
+    its own generation marker (``chroma/generation``, ``chroma/generation.TENANT``) and
+    the tenant's index generation in the records."""
 
     def __init__(self, folder: Path | None, store: RecordStore, embedder: Embedder,
                  *, server: IndexServer | None = None) -> None:
         if folder is None and server is None:
             raise ValueError("an index needs a folder or a server")
         self.folder = Path(folder) if folder is not None else None
-        self.server = server
+        self.tenant = store.tenant
+        self.server = (dataclasses.replace(server, collection=collection_name(server.collection, self.tenant))
+                       if server is not None else None)
+        #: the tenant's collection in a folder index
+        self.collection = collection_name(COLLECTION, self.tenant)
         self.index_path = self.folder / "chroma" if self.folder is not None else None
         self.store = store
         self.embedder = embedder
@@ -93,20 +105,22 @@ class SyncedIndex:
         return self.server.url if self.server is not None else str(self.index_path)
 
     def _open(self) -> VectorIndex:
-        return VectorIndex(self.index_path, self.embedder, server=self.server)
+        return VectorIndex(self.index_path, self.embedder, server=self.server, collection=self.collection)
 
     def _exists(self) -> bool:
         if self.server is not None:
             return server_collection_exists(self.server)
         assert self.index_path is not None
-        return self.index_path.exists()
+        if self.tenant == DEFAULT_TENANT:  # as before tenants: the folder is the default's index
+            return self.index_path.exists()
+        return self._marker.exists()
 
     def _remove(self) -> None:
         if self.server is not None:
             remove_server_collection(self.server)
         else:
             assert self.index_path is not None
-            remove_index_folder(self.index_path)
+            remove_folder_collection(self.index_path, self.collection)
 
     # -- reading ------------------------------------------------------------------------
     def current(self) -> VectorIndex:
@@ -165,7 +179,8 @@ class SyncedIndex:
     @property
     def _marker(self) -> Path:
         assert self.index_path is not None
-        return self.index_path / GENERATION_FILE
+        name = GENERATION_FILE if self.tenant == DEFAULT_TENANT else f"{GENERATION_FILE}.{self.tenant}"
+        return self.index_path / name
 
     def _mark(self, generation: int) -> None:
         """Record that the index holds the records of ``generation`` (atomic replace)."""

@@ -43,6 +43,7 @@ from skill_library.models import (
 )
 from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
 from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
+from skill_library.tenancy import DEFAULT_TENANT, check_tenant
 from skill_library.text_vectors import StoredVectors
 from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
 
@@ -108,6 +109,11 @@ class SkillLibrary:
     as a bearer token to an authenticating proxy; an index URL that is not loopback with no
     token gives an :class:`InsecureIndexWarning` (README, "Deployment"). Passwords and tokens
     are never logged or stored: messages show the URL with its password masked.
+
+    Tenants: ``tenant`` (default ``"default"``) names whose skills this library reads and
+    writes; every call sees that tenant's records and index only, and two tenants may
+    hold skills of the same name. :meth:`for_tenant` gives a view on the same stores for
+    another tenant (README, "Tenants").
     """
 
     def __init__(
@@ -124,7 +130,9 @@ class SkillLibrary:
         store: RecordStore | None = None,
         read_only_tools: Iterable[str] = (),
         generalizer: "GeneralizerName | Generalizer" = "dataflow",
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
+        check_tenant(tenant)
         if not 0.0 <= min_reliability <= 1.0:
             raise ValueError(f"min_reliability must be within [0, 1], got {min_reliability}")
         if isinstance(generalizer, str) and generalizer not in get_args(GeneralizerName):
@@ -152,7 +160,9 @@ class SkillLibrary:
             else:
                 assert self.path is not None
                 store = SQLRecordStore.in_folder(self.path, create=create)
-        self.store: RecordStore = store
+        self.store: RecordStore = store.for_tenant(tenant)
+        #: the tenant whose records and index every call of this library uses
+        self.tenant: str = tenant
         #: where the index lives: a Chroma server (None: the folder's ``chroma``)
         self.index_server = server
         # the index's texts are embedded once per model and their vectors kept in the records
@@ -162,6 +172,36 @@ class SkillLibrary:
         self._procedures: Procedures | None = None
         self._patterns: Patterns | None = None
         self._closed = False
+        #: the library a tenant view was made from (None: this one opened the stores)
+        self._root: SkillLibrary | None = None
+        self._views: dict[str, SkillLibrary] = {}
+
+    def for_tenant(self, name: str) -> "SkillLibrary":
+        """This library for tenant ``name``: the same record engine, write lock, index
+        client settings, embedder and sandbox, with every call on ``name``'s records and
+        index only. Views are kept per name (asking twice gives the same one) and are
+        closed with the library they came from."""
+        check_tenant(name)
+        root = self._root or self
+        if name == root.tenant:
+            return root
+        view = root._views.get(name)
+        if view is not None and not view._closed:
+            return view
+        view = object.__new__(SkillLibrary)
+        view.__dict__.update(root.__dict__)
+        view.store = root.store.for_tenant(name)
+        view.tenant = name
+        view._text_vectors = StoredVectors(root.embedder, view.store)
+        view._index = SyncedIndex(root.path, view.store, view._text_vectors, server=root.index_server)
+        view._sandbox = None
+        view._procedures = None
+        view._patterns = None
+        view._closed = False
+        view._root = root
+        view._views = {}
+        root._views[name] = view
+        return view
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> "SkillLibrary":
@@ -171,10 +211,17 @@ class SkillLibrary:
         self.close()
 
     def close(self) -> None:
-        """Stop the sandbox workers and release the stores."""
+        """Stop the sandbox workers and release the stores (a tenant view releases only its
+        own index client; the library it came from closes the rest)."""
         if self._closed:
             return
         self._closed = True
+        if self._root is not None:
+            self._root._views.pop(self.tenant, None)
+            self._index.close()
+            return
+        for view in list(self._views.values()):
+            view.close()
         try:
             if self._sandbox is not None:
                 self._sandbox.close()
@@ -608,7 +655,10 @@ class SkillLibrary:
     # -- learning -----------------------------------------------------------------------
     @property
     def sandbox(self) -> "Sandbox":
-        """The sandbox skills run in (started on first use, closed with the library)."""
+        """The sandbox skills run in (started on first use, closed with the library; tenant
+        views share their library's)."""
+        if self._root is not None:
+            return self._root.sandbox
         if self._sandbox is None:
             from sandbox import Sandbox
 

@@ -14,13 +14,14 @@ still added by ``create_all`` upgrade without error.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from skill_library import record_store as rs
 from skill_library.models import utc_now
+from skill_library.tenancy import DEFAULT_TENANT
 
 #: key of the PostgreSQL advisory lock held while migrations run (any constant 64-bit int)
 MIGRATION_LOCK_KEY = 0x534B494C4C4D4947  # "SKILLMIG"
@@ -59,11 +60,75 @@ def _initial(conn: Connection) -> None:
         conn.execute(rs.meta_table.insert().values(key="index_generation", value="0"))
 
 
+#: what a table is renamed to while its rows are copied into its tenant form
+BEFORE_TENANTS_SUFFIX = "_before_tenants"
+
+
+def _add_tenants(conn: Connection) -> None:
+    """Every record gets a ``tenant`` column (existing rows: the default tenant), first in
+    the primary keys and foreign keys where names are keys.
+
+    A table made without the column is rebuilt: renamed aside, created anew, its rows
+    copied, the old one dropped (children before parents, so foreign keys stay valid
+    throughout). The record tables are rebuilt together (their foreign keys tie them);
+    each pattern/procedure table alone. Tables already in the tenant form (a store created
+    by this code, whose earlier steps made the current tables) are left as they are.
+    """
+    from skill_library.patterns import tables as pattern_tables
+
+    inspector = sa.inspect(conn)
+    present = set(inspector.get_table_names())
+    groups = [list(rs.TENANT_TABLES), *([t] for t in pattern_tables.TENANT_TABLES)]
+    for group in groups:
+        found = [t for t in group if t.name in present]
+        columns = {t.name: [c["name"] for c in inspector.get_columns(t.name)] for t in found}
+        if found and any("tenant" not in columns[t.name] for t in found):
+            _rebuild(conn, found, columns)
+
+
+def _rebuild(conn: Connection, tables: list[sa.Table], columns: dict[str, list[str]]) -> None:
+    """Rebuild ``tables`` (parents first) in their current form, keeping their rows."""
+    inspector = sa.inspect(conn)
+    quote = conn.dialect.identifier_preparer.quote
+    postgres = conn.dialect.name == "postgresql"
+    if conn.dialect.name == "sqlite":  # checked at commit: rows are copied before old parents go
+        conn.exec_driver_sql("PRAGMA defer_foreign_keys = ON")
+    aside = {t.name: t.name + BEFORE_TENANTS_SUFFIX for t in tables}
+    for table in tables:
+        for index in inspector.get_indexes(table.name):  # index names are database-wide
+            if index["name"]:
+                conn.exec_driver_sql(f"DROP INDEX {quote(index['name'])}")
+        primary = inspector.get_pk_constraint(table.name).get("name")
+        conn.exec_driver_sql(f"ALTER TABLE {quote(table.name)} RENAME TO {quote(aside[table.name])}")
+        if postgres and primary:  # its name (and index) would clash with the new table's
+            conn.exec_driver_sql(
+                f"ALTER TABLE {quote(aside[table.name])} DROP CONSTRAINT {quote(primary)} CASCADE"
+            )
+    for table in tables:
+        table.create(conn)
+        old = sa.table(aside[table.name], *(sa.column(c) for c in columns[table.name]))
+        kept = [c for c in columns[table.name] if c in table.c and c != "tenant"]
+        tenant: Any = old.c.tenant if "tenant" in columns[table.name] else sa.literal(DEFAULT_TENANT)
+        conn.execute(table.insert().from_select(
+            ["tenant", *kept], sa.select(tenant, *(old.c[c] for c in kept))
+        ))
+        serial = [c.name for c in table.primary_key.columns if c.autoincrement is True]
+        if postgres and serial:  # copied ids: the new sequence continues after them
+            column = serial[0]
+            conn.exec_driver_sql(
+                f"SELECT setval(pg_get_serial_sequence('{table.name}', '{column}'), "
+                f"COALESCE(MAX({quote(column)}), 0) + 1, false) FROM {quote(table.name)}"
+            )
+    for table in reversed(tables):
+        conn.exec_driver_sql(f"DROP TABLE {quote(aside[table.name])}")
+
+
 #: the schema's history; append, never edit or reorder
 MIGRATIONS: list[Migration] = [
     Migration("initial: skills, versions, outcomes, traces, meta", _initial),
     Migration("evidence: skill_examples, skill_profiles", _create(rs.examples_table, rs.profiles_table)),
     Migration("text_vectors: stored vectors of the index texts", _create(rs.vectors_table)),
+    Migration("tenants: a tenant column in every record and its keys", _add_tenants),
 ]
 
 

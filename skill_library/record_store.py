@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import copy
 import sqlite3
 import time
 from datetime import datetime
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import sqlalchemy as sa
+import sqlalchemy.dialects.postgresql
+import sqlalchemy.dialects.sqlite
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
@@ -31,10 +34,11 @@ from skill_library.errors import (
     TraceNotFoundError,
 )
 from skill_library.models import Example, Provenance, Skill, SkillStatus, Trace, utc_now
+from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH, check_tenant
 from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, ThreadWriteLock, WriteLock
 
 #: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 #: how long a SQLite writer waits for another one's lock before giving up
@@ -56,9 +60,17 @@ _SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 metadata = sa.MetaData()
 
+
+def _tenant_column(*, primary_key: bool = True) -> sa.Column[str]:
+    """The ``tenant`` column every record carries (first in each key where names are keys)."""
+    return sa.Column("tenant", sa.String(TENANT_MAX_LENGTH), primary_key=primary_key, nullable=False,
+                     server_default=DEFAULT_TENANT)
+
+
 skills_table = sa.Table(
     "skills",
     metadata,
+    _tenant_column(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("active_version", sa.Integer, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
@@ -68,7 +80,8 @@ skills_table = sa.Table(
 versions_table = sa.Table(
     "skill_versions",
     metadata,
-    sa.Column("name", sa.String(200), sa.ForeignKey("skills.name"), primary_key=True),
+    _tenant_column(),
+    sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("kind", sa.String(20), nullable=False),
     sa.Column("when_text", sa.Text, nullable=False),
@@ -82,24 +95,30 @@ versions_table = sa.Table(
     sa.Column("successes", sa.Integer, nullable=False, default=0),
     sa.Column("failures", sa.Integer, nullable=False, default=0),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
 )
 
 outcomes_table = sa.Table(
     "outcomes",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _tenant_column(primary_key=False),
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("success", sa.Boolean, nullable=False),
     sa.Column("trace_id", sa.String(64)),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(["name", "version"], ["skill_versions.name", "skill_versions.version"]),
-    sa.Index("ix_outcomes_skill", "name", "version"),
+    sa.ForeignKeyConstraint(
+        ["tenant", "name", "version"],
+        ["skill_versions.tenant", "skill_versions.name", "skill_versions.version"],
+    ),
+    sa.Index("ix_outcomes_skill", "tenant", "name", "version"),
 )
 
 traces_table = sa.Table(
     "traces",
     metadata,
+    _tenant_column(),
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("task", sa.Text, nullable=False),
     sa.Column("source", sa.String(200), nullable=False),
@@ -112,24 +131,30 @@ traces_table = sa.Table(
 examples_table = sa.Table(
     "skill_examples",
     metadata,
-    sa.Column("name", sa.String(200), sa.ForeignKey("skills.name"), primary_key=True),
+    _tenant_column(),
+    sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("trace_id", sa.String(64), primary_key=True),
     sa.Column("text", sa.Text, nullable=False),
     sa.Column("params", sa.JSON, nullable=False),
     sa.Column("indexed", sa.Boolean, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
 )
 
 profiles_table = sa.Table(
     "skill_profiles",
     metadata,
-    sa.Column("name", sa.String(200), sa.ForeignKey("skills.name"), primary_key=True),
+    _tenant_column(),
+    sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("when_text", sa.Text, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
 )
 
-# Vectors of the library's own index texts per model (skill_library.text_vectors).
+# Vectors of the library's own index texts per model (skill_library.text_vectors). Shared
+# by every tenant on purpose: a row is a pure function of (model, text) keyed by the text's
+# digest, a cache that tells nothing about which tenant (if any) holds the text.
 vectors_table = sa.Table(
     "text_vectors",
     metadata,
@@ -138,12 +163,19 @@ vectors_table = sa.Table(
     sa.Column("vector", sa.LargeBinary, nullable=False),
 )
 
+# Per-tenant settings (the index generation); ``schema_version`` is the store's own and
+# lives in the default tenant's rows.
 meta_table = sa.Table(
     "library_meta",
     metadata,
+    _tenant_column(),
     sa.Column("key", sa.String(100), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
+
+#: the tables whose rows belong to a tenant, parents before children
+TENANT_TABLES = (skills_table, versions_table, outcomes_table, traces_table, examples_table,
+                 profiles_table, meta_table)
 
 
 def _versions() -> Any:
@@ -153,12 +185,28 @@ def _versions() -> Any:
         profiles_table.c.when_text.label("derived_when"),
         profiles_table.c.version.label("derived_version"),
     ).select_from(
-        versions_table.outerjoin(profiles_table, profiles_table.c.name == versions_table.c.name)
+        versions_table.outerjoin(profiles_table, sa.and_(
+            profiles_table.c.tenant == versions_table.c.tenant,
+            profiles_table.c.name == versions_table.c.name,
+        ))
     )
 
 
 class RecordStore(abc.ABC):
-    """What the library needs from a record store."""
+    """What the library needs from a record store: the records of one tenant (``tenant``).
+
+    Every method reads and writes only that tenant's rows; :meth:`for_tenant` gives a view
+    on the same store for another tenant.
+    """
+
+    #: the tenant whose records this store object reads and writes
+    tenant: str = DEFAULT_TENANT
+
+    def for_tenant(self, tenant: str) -> "RecordStore":
+        """This store bound to ``tenant`` (the same connections and write lock)."""
+        if check_tenant(tenant) == self.tenant:
+            return self
+        raise NotImplementedError(f"{type(self).__name__} holds one tenant only")
 
     @abc.abstractmethod
     def add_version(
@@ -320,7 +368,10 @@ class SQLRecordStore(RecordStore):
     file is created only with ``create=True`` (else :class:`LibraryNotFoundError`).
     """
 
-    def __init__(self, url: str, *, create: bool = True) -> None:
+    def __init__(self, url: str, *, create: bool = True, tenant: str = DEFAULT_TENANT) -> None:
+        self.tenant = check_tenant(tenant)
+        #: True for the store that opened the engine (a tenant view only borrows it)
+        self._owner = True
         self._engine = sa.create_engine(url, future=True, pool_pre_ping=True)
         #: the URL with any password masked: what errors and messages show
         self.url = self._engine.url.render_as_string(hide_password=True)
@@ -361,6 +412,30 @@ class SQLRecordStore(RecordStore):
             elif not create and not self._sqlite:
                 raise LibraryNotFoundError(self.url, "the database holds no skill library")
             migrations.upgrade(conn)
+
+    def for_tenant(self, tenant: str) -> "SQLRecordStore":
+        """A view of this store bound to ``tenant``: the same engine and write lock, every
+        query filtered by the new tenant. Closing the view leaves the engine open; the view
+        is usable while this store is."""
+        if check_tenant(tenant) == self.tenant:
+            return self
+        self.write_lock()  # materialize a per-object lock so that the view shares it
+        view = copy.copy(self)
+        view.tenant = tenant
+        view._owner = False
+        return view
+
+    def tenants(self) -> builtins.list[str]:
+        """Every tenant with at least one skill, sorted (read across tenants)."""
+        with self._read() as conn:
+            return sorted(set(conn.execute(sa.select(skills_table.c.tenant).distinct()).scalars()))
+
+    def tenant_filter(self, table: sa.Table) -> Any:
+        """The condition selecting this store's tenant's rows of ``table`` (any table with a
+        ``tenant`` column: the modules with tables of their own filter with it too)."""
+        return table.c.tenant == self.tenant
+
+    _t = tenant_filter
 
     def write_lock(self) -> WriteLock:
         """``write.lock`` beside a SQLite file; an advisory lock on PostgreSQL."""
@@ -422,13 +497,16 @@ class SQLRecordStore(RecordStore):
         with self._write() as conn:
             for name in names:
                 texts = set(conn.execute(
-                    sa.select(versions_table.c.when_text).where(versions_table.c.name == name)
+                    sa.select(versions_table.c.when_text).where(self._t(versions_table))
+                    .where(versions_table.c.name == name)
                 ).scalars())
                 texts.update(conn.execute(
-                    sa.select(profiles_table.c.when_text).where(profiles_table.c.name == name)
+                    sa.select(profiles_table.c.when_text).where(self._t(profiles_table))
+                    .where(profiles_table.c.name == name)
                 ).scalars())
                 texts.update(conn.execute(
-                    sa.select(examples_table.c.text).where(examples_table.c.name == name)
+                    sa.select(examples_table.c.text).where(self._t(examples_table))
+                    .where(examples_table.c.name == name)
                 ).scalars())
                 if texts:
                     conn.execute(vectors_table.delete().where(
@@ -437,8 +515,10 @@ class SQLRecordStore(RecordStore):
                         )
                     ))
                 for table in (outcomes_table, examples_table, profiles_table, versions_table):
-                    conn.execute(table.delete().where(table.c.name == name))
-                deleted += conn.execute(skills_table.delete().where(skills_table.c.name == name)).rowcount
+                    conn.execute(table.delete().where(self._t(table)).where(table.c.name == name))
+                deleted += conn.execute(
+                    skills_table.delete().where(self._t(skills_table)).where(skills_table.c.name == name)
+                ).rowcount
         return deleted
 
     # -- transactions -------------------------------------------------------------------
@@ -511,10 +591,11 @@ class SQLRecordStore(RecordStore):
         # the skill's row lock serializes new versions of one name on PostgreSQL (a first
         # version of a new name races on the primary key instead: _retrying)
         conn.execute(
-            sa.select(skills_table.c.name).where(skills_table.c.name == skill.name).with_for_update()
+            sa.select(skills_table.c.name).where(self._t(skills_table))
+            .where(skills_table.c.name == skill.name).with_for_update()
         ).first()
         current = conn.execute(
-            sa.select(sa.func.max(versions_table.c.version)).where(
+            sa.select(sa.func.max(versions_table.c.version)).where(self._t(versions_table)).where(
                 versions_table.c.name == skill.name
             )
         ).scalar()
@@ -522,12 +603,13 @@ class SQLRecordStore(RecordStore):
         if current is None:
             conn.execute(
                 skills_table.insert().values(
-                    name=skill.name, active_version=version, created_at=now, updated_at=now
+                    tenant=self.tenant, name=skill.name, active_version=version, created_at=now, updated_at=now
                 )
             )
         elif status == "active":
             conn.execute(
                 versions_table.update()
+                .where(self._t(versions_table))
                 .where(versions_table.c.name == skill.name)
                 .where(versions_table.c.status == "active")
                 .values(status="retired")
@@ -536,12 +618,14 @@ class SQLRecordStore(RecordStore):
         elif not conn.execute(  # a draft leaves an active version current and untouched
             sa.select(sa.func.count())
             .select_from(versions_table)
+            .where(self._t(versions_table))
             .where(versions_table.c.name == skill.name)
             .where(versions_table.c.status == "active")
         ).scalar():
             self._point_to(conn, skill.name, version, now)
         conn.execute(
             versions_table.insert().values(
+                tenant=self.tenant,
                 name=skill.name,
                 version=version,
                 kind=skill.kind,
@@ -576,7 +660,7 @@ class SQLRecordStore(RecordStore):
         with self._read() as conn:
             for start in range(0, len(names), IN_QUERY_BATCH):
                 rows = conn.execute(
-                    _versions().where(
+                    _versions().where(self._t(versions_table)).where(
                         versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
                     )
                 ).mappings()
@@ -592,10 +676,12 @@ class SQLRecordStore(RecordStore):
             .join(
                 skills_table,
                 sa.and_(
+                    skills_table.c.tenant == versions_table.c.tenant,
                     skills_table.c.name == versions_table.c.name,
                     skills_table.c.active_version == versions_table.c.version,
                 ),
             )
+            .where(self._t(versions_table))
             .order_by(versions_table.c.name)
         )
         if status is not None:
@@ -607,6 +693,7 @@ class SQLRecordStore(RecordStore):
         with self._read() as conn:
             rows = conn.execute(
                 _versions()
+                .where(self._t(versions_table))
                 .where(versions_table.c.name == name)
                 .order_by(versions_table.c.version)
             ).mappings().all()
@@ -629,12 +716,14 @@ class SQLRecordStore(RecordStore):
             version = self._active_version(conn, name)
             conn.execute(
                 versions_table.update()
+                .where(self._t(versions_table))
                 .where(versions_table.c.name == name)
                 .where(versions_table.c.version == version)
                 .values(status=status)
             )
             conn.execute(
-                skills_table.update().where(skills_table.c.name == name).values(updated_at=utc_now())
+                skills_table.update().where(self._t(skills_table)).where(skills_table.c.name == name)
+                .values(updated_at=utc_now())
             )
             return self._get(conn, name, version)
 
@@ -643,6 +732,7 @@ class SQLRecordStore(RecordStore):
             self._active_version(conn, name)
             rows = conn.execute(
                 sa.select(outcomes_table)
+                .where(self._t(outcomes_table))
                 .where(outcomes_table.c.name == name)
                 .order_by(outcomes_table.c.id)
             ).mappings()
@@ -661,15 +751,15 @@ class SQLRecordStore(RecordStore):
         with self._write() as conn:
             self._insert_trace(conn, trace)
 
-    @staticmethod
-    def _insert_trace(conn: Connection, trace: Trace) -> None:
+    def _insert_trace(self, conn: Connection, trace: Trace) -> None:
         trace = trace.capped()  # arguments and results beyond the size cap become markers
         exists = conn.execute(
-            sa.select(traces_table.c.id).where(traces_table.c.id == trace.id)
+            sa.select(traces_table.c.id).where(self._t(traces_table)).where(traces_table.c.id == trace.id)
         ).scalar()
         if exists is None:
             conn.execute(
                 traces_table.insert().values(
+                    tenant=self.tenant,
                     id=trace.id,
                     task=trace.task,
                     source=trace.source,
@@ -681,7 +771,7 @@ class SQLRecordStore(RecordStore):
     def get_trace(self, trace_id: str) -> Trace:
         with self._read() as conn:
             body = conn.execute(
-                sa.select(traces_table.c.body).where(traces_table.c.id == trace_id)
+                sa.select(traces_table.c.body).where(self._t(traces_table)).where(traces_table.c.id == trace_id)
             ).scalar()
         if body is None:
             raise TraceNotFoundError(trace_id)
@@ -716,7 +806,7 @@ class SQLRecordStore(RecordStore):
                 conn.execute(vectors_table.insert(), rows)
 
     def names(self, *, prefix: str | None = None) -> builtins.list[str]:
-        query = sa.select(skills_table.c.name).order_by(skills_table.c.name)
+        query = sa.select(skills_table.c.name).where(self._t(skills_table)).order_by(skills_table.c.name)
         if prefix is not None:
             escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             query = query.where(skills_table.c.name.like(escaped + "%", escape="\\"))
@@ -731,9 +821,11 @@ class SQLRecordStore(RecordStore):
                 rows = conn.execute(
                     _versions()
                     .join(skills_table, sa.and_(
+                        skills_table.c.tenant == versions_table.c.tenant,
                         skills_table.c.name == versions_table.c.name,
                         skills_table.c.active_version == versions_table.c.version,
                     ))
+                    .where(self._t(versions_table))
                     .where(versions_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
                 ).mappings()
                 for row in rows:
@@ -748,6 +840,7 @@ class SQLRecordStore(RecordStore):
             for start in range(0, len(unique), IN_QUERY_BATCH):
                 rows = conn.execute(
                     sa.select(examples_table)
+                    .where(self._t(examples_table))
                     .where(examples_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
                     .order_by(examples_table.c.created_at, examples_table.c.trace_id)
                 ).mappings()
@@ -776,7 +869,8 @@ class SQLRecordStore(RecordStore):
         now = utc_now()
         with self._write() as conn:
             # the skill's row lock: evidence of one skill is replaced by one writer at a time
-            conn.execute(sa.select(skills_table.c.name).where(skills_table.c.name == name).with_for_update()).first()
+            conn.execute(sa.select(skills_table.c.name).where(self._t(skills_table))
+                         .where(skills_table.c.name == name).with_for_update()).first()
             if version is None:
                 version = self._active_version(conn, name)
             else:
@@ -786,21 +880,23 @@ class SQLRecordStore(RecordStore):
                 if success:
                     self._append_outcome(conn, name, version, True, trace.id, now)
             if examples is not None:
-                conn.execute(examples_table.delete().where(examples_table.c.name == name))
+                conn.execute(examples_table.delete().where(self._t(examples_table))
+                             .where(examples_table.c.name == name))
                 if examples:
                     conn.execute(
                         examples_table.insert(),
                         [
-                            dict(name=name, trace_id=e.trace_id, text=e.text, params=e.params,
+                            dict(tenant=self.tenant, name=name, trace_id=e.trace_id, text=e.text, params=e.params,
                                  indexed=e.indexed, created_at=e.created_at)
                             for e in examples
                         ],
                     )
             if when is not None:
-                conn.execute(profiles_table.delete().where(profiles_table.c.name == name))
+                conn.execute(profiles_table.delete().where(self._t(profiles_table))
+                             .where(profiles_table.c.name == name))
                 conn.execute(
                     profiles_table.insert().values(
-                        name=name, version=version, when_text=when, updated_at=now
+                        tenant=self.tenant, name=name, version=version, when_text=when, updated_at=now
                     )
                 )
             return self._get(conn, name, version)
@@ -814,6 +910,7 @@ class SQLRecordStore(RecordStore):
                 r[0]
                 for r in conn.execute(
                     sa.select(outcomes_table.c.trace_id)
+                    .where(self._t(outcomes_table))
                     .where(outcomes_table.c.name == name)
                     .where(outcomes_table.c.trace_id.is_not(None))
                 )
@@ -821,11 +918,13 @@ class SQLRecordStore(RecordStore):
             ran = traces_table.c.source.startswith(f"skill:{name}@", autoescape=True)
             chosen = sorted(ids)
             bodies: dict[str, Any] = {}
-            for row in conn.execute(sa.select(traces_table.c.id, traces_table.c.body).where(ran)):
+            for row in conn.execute(
+                sa.select(traces_table.c.id, traces_table.c.body).where(self._t(traces_table)).where(ran)
+            ):
                 bodies[row[0]] = row[1]
             for start in range(0, len(chosen), IN_QUERY_BATCH):
                 for row in conn.execute(
-                    sa.select(traces_table.c.id, traces_table.c.body).where(
+                    sa.select(traces_table.c.id, traces_table.c.body).where(self._t(traces_table)).where(
                         traces_table.c.id.in_(chosen[start : start + IN_QUERY_BATCH])
                     )
                 ):
@@ -836,41 +935,52 @@ class SQLRecordStore(RecordStore):
     def index_generation(self) -> int:
         with self._read() as conn:
             value = conn.execute(
-                sa.select(meta_table.c.value).where(meta_table.c.key == "index_generation")
+                sa.select(meta_table.c.value).where(self._t(meta_table))
+                .where(meta_table.c.key == "index_generation")
             ).scalar()
         return int(value) if value is not None else 0
 
     def bump_index_generation(self) -> int:
         with self._write() as conn:
-            value = conn.execute(  # the row lock orders concurrent bumps on PostgreSQL
-                sa.select(meta_table.c.value).where(meta_table.c.key == "index_generation").with_for_update()
+            # a tenant's first bump makes its row (the insert is a no-op when it exists, so two
+            # writers of a new tenant do not race on the key); the row lock orders concurrent
+            # bumps on PostgreSQL
+            insert = (sa.dialects.postgresql.insert if self._postgres else sa.dialects.sqlite.insert)
+            conn.execute(
+                insert(meta_table).values(tenant=self.tenant, key="index_generation", value="0")
+                .on_conflict_do_nothing(index_elements=["tenant", "key"])
+            )
+            value = conn.execute(
+                sa.select(meta_table.c.value).where(self._t(meta_table))
+                .where(meta_table.c.key == "index_generation").with_for_update()
             ).scalar()
-            new = (int(value) if value is not None else 0) + 1
-            if value is None:
-                conn.execute(meta_table.insert().values(key="index_generation", value=str(new)))
-            else:
-                conn.execute(
-                    meta_table.update()
-                    .where(meta_table.c.key == "index_generation")
-                    .values(value=str(new))
-                )
+            new = int(value) + 1
+            conn.execute(
+                meta_table.update()
+                .where(self._t(meta_table))
+                .where(meta_table.c.key == "index_generation")
+                .values(value=str(new))
+            )
             return new
 
     def close(self) -> None:
-        self._engine.dispose()
+        """Release connections (a tenant view leaves them to the store it came from)."""
+        if self._owner:
+            self._engine.dispose()
 
     # -- helpers ------------------------------------------------------------------------
-    @staticmethod
-    def _point_to(conn: Connection, name: str, version: int, now: datetime) -> None:
+    def _point_to(self, conn: Connection, name: str, version: int, now: datetime) -> None:
         conn.execute(
             skills_table.update()
+            .where(self._t(skills_table))
             .where(skills_table.c.name == name)
             .values(active_version=version, updated_at=now)
         )
 
     def _active_version(self, conn: Connection, name: str) -> int:
         version = conn.execute(
-            sa.select(skills_table.c.active_version).where(skills_table.c.name == name)
+            sa.select(skills_table.c.active_version).where(self._t(skills_table))
+            .where(skills_table.c.name == name)
         ).scalar()
         if version is None:
             raise SkillNotFoundError(name)
@@ -881,6 +991,7 @@ class SQLRecordStore(RecordStore):
             version = self._active_version(conn, name)
         row = conn.execute(
             _versions()
+            .where(self._t(versions_table))
             .where(versions_table.c.name == name)
             .where(versions_table.c.version == version)
         ).mappings().first()
@@ -889,8 +1000,8 @@ class SQLRecordStore(RecordStore):
             raise SkillNotFoundError(name, version)
         return _row_to_skill(row)
 
-    @staticmethod
     def _append_outcome(
+        self,
         conn: Connection,
         name: str,
         version: int,
@@ -902,12 +1013,14 @@ class SQLRecordStore(RecordStore):
         under concurrent writers); the version's new (successes, failures)."""
         conn.execute(
             outcomes_table.insert().values(
-                name=name, version=version, success=success, trace_id=trace_id, recorded_at=when
+                tenant=self.tenant, name=name, version=version, success=success, trace_id=trace_id,
+                recorded_at=when,
             )
         )
         column = versions_table.c.successes if success else versions_table.c.failures
         row = conn.execute(
             versions_table.update()
+            .where(self._t(versions_table))
             .where(versions_table.c.name == name)
             .where(versions_table.c.version == version)
             .values({column.name: column + 1})

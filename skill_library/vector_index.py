@@ -122,7 +122,8 @@ class IndexHit:
 class VectorIndex:
     """A persistent Chroma collection of skill ``when`` embeddings."""
 
-    def __init__(self, folder: Path | None, embedder: Embedder, *, server: IndexServer | None = None) -> None:
+    def __init__(self, folder: Path | None, embedder: Embedder, *, server: IndexServer | None = None,
+                 collection: str = COLLECTION) -> None:
         import chromadb
         from chromadb.config import Settings
 
@@ -130,7 +131,8 @@ class VectorIndex:
 
         self.folder = Path(folder) if folder is not None else None
         self.server = server
-        self.name = server.collection if server is not None else COLLECTION
+        #: the collection: the server's, else ``collection`` in the folder (one per tenant)
+        self.name = server.collection if server is not None else collection
         self.embedder = embedder
         # a server index gets no embedding function: vectors are always passed explicitly,
         # so the server never needs (or rebuilds) a model
@@ -349,6 +351,30 @@ def _forget_chroma_system(folder: Path) -> None:
 def remove_index_folder(folder: Path) -> None:
     """Delete a damaged index folder so that it can be rebuilt from scratch."""
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_folder_collection(folder: Path, name: str) -> None:
+    """Delete one collection of a folder index (other tenants' collections stay); when the
+    folder cannot even be opened, the whole folder goes (every collection is rebuilt from
+    the records on its next use)."""
+    import chromadb
+    from chromadb.config import Settings
+    from chromadb.errors import NotFoundError
+
+    if not Path(folder).exists():
+        return
+    try:
+        client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False,
+                                                                                allow_reset=True))
+        try:
+            client.delete_collection(name)
+        except NotFoundError:
+            pass
+        finally:
+            client.close()  # type: ignore[attr-defined]
+    except Exception:  # chroma raises many types for damaged files
+        _forget_chroma_system(folder)
+        remove_index_folder(folder)
 
 
 def remove_server_collection(server: IndexServer) -> None:

@@ -2,7 +2,9 @@
 
 The library folder comes from ``--dir`` or ``SKILLS_DIR`` (default ``./.skills``); a shared
 deployment from the root options ``--records`` / ``--index`` or ``SKILLS_RECORDS_URL`` /
-``SKILLS_INDEX_URL`` (``skills --records URL --index URL list``); a folder
+``SKILLS_INDEX_URL`` (``skills --records URL --index URL list``); the tenant from the root
+option ``--tenant`` or ``SKILLS_TENANT`` (``skills --tenant acme list``; default ``default``),
+for every command; a folder
 with no library is an error unless ``skills init`` or ``--create``. Every read command
 takes ``--json``. Commands live in one module per group: ``admin`` (init, reindex),
 ``skills`` (add, list, show, history, retire, outcomes, traces), ``learning`` (learn,
@@ -18,7 +20,7 @@ from typing import Optional
 import typer
 
 from skill_library.cli import _common, admin, integrations, learning, memory, skills
-from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, load_tools
+from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, TENANT_ENV, load_tools
 
 __all__ = ["app", "load_tools", "main"]
 
@@ -43,9 +45,13 @@ def _deployment(
         help="Chroma server index URL of a shared deployment (http://HOST:PORT[/COLLECTION]; "
         "token: SKILLS_INDEX_TOKEN).",
     ),
+    tenant: Optional[str] = typer.Option(
+        None, "--tenant", envvar=TENANT_ENV, show_envvar=True,
+        help="The tenant whose skills every command reads and writes (default: default).",
+    ),
 ) -> None:
     """Procedural memory for agents: learn, store, fetch and run verified skills."""
-    _common.deployment.update(records=records, index=index)
+    _common.deployment.update(records=records, index=index, tenant=tenant)
 
 
 def main() -> None:

@@ -35,6 +35,8 @@ from skill_library.errors import (
     SchemaVersionError,
     SkillLibraryError,
 )
+from skill_library.tenancy import TENANT_ENV as TENANT_ENV  # re-exported for the root option
+from skill_library.tenancy import tenant_problem
 
 if TYPE_CHECKING:
     from sandbox import Limits
@@ -54,8 +56,9 @@ DEFAULT_DIR = Path(".skills")
 RECORDS_URL_ENV = "SKILLS_RECORDS_URL"
 INDEX_URL_ENV = "SKILLS_INDEX_URL"
 
-#: the deployment chosen by the root options for this invocation (None: the folder's own)
-deployment: dict[str, str | None] = {"records": None, "index": None}
+#: the deployment and tenant chosen by the root options for this invocation (None: the
+#: folder's own, the default tenant)
+deployment: dict[str, str | None] = {"records": None, "index": None, "tenant": None}
 #: longest piece of user input (an argument, a value) quoted in a message
 MAX_QUOTED_CHARS = 200
 
@@ -166,7 +169,8 @@ def open_library(
 ) -> Iterator[SkillLibrary]:
     """The library in ``directory`` (default ``./.skills``), closed afterwards; with
     ``--records`` / ``--index`` (``SKILLS_RECORDS_URL`` / ``SKILLS_INDEX_URL``), the shared
-    deployment they name (a folder is then used only for what they leave out).
+    deployment they name (a folder is then used only for what they leave out); bound to
+    the tenant of ``--tenant`` / ``SKILLS_TENANT`` (a bad name: exit 2).
 
     A folder with no library is an error unless ``create``.
     """
@@ -177,6 +181,11 @@ def open_library(
     if generalizer is not None:
         options["generalizer"] = generalizer
     folder = directory or (None if deployment["records"] and deployment["index"] else DEFAULT_DIR)
+    tenant = deployment.get("tenant")
+    if tenant is not None:
+        problem = tenant_problem(tenant)
+        if problem is not None:
+            fail(f"--tenant: {problem}", EXIT_UNUSABLE)
     try:
         library = SkillLibrary(folder, **options)
     except ValueError as exc:  # a malformed URL

@@ -86,6 +86,8 @@ class Patterns:
 
     def __init__(self, store: "RecordStore", embedder: "Embedder") -> None:
         self._store = sql_store(store)
+        #: the condition selecting this library's tenant's rows of a table
+        self._t = self._store.tenant_filter
         self._embedder = embedder
         self._vectors: dict[str, list[list[float]]] | None = None
 
@@ -100,16 +102,18 @@ class Patterns:
             twice = sorted(n for n in names if names.count(n) > 1)[0]
             raise PatternError(f"the state space names a state twice: {twice}")
         with self._store.transaction(write=True) as conn:
-            conn.execute(states_table.delete())
+            conn.execute(states_table.delete().where(self._t(states_table)))
             if states:
-                conn.execute(states_table.insert(), [s.model_dump() for s in states])
+                conn.execute(states_table.insert(), [{"tenant": self._store.tenant, **s.model_dump()}
+                                                     for s in states])
         self._vectors = None
         return states
 
     def states(self) -> list[State]:
         """The defined state space (empty when none was defined)."""
         with self._store.transaction(write=False) as conn:
-            rows = conn.execute(sa.select(states_table).order_by(states_table.c.name)).mappings()
+            rows = conn.execute(sa.select(states_table).where(self._t(states_table))
+                                .order_by(states_table.c.name)).mappings()
             return [State(name=r["name"], description=r["description"], examples=list(r["examples"]))
                     for r in rows]
 
@@ -201,13 +205,16 @@ class Patterns:
         """True when ``subject`` asked that nothing about them be recorded or used."""
         with self._store.transaction(write=False) as conn:
             return conn.execute(
-                sa.select(opt_outs_table.c.subject).where(opt_outs_table.c.subject == subject)
+                sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
+                .where(opt_outs_table.c.subject == subject)
             ).first() is not None
 
     def opted_out_subjects(self) -> frozenset[str]:
         """Every subject who opted out."""
         with self._store.transaction(write=False) as conn:
-            return frozenset(conn.execute(sa.select(opt_outs_table.c.subject)).scalars())
+            return frozenset(conn.execute(
+                sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
+            ).scalars())
 
     def record_transition(
         self, subject: str, from_state: str, to_state: str, *, session: str, at: datetime | None = None
@@ -224,7 +231,7 @@ class Patterns:
         self._check_state(to_state, known)
         with self._store.transaction(write=True) as conn:
             result = conn.execute(transitions_table.insert().values(
-                subject=subject, from_state=from_state, to_state=to_state, session=session,
+                tenant=self._store.tenant, subject=subject, from_state=from_state, to_state=to_state, session=session,
                 at=at or utc_now(),
             ))
             key = result.inserted_primary_key
@@ -236,11 +243,12 @@ class Patterns:
         if self.opted_out(subject):
             return Recorded(recorded=False, reason=f"{subject!r} opted out: nothing is recorded")
         with self._store.transaction(write=True) as conn:
-            where = sa.and_(sessions_table.c.subject == subject, sessions_table.c.session == session)
+            where = sa.and_(self._t(sessions_table), sessions_table.c.subject == subject,
+                            sessions_table.c.session == session)
             last = conn.execute(sa.select(sessions_table.c.last_state).where(where)).scalar()
             conn.execute(sessions_table.delete().where(where))
-            conn.execute(sessions_table.insert().values(subject=subject, session=session, last_state=skill,
-                                                        at=utc_now()))
+            conn.execute(sessions_table.insert().values(tenant=self._store.tenant, subject=subject,
+                                                        session=session, last_state=skill, at=utc_now()))
         if last is None:
             return Recorded(recorded=False, reason=f"the first invocation of session {session!r}")
         return self.record_transition(subject, str(last), skill, session=session)
@@ -249,6 +257,7 @@ class Patterns:
         with self._store.transaction(write=False) as conn:
             return [(int(r[0]), str(r[1])) for r in conn.execute(
                 sa.select(transitions_table.c.id, transitions_table.c.to_state)
+                .where(self._t(transitions_table))
                 .where(transitions_table.c.subject == subject)
                 .where(transitions_table.c.from_state == from_state)
                 .where(transitions_table.c.id >= since)
@@ -262,8 +271,11 @@ class Patterns:
         with self._store.transaction(write=False) as conn:
             rows = conn.execute(
                 sa.select(transitions_table.c.to_state, sa.func.count())
+                .where(self._t(transitions_table))
                 .where(transitions_table.c.from_state == from_state)
-                .where(transitions_table.c.subject.not_in(sa.select(opt_outs_table.c.subject)))
+                .where(transitions_table.c.subject.not_in(
+                    sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
+                ))
                 .group_by(transitions_table.c.to_state)
             )
             return Counter({str(r[0]): int(r[1]) for r in rows})
@@ -285,6 +297,7 @@ class Patterns:
         with self._store.transaction(write=False) as conn:
             row = conn.execute(
                 sa.select(marks_table.c.stable_since, marks_table.c.emerging_since)
+                .where(self._t(marks_table))
                 .where(marks_table.c.subject == subject)
                 .where(marks_table.c.from_state == from_state)
             ).first()
@@ -292,10 +305,12 @@ class Patterns:
 
     def _set_marks(self, subject: str, from_state: str, stable: int, emerging: int | None) -> None:
         with self._store.transaction(write=True) as conn:
-            conn.execute(marks_table.delete().where(marks_table.c.subject == subject)
+            conn.execute(marks_table.delete().where(self._t(marks_table))
+                         .where(marks_table.c.subject == subject)
                          .where(marks_table.c.from_state == from_state))
             conn.execute(marks_table.insert().values(
-                subject=subject, from_state=from_state, stable_since=stable, emerging_since=emerging
+                tenant=self._store.tenant, subject=subject, from_state=from_state, stable_since=stable,
+                emerging_since=emerging,
             ))
 
     def stable(self, subject: str, from_state: str) -> dict[str, tuple[float, int]]:
@@ -363,7 +378,8 @@ class Patterns:
         """Per from-state: transitions, the stable and emerging distributions."""
         with self._store.transaction(write=False) as conn:
             starts = sorted(set(conn.execute(
-                sa.select(transitions_table.c.from_state).where(transitions_table.c.subject == subject)
+                sa.select(transitions_table.c.from_state).where(self._t(transitions_table))
+                .where(transitions_table.c.subject == subject)
             ).scalars()))
         out = []
         for start in starts:
@@ -381,23 +397,27 @@ class Patterns:
     def forget(self, subject: str) -> int:
         """Delete every transition and mark of ``subject``; returns the transitions deleted."""
         with self._store.transaction(write=True) as conn:
-            n = conn.execute(transitions_table.delete().where(transitions_table.c.subject == subject)).rowcount
-            conn.execute(marks_table.delete().where(marks_table.c.subject == subject))
-            conn.execute(sessions_table.delete().where(sessions_table.c.subject == subject))
+            n = conn.execute(transitions_table.delete().where(self._t(transitions_table))
+                             .where(transitions_table.c.subject == subject)).rowcount
+            conn.execute(marks_table.delete().where(self._t(marks_table)).where(marks_table.c.subject == subject))
+            conn.execute(sessions_table.delete().where(self._t(sessions_table))
+                         .where(sessions_table.c.subject == subject))
         return int(n or 0)
 
     def opt_out(self, subject: str) -> None:
         """Stop recording and using anything about ``subject`` (what exists is kept until
         :meth:`forget`)."""
         with self._store.transaction(write=True) as conn:
-            if conn.execute(sa.select(opt_outs_table.c.subject)
+            if conn.execute(sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
                             .where(opt_outs_table.c.subject == subject)).first() is None:
-                conn.execute(opt_outs_table.insert().values(subject=subject, at=utc_now()))
+                conn.execute(opt_outs_table.insert().values(tenant=self._store.tenant, subject=subject,
+                                                            at=utc_now()))
 
     def opt_in(self, subject: str) -> None:
         """Undo :meth:`opt_out`."""
         with self._store.transaction(write=True) as conn:
-            conn.execute(opt_outs_table.delete().where(opt_outs_table.c.subject == subject))
+            conn.execute(opt_outs_table.delete().where(self._t(opt_outs_table))
+                         .where(opt_outs_table.c.subject == subject))
 
 
 def _as_distribution(counts: Counter[str]) -> dict[str, tuple[float, int]]:

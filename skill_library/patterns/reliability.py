@@ -51,7 +51,8 @@ def record_event(store: "RecordStore", skill: "Skill", event: str, reason: str, 
     sql = sql_store(store)
     with sql.transaction(write=True) as conn:
         conn.execute(reliability_events_table.insert().values(
-            name=skill.name, version=skill.version, event=event, actor=actor or "library", reason=reason,
+            tenant=sql.tenant, name=skill.name, version=skill.version, event=event, actor=actor or "library",
+            reason=reason,
             at=utc_now(),
         ))
 
@@ -61,6 +62,7 @@ def events(store: "RecordStore", name: str) -> list[dict[str, Any]]:
     sql = sql_store(store)
     with sql.transaction(write=False) as conn:
         rows = conn.execute(sa.select(reliability_events_table)
+                            .where(sql.tenant_filter(reliability_events_table))
                             .where(reliability_events_table.c.name == name)
                             .order_by(reliability_events_table.c.id)).mappings()
         return [{k: r[k] for k in ("version", "event", "actor", "reason", "at")} for r in rows]

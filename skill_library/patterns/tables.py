@@ -1,7 +1,9 @@
 """The tables of usage-pattern memory and instruction procedures, on the record store's engine.
 
 They have a metadata of their own, created on first use (``create_all`` skips tables that
-exist), so a library folder written before these features opens unchanged.
+exist), so a library folder written before these features opens unchanged. Every row
+belongs to a tenant (the ``tenant`` column, first in each key); a store bound to a tenant
+gives the condition selecting its rows (``store._t(table)``).
 """
 
 from __future__ import annotations
@@ -13,16 +15,24 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from skill_library.errors import SkillLibraryError
+from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH
 
 if TYPE_CHECKING:
     from skill_library.record_store import RecordStore, SQLRecordStore
 
 metadata = sa.MetaData()
 
+
+def _tenant(*, primary_key: bool = True) -> sa.Column[str]:
+    return sa.Column("tenant", sa.String(TENANT_MAX_LENGTH), primary_key=primary_key, nullable=False,
+                     server_default=DEFAULT_TENANT)
+
+
 #: the product-defined state space (define_states)
 states_table = sa.Table(
     "pattern_states",
     metadata,
+    _tenant(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("description", sa.Text, nullable=False),
     sa.Column("examples", sa.JSON, nullable=False),
@@ -33,18 +43,20 @@ transitions_table = sa.Table(
     "pattern_transitions",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _tenant(primary_key=False),
     sa.Column("subject", sa.String(200), nullable=False),
     sa.Column("from_state", sa.String(200), nullable=False),
     sa.Column("to_state", sa.String(200), nullable=False),
     sa.Column("session", sa.String(200), nullable=False),
     sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-    sa.Index("ix_pattern_transitions", "subject", "from_state", "id"),
+    sa.Index("ix_pattern_transitions", "tenant", "subject", "from_state", "id"),
 )
 
 #: where the stable distribution of (subject, from_state) starts, and an emerging one
 marks_table = sa.Table(
     "pattern_marks",
     metadata,
+    _tenant(),
     sa.Column("subject", sa.String(200), primary_key=True),
     sa.Column("from_state", sa.String(200), primary_key=True),
     sa.Column("stable_since", sa.Integer, nullable=False),
@@ -55,6 +67,7 @@ marks_table = sa.Table(
 sessions_table = sa.Table(
     "pattern_sessions",
     metadata,
+    _tenant(),
     sa.Column("subject", sa.String(200), primary_key=True),
     sa.Column("session", sa.String(200), primary_key=True),
     sa.Column("last_state", sa.String(200), nullable=False),
@@ -65,6 +78,7 @@ sessions_table = sa.Table(
 opt_outs_table = sa.Table(
     "pattern_opt_outs",
     metadata,
+    _tenant(),
     sa.Column("subject", sa.String(200), primary_key=True),
     sa.Column("at", sa.DateTime(timezone=True), nullable=False),
 )
@@ -74,6 +88,7 @@ reliability_events_table = sa.Table(
     "reliability_events",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    _tenant(primary_key=False),
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("event", sa.String(20), nullable=False),
@@ -86,6 +101,7 @@ reliability_events_table = sa.Table(
 procedures_table = sa.Table(
     "procedures",
     metadata,
+    _tenant(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("title", sa.Text, nullable=False),
@@ -97,7 +113,12 @@ procedures_table = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
 )
 
-_created: "weakref.WeakSet[SQLRecordStore]" = weakref.WeakSet()
+#: every table above (each holds rows of many tenants)
+TENANT_TABLES = (states_table, transitions_table, marks_table, sessions_table, opt_outs_table,
+                 reliability_events_table, procedures_table)
+
+#: the engines these tables were created on (tenant views of one store share its engine)
+_created: "weakref.WeakSet[sa.engine.Engine]" = weakref.WeakSet()
 _lock = threading.Lock()
 
 
@@ -110,8 +131,8 @@ def sql_store(store: "RecordStore") -> "SQLRecordStore":
             f"procedures and usage patterns need a SQL record store, not {type(store).__name__}"
         )
     with _lock:
-        if store not in _created:
+        if store.engine not in _created:
             with store.transaction(write=True) as conn:
                 metadata.create_all(conn)
-            _created.add(store)
+            _created.add(store.engine)
     return store

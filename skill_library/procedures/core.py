@@ -93,6 +93,8 @@ class Procedures:
     def __init__(self, library: "SkillLibrary") -> None:
         self._library = library
         self._store = sql_store(library.store)
+        #: the condition selecting this library's tenant's rows of a table
+        self._t = self._store.tenant_filter
         self._templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
             undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
@@ -135,7 +137,7 @@ class Procedures:
             stored = self._store.add_version(skill, status=status)
             with self._store.transaction(write=True) as conn:
                 conn.execute(procedures_table.insert().values(
-                    name=stored.name, version=stored.version, title=title.strip(),
+                    tenant=self._store.tenant, name=stored.name, version=stored.version, title=title.strip(),
                     initial_confidence=confidence, confidence=confidence, actor=actor,
                     subject=subject, source=source, created_at=utc_now(),
                 ))
@@ -150,19 +152,23 @@ class Procedures:
             raise TypeError(f"positive must be a bool, got {type(positive).__name__}")
         skill = self._procedure_skill(name)
         counter = versions_table.c.successes if positive else versions_table.c.failures
-        this_version = sa.and_(versions_table.c.name == name, versions_table.c.version == skill.version)
+        this_version = sa.and_(self._t(versions_table), versions_table.c.name == name,
+                               versions_table.c.version == skill.version)
         with self._store.transaction(write=True) as conn:  # the outcome, its count and the confidence at once
             current = conn.execute(self._row_query(name, skill.version)).mappings().first()
             if current is None:  # an instruction skill stored by add(): it starts at the default
                 conn.execute(procedures_table.insert().values(
-                    name=name, version=skill.version, title=name, initial_confidence=DEFAULT_CONFIDENCE,
+                    tenant=self._store.tenant, name=name, version=skill.version, title=name,
+                    initial_confidence=DEFAULT_CONFIDENCE,
                     confidence=DEFAULT_CONFIDENCE, actor=skill.provenance.created_by, subject=None,
                     source="admin", created_at=utc_now()))
                 current = {"confidence": DEFAULT_CONFIDENCE}
             conn.execute(outcomes_table.insert().values(
-                name=name, version=skill.version, success=positive, trace_id=None, recorded_at=utc_now()))
+                tenant=self._store.tenant, name=name, version=skill.version, success=positive, trace_id=None,
+                recorded_at=utc_now()))
             conn.execute(versions_table.update().where(this_version).values({counter.name: counter + 1}))
             conn.execute(procedures_table.update()
+                         .where(self._t(procedures_table))
                          .where(procedures_table.c.name == name)
                          .where(procedures_table.c.version == skill.version)
                          .values(confidence=step(float(current["confidence"]), positive)))
@@ -175,14 +181,14 @@ class Procedures:
             raise SkillLibraryError(f"{name!r} is a code skill, not a procedure (use feedback())")
         return skill
 
-    @staticmethod
-    def _row_query(name: str, version: int) -> Any:
-        return (sa.select(procedures_table).where(procedures_table.c.name == name)
+    def _row_query(self, name: str, version: int) -> Any:
+        return (sa.select(procedures_table).where(self._t(procedures_table))
+                .where(procedures_table.c.name == name)
                 .where(procedures_table.c.version == version))
 
     def _rows(self, keys: builtins.list[tuple[str, int]] | None = None) -> dict[tuple[str, int], Any]:
         with self._store.transaction(write=False) as conn:
-            rows = conn.execute(sa.select(procedures_table)).mappings().all()
+            rows = conn.execute(sa.select(procedures_table).where(self._t(procedures_table))).mappings().all()
         found = {(r["name"], r["version"]): r for r in rows}
         return found if keys is None else {k: found[k] for k in keys if k in found}
 
@@ -315,7 +321,8 @@ class Procedures:
         vectors); returns their names."""
         with self._store.transaction(write=False) as conn:
             names = sorted(set(conn.execute(
-                sa.select(procedures_table.c.name).where(procedures_table.c.subject == subject)
+                sa.select(procedures_table.c.name).where(self._t(procedures_table))
+                .where(procedures_table.c.subject == subject)
             ).scalars()))
         if not names:
             return []
@@ -323,6 +330,7 @@ class Procedures:
             for name in names:
                 index.delete(name)
             with self._store.transaction(write=True) as conn:
-                conn.execute(procedures_table.delete().where(procedures_table.c.name.in_(names)))
+                conn.execute(procedures_table.delete().where(self._t(procedures_table))
+                             .where(procedures_table.c.name.in_(names)))
             self._store.purge(names)
         return names

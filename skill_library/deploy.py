@@ -4,7 +4,8 @@ The records are copied row by row, table by table, in one transaction on the des
 which must hold no skill yet; outcome ids are renumbered in their original order. The
 index is not copied: it is rebuilt on the destination from the records, with the stored
 vectors of the index texts (:mod:`skill_library.text_vectors`), so no model is loaded
-unless a text has no stored vector.
+unless a text has no stored vector. Every tenant's rows are copied, and each tenant's
+index is built.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ class CopyReport:
 
 
 def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[str, int]:
-    """Copy every row of ``source`` into ``destination`` (schema already current on both);
-    rows copied per table. Refuses a destination that holds skills."""
-    if destination.names():
+    """Copy every row of ``source`` into ``destination`` (schema already current on both),
+    every tenant's; rows copied per table. Refuses a destination that holds skills (of
+    any tenant)."""
+    if destination.tenants():
         raise DestinationNotEmptyError(
             f"the record store {destination.url} already holds skills: migrate copies only into an empty one"
         )
@@ -61,7 +63,8 @@ def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[st
                 if table is meta_table:
                     if values["key"] in _OWN_META_KEYS:
                         continue
-                    dst.execute(meta_table.delete().where(meta_table.c.key == values["key"]))
+                    dst.execute(meta_table.delete().where(meta_table.c.tenant == values["tenant"])
+                                .where(meta_table.c.key == values["key"]))
                 batch.append(values)
                 if len(batch) >= COPY_BATCH:
                     dst.execute(table.insert(), batch)
@@ -78,13 +81,15 @@ def copy_folder_library(
     folder: Path, records: str, index: str | None = None, *, index_token: str | None = None
 ) -> CopyReport:
     """Copy the library in ``folder`` into the record store at ``records`` and, when
-    ``index`` is given, build that server index from the copied records."""
+    ``index`` is given, build that server index (each tenant's collection) from the copied
+    records; ``indexed`` counts the skills indexed over all tenants."""
     source = SQLRecordStore.in_folder(Path(folder), create=False)
     try:
         source.check_integrity()
         destination = SQLRecordStore(records, create=True)
         try:
             report = CopyReport(rows=copy_records(source, destination))
+            tenants = destination.tenants()
         finally:
             destination.close()
     finally:
@@ -94,4 +99,7 @@ def copy_folder_library(
 
         with SkillLibrary(records=records, index=index, index_token=index_token) as library:
             report.indexed = library.reindex()
+            for tenant in tenants:
+                if tenant != library.tenant:
+                    report.indexed += library.for_tenant(tenant).reindex()
     return report

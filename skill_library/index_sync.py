@@ -101,8 +101,10 @@ class SyncedIndex:
 
     @property
     def where(self) -> str:
-        """The index's folder or server URL, for messages."""
-        return self.server.url if self.server is not None else str(self.index_path)
+        """The index's folder (and tenant) or server URL, for messages."""
+        if self.server is not None:
+            return self.server.url
+        return str(self.index_path) if self.tenant == DEFAULT_TENANT else f"{self.index_path} (tenant {self.tenant})"
 
     def _open(self) -> VectorIndex:
         return VectorIndex(self.index_path, self.embedder, server=self.server, collection=self.collection)

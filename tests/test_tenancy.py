@@ -323,10 +323,15 @@ def test_agent_skills_export_and_import_stay_in_their_tenant(tenants, tmp_path):
 
 def test_text_vectors_are_one_shared_cache(tenants):
     home, acme = tenants
-    with acme.store.transaction(write=False) as conn:
-        rows = conn.execute(sa.text("SELECT COUNT(*) FROM text_vectors")).scalar()
-    assert rows >= 3  # both tenants' texts, in the one table without a tenant column
-    assert home.store.load_vectors(home.embedder.model_name, []) == {}
+
+    def stored() -> int:
+        with home.store.transaction(write=False) as conn:
+            return int(conn.execute(sa.text("SELECT COUNT(*) FROM text_vectors")).scalar())
+
+    before = stored()
+    # the same text in a third tenant reuses the stored vector: no new row, no tenant column
+    assert acme.for_tenant("beta").add(skill("water_plants", HOME_WHEN, "beta")).status == "added"
+    assert stored() == before
 
 
 # -- the CLI -------------------------------------------------------------------------------
@@ -371,6 +376,24 @@ def test_tenants_are_isolated_on_both_deployments(deployment, embedder):
         with deployment.open(embedder, tenant="acme") as acme:
             assert acme.fetch(ACME_WHEN)[0].skill.when == ACME_WHEN
             assert acme.get("water_plants").successes == 2
+
+
+def test_skills_migrate_copies_every_tenant_into_the_shared_deployment(tmp_path, shared, embedder):
+    from skill_library.deploy import copy_folder_library
+
+    folder = tmp_path / "lib"
+    with SkillLibrary(folder, embedder=embedder) as home:
+        home.add(skill("water_plants", HOME_WHEN, "home"), verified=True)
+        home.for_tenant("acme").add(skill("water_plants", ACME_WHEN, "acme"), verified=True)
+    report = copy_folder_library(folder, shared.spec["records"], shared.spec["index"])
+    assert report.indexed == 2 and report.rows["skills"] == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexRebuiltWarning)  # both tenants' collections were built
+        with shared.open(embedder) as home:
+            assert [m.skill.when for m in home.fetch("book a flight", min_similarity=-1)] == [HOME_WHEN]
+            acme = home.for_tenant("acme")
+            assert [m.skill.when for m in acme.fetch("book a flight")] == [ACME_WHEN]
+            assert acme.get("water_plants").successes == 1
 
 
 # -- migration from schema 3 ---------------------------------------------------------------

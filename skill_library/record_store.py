@@ -489,7 +489,9 @@ class SQLRecordStore(RecordStore):
 
     def purge(self, names: Sequence[str]) -> int:
         """Delete every row of the skills ``names`` (versions, outcomes, examples, derived
-        texts) and their text vectors; returns how many skills were deleted. Traces stay."""
+        texts) of this tenant and their text vectors; returns how many skills were deleted.
+        Traces stay. The vectors are a cache shared by the tenants: one holding the same
+        text computes it again when it next needs it."""
         from skill_library.induction.description import index_text
         from skill_library.text_vectors import text_digest
 

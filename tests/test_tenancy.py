@@ -139,6 +139,19 @@ def test_run_traces_and_trace_stay_in_their_tenant(tenants):
         home.run("secret_report", {"target": "x"})
 
 
+def test_quarantine_and_its_events_stay_in_their_tenant(tenants):
+    from skill_library.patterns.reliability import QUARANTINE_MIN_OUTCOMES, events
+
+    home, acme = tenants
+    for _ in range(QUARANTINE_MIN_OUTCOMES):
+        acme.feedback("water_plants", False)
+    assert acme.get("water_plants").status == "quarantined"
+    assert home.get("water_plants").status == "active"
+    assert [e["event"] for e in events(acme.store, "water_plants")] == ["quarantined"]
+    assert events(home.store, "water_plants") == []
+    assert home.fetch(HOME_WHEN)[0].skill.name == "water_plants"
+
+
 def test_retire_in_one_tenant_leaves_the_other(tenants):
     home, acme = tenants
     acme.retire("water_plants")

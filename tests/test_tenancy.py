@@ -9,6 +9,7 @@ PostgreSQL + a Chroma server for the shared deployment.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import warnings
 
@@ -455,6 +456,36 @@ def test_a_schema_3_folder_upgrades_in_place_into_the_default_tenant(tmp_path, e
         warnings.simplefilter("error", IndexRebuiltWarning)
         with SkillLibrary(folder, embedder=embedder) as lib:  # opens again with nothing to do
             assert lib.get("water_plants").successes == 4
+
+
+def test_a_schema_3_folder_keeps_its_index_through_the_upgrade(tmp_path, embedder):
+    """The default tenant's index is the folder's ``skills`` collection and ``generation``
+    file, as schema 3 wrote them: the upgraded folder adopts them, no rebuild."""
+    from skill_library.record_store import SQLRecordStore
+    from skill_library.vector_index import VectorIndex, entries_for
+
+    folder = tmp_path / "old"
+    folder.mkdir()
+    make_v3_store(f"sqlite:///{folder / 'records.db'}")
+    with SkillLibrary(folder, embedder=embedder, create=False) as lib:  # what the index holds
+        wanted = entries_for(lib.list(status="active"), lib.store.examples(["water_plants"]))
+    shutil.rmtree(folder)
+    folder.mkdir()
+    make_v3_store(f"sqlite:///{folder / 'records.db'}")  # schema 3 again, with its index beside it
+    index = VectorIndex(folder / "chroma", embedder)
+    index.rebuild(wanted)
+    index.close()
+    (folder / "chroma" / "generation").write_text("7")  # the v3 store's index generation
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexRebuiltWarning)
+        with SkillLibrary(folder, embedder=embedder, create=False) as lib:
+            assert lib.index.entries() == {"water_plants": 2, "water_plants#t1": 2}
+            assert lib.fetch("water my garden plants")[0].skill.name == "water_plants"
+    store = SQLRecordStore.in_folder(folder, create=False)
+    try:
+        assert store.index_generation() == 7
+    finally:
+        store.close()
 
 
 def test_a_schema_3_postgresql_database_upgrades_in_place(shared, embedder):

@@ -361,6 +361,11 @@ def test_cli_takes_tenant_from_the_option_and_the_environment(tenants, monkeypat
     listed = runner.invoke(app, ["--tenant", "acme", "list", "--dir", folder, "--json"])
     assert listed.exit_code == 0, listed.output
     assert sorted(s["name"] for s in json.loads(listed.output)) == ["secret_report", "water_plants"]
+    shown = runner.invoke(app, ["history", "water_plants", "--tenant", "acme", "--dir", folder, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert [v["when"] for v in json.loads(shown.output)] == [ACME_WHEN]
+    fed = runner.invoke(app, ["feedback", "water_plants", "--failure", "--tenant", "acme", "--dir", folder])
+    assert fed.exit_code == 0, fed.output
     monkeypatch.setenv("SKILLS_TENANT", "acme")
     shown = runner.invoke(app, ["show", "secret_report", "--dir", folder, "--json"])
     assert shown.exit_code == 0, shown.output
@@ -369,6 +374,9 @@ def test_cli_takes_tenant_from_the_option_and_the_environment(tenants, monkeypat
     assert missing.exit_code == 1 and "no skill named 'secret_report'" in missing.output
     bad = runner.invoke(app, ["--tenant", "Bad Name", "list", "--dir", folder])
     assert bad.exit_code == 2 and "tenant name 'Bad Name' is invalid" in bad.output
+    with SkillLibrary(folder, create=False) as lib:  # the failure went to acme's skill only
+        assert lib.get("water_plants").failures == 0
+        assert lib.for_tenant("acme").get("water_plants").failures == 1
 
 
 # -- the shared deployment -----------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -134,11 +135,21 @@ def error_exit(exc: BaseException) -> tuple[str, int] | None:
     return None
 
 
+TenantOption = typer.Option(
+    None, "--tenant", envvar=TENANT_ENV, show_envvar=True,
+    help="The tenant whose skills the command reads and writes (default: the root --tenant, else default).",
+)
+
+
 def command(func: F) -> F:
-    """Wrap a command: library errors become one-line messages, warnings one-line notices."""
+    """Wrap a command: library errors become one-line messages, warnings one-line notices;
+    every command also takes ``--tenant`` (``SKILLS_TENANT``), which :func:`open_library`
+    uses (as it does the root option ``skills --tenant NAME``)."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, tenant: str | None = None, **kwargs: Any) -> Any:
+        if tenant is not None:
+            deployment["tenant"] = tenant
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for developer_only in (DeprecationWarning, PendingDeprecationWarning, ResourceWarning):
@@ -157,6 +168,13 @@ def command(func: F) -> F:
                         seen.add(text)
                         notice(text)
 
+    signature = inspect.signature(func)
+    option = inspect.Parameter("tenant", inspect.Parameter.KEYWORD_ONLY, default=TenantOption,
+                               annotation=Optional[str])
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), option]
+    )
+    wrapper.__annotations__ = {**func.__annotations__, "tenant": Optional[str]}
     return wrapper  # type: ignore[return-value]
 
 

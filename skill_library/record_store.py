@@ -5,7 +5,9 @@ change); each skill has a pointer to its active version; outcomes are an append-
 whose per-version counters are updated in the same transaction, so counts stay exact with
 several processes writing at once. SQLAlchemy 2 Core over SQLite (WAL mode) by default;
 the :class:`RecordStore` interface is what the library uses, so another SQL backend can be
-added behind it.
+added behind it. Every row belongs to a tenant (``skill_library.tenancy``): a store object
+is bound to one (``tenant``; :meth:`SQLRecordStore.for_tenant` gives a view for another on
+the same engine and write lock) and filters every query with :meth:`~SQLRecordStore.tenant_filter`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from skill_library.patterns.core import (
     Recorded,
     State,
 )
-from skill_library.patterns.drift import Drift, detect, smoothed_kl
+from skill_library.patterns.drift import Drift, detect, smoothed_kl, swap_evidence
 
 __all__ = [
     "CLASSIFY_MIN_CONFIDENCE",
@@ -27,4 +27,5 @@ __all__ = [
     "State",
     "detect",
     "smoothed_kl",
+    "swap_evidence",
 ]

@@ -335,9 +335,12 @@ class Patterns:
     ) -> drift_rule.Drift:
         """Drift of the recent window from the stable history (skill_library.patterns.drift).
 
-        On drift the recent window starts an ``emerging`` distribution (the stable one is
-        kept); once emerging holds :data:`PROMOTE_MIN_N` transitions and still diverges from
-        the history before it, it becomes the stable distribution. When its most likely
+        On drift the transitions since the estimated change (``Drift.change_n`` of the recent
+        window) start an ``emerging`` distribution (the stable one is kept). Once emerging
+        holds :data:`PROMOTE_MIN_N` transitions and the evidence against the history before
+        it (``swap_evidence``) exceeds ``threshold`` both over the whole emerging span and
+        over the last ``recent`` transitions (a burst that has passed is not a habit), it
+        becomes the stable distribution. When its most likely
         state is the historical one again, it is dropped (the habit came back).
         """
         stable_since, emerging_since = self._marks(subject, from_state)
@@ -347,14 +350,16 @@ class Patterns:
         found = drift_rule.detect([s for _, s in rows], recent=recent, history=history, threshold=threshold)
         if emerging_since is None:
             if found.detected and rows:
-                self._set_marks(subject, from_state, stable_since, rows[max(0, len(rows) - recent)][0])
+                # emerging starts where the new habit began (drift.change_start)
+                self._set_marks(subject, from_state, stable_since, rows[len(rows) - max(1, found.change_n)][0])
             return found
         emerging_rows = Counter(s for i, s in rows if i >= emerging_since)
         older = Counter([s for i, s in rows if i < emerging_since][-history:])
         if drift_rule.top(emerging_rows) == drift_rule.top(older):
             self._set_marks(subject, from_state, stable_since, None)  # the habit came back
         elif (sum(emerging_rows.values()) >= PROMOTE_MIN_N
-              and drift_rule.smoothed_kl(emerging_rows, older) > threshold):
+              and drift_rule.swap_evidence(emerging_rows, older) > threshold
+              and drift_rule.swap_evidence(Counter(s for _, s in rows[-recent:]), older) > threshold):
             self._set_marks(subject, from_state, emerging_since, None)  # the new habit holds
         return found
 

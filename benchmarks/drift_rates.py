@@ -11,7 +11,7 @@ DRIFT_RECENT`` stable sessions. A *false positive* is a stable window end at whi
 stream); the *delay* of a swap is the number of sessions after it at the first flag (none
 within ``AFTER`` sessions: not detected).
 
-``--tune`` sweeps windows, persistence and thresholds on the ``TUNE_*`` seeds and keeps the
+``--tune`` sweeps windows, persistence and the minimum lead on the ``TUNE_*`` seeds and keeps the
 setting that detects the most swaps within ``MAX_DELAY`` sessions while at most
 ``TUNE_MAX_FLAGGED_SHARE`` of the stable streams see any flag. The report runs the library's
 defaults on the ``HELD_OUT_*`` seeds, which the tuning never saw.
@@ -20,6 +20,7 @@ defaults on the ``HELD_OUT_*`` seeds, which the tuning never saw.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 from collections.abc import Callable, Iterable, Sequence
@@ -47,7 +48,7 @@ TUNE_MAX_FLAGGED_SHARE = 0.02
 #: the tuning grid
 TUNE_RECENT = (16, 18, 20, 22)
 TUNE_PERSISTENCE = (1, 2, 3)
-TUNE_THRESHOLDS = tuple(t / 4 for t in range(12, 37))
+TUNE_MIN_LEADS = tuple(range(2, 11))
 #: the trade-off printed: the best share within MAX_DELAY at these shares of flagged streams
 FRONTIER_SHARES = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 #: the oracle's grid runs on the first of the tuning seeds
@@ -127,11 +128,13 @@ def measure(stable_seeds: Iterable[int], swap_seeds: Iterable[int], **settings: 
     return Rates(WINDOWS * len(per_stream), sum(per_stream), sum(n > 0 for n in per_stream), len(per_stream), delays)
 
 
-def _evidence_series(states: Sequence[str], ends: Iterable[int], recent: int) -> list[float]:
+def _lead_series(states: Sequence[str], ends: Iterable[int], recent: int) -> list[float]:
+    # the largest lead of a challenger with more than DRIFT_THRESHOLD nats of evidence
     out = []
     for end in ends:
         r, h = drift._window(states, end, recent, drift.DRIFT_HISTORY)
-        out.append(drift.swap_evidence(r, h) if sum(h.values()) >= drift.DRIFT_MIN_HISTORY else 0.0)
+        leads = [c.lead for c in drift.challengers(r, h) if c.evidence > drift.DRIFT_THRESHOLD]
+        out.append(float(max(leads)) if leads and sum(h.values()) >= drift.DRIFT_MIN_HISTORY else -math.inf)
     return out
 
 
@@ -145,9 +148,9 @@ def _first_runs(series: list[float], threshold: float, persistence: int) -> list
 
 def _grid(
     series: Callable[[Sequence[str], range, int], list[float]], stable_seeds: range, swap_seeds: range,
-    thresholds: Sequence[float],
-) -> list[tuple[int, int, float, Rates]]:
-    """(recent, persistence, threshold, rates) for a statistic computed once per window length."""
+    leads: Sequence[int],
+) -> list[tuple[int, int, int, Rates]]:
+    """(recent, persistence, min_lead, rates) for a lead computed once per window length."""
     rows = []
     for recent in TUNE_RECENT:
         history = drift.DRIFT_HISTORY
@@ -163,18 +166,19 @@ def _grid(
             states = before + after
             swaps.append(series(states, range(len(before) - 2, len(states) + 1), recent))
         for persistence in TUNE_PERSISTENCE:
-            for threshold in thresholds:
+            for lead in leads:
+                threshold = lead - 0.5
                 flags = [sum(_first_runs(s, threshold, persistence)[3:]) for s in stable]
                 delays = [
                     next((n for n, f in enumerate(_first_runs(s, threshold, persistence)[3:], start=1) if f), None)
                     for s in swaps
                 ]
                 rates = Rates(WINDOWS * len(flags), sum(flags), sum(f > 0 for f in flags), len(flags), delays)
-                rows.append((recent, persistence, threshold, rates))
+                rows.append((recent, persistence, lead, rates))
     return rows
 
 
-def _best(rows: list[tuple[int, int, float, Rates]], share: float) -> tuple[int, int, float, Rates] | None:
+def _best(rows: list[tuple[int, int, int, Rates]], share: float) -> tuple[int, int, int, Rates] | None:
     allowed = [r for r in rows if r[3].flagged_streams <= share * r[3].streams]
     return max(allowed, key=lambda r: (r[3].within, -r[3].flagged_windows, -r[0], r[2])) if allowed else None
 
@@ -190,23 +194,22 @@ def tune(oracle: bool = False) -> None:
     """Print the grid over the tuning seeds and the setting it selects; with ``oracle``, the
     same for a detector told the exact swap, to show where the trade-off lies."""
     if oracle:
-        rows = _grid(_oracle_series, TUNE_STABLE[:ORACLE_STREAMS], TUNE_SWAP[:ORACLE_SWAPS],
-                     [k - 0.5 for k in range(-2, 12)])
+        rows = _grid(_oracle_series, TUNE_STABLE[:ORACLE_STREAMS], TUNE_SWAP[:ORACLE_SWAPS], TUNE_MIN_LEADS)
     else:
-        rows = _grid(_evidence_series, TUNE_STABLE, TUNE_SWAP, TUNE_THRESHOLDS)
-    for recent, persistence, threshold, rates in rows:
-        print(f"recent={recent} persistence={persistence} threshold={threshold:.2f}: {rates.line()}")
+        rows = _grid(_lead_series, TUNE_STABLE, TUNE_SWAP, TUNE_MIN_LEADS)
+    for recent, persistence, lead, rates in rows:
+        print(f"recent={recent} persistence={persistence} min_lead={lead}: {rates.line()}")
     print()
     for share in FRONTIER_SHARES:
         best = _best(rows, share)
         if best is not None:
             print(f"at most {share:.1%} of stable streams flagged: recent={best[0]} persistence={best[1]} "
-                  f"threshold={best[2]:.2f}: {best[3].line()}")
+                  f"min_lead={best[2]}: {best[3].line()}")
     if not oracle:
         best = _best(rows, TUNE_MAX_FLAGGED_SHARE)
         assert best is not None
         print(f"\nselected (most swaps within {MAX_DELAY} with at most {TUNE_MAX_FLAGGED_SHARE:.0%} of "
-              f"stable streams flagged): recent={best[0]} persistence={best[1]} threshold={best[2]:.2f}")
+              f"stable streams flagged): recent={best[0]} persistence={best[1]} min_lead={best[2]}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -217,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.tune or args.oracle:
         tune(oracle=args.oracle)
         return
-    print(f"defaults: recent={drift.DRIFT_RECENT} history={drift.DRIFT_HISTORY} "
+    print(f"defaults: recent={drift.DRIFT_RECENT} history={drift.DRIFT_HISTORY} min_lead={drift.DRIFT_MIN_LEAD} "
           f"threshold={drift.DRIFT_THRESHOLD} persistence={drift.DRIFT_PERSISTENCE} "
           f"smoothing={drift.DRIFT_SMOOTHING}")
     print("held-out seeds:", measure(HELD_OUT_STABLE, HELD_OUT_SWAP).line())

@@ -12,13 +12,14 @@ from skill_library.patterns.core import (
     Recorded,
     State,
 )
-from skill_library.patterns.drift import Drift, detect, smoothed_kl, swap_evidence
+from skill_library.patterns.drift import Challenger, Drift, detect, smoothed_kl, swap_evidence, winner
 
 __all__ = [
     "CLASSIFY_MIN_CONFIDENCE",
     "CLASSIFY_PRIOR_WEIGHT",
     "PREDICT_MIN_N",
     "PROMOTE_MIN_N",
+    "Challenger",
     "Classified",
     "Drift",
     "PatternError",
@@ -28,4 +29,5 @@ __all__ = [
     "detect",
     "smoothed_kl",
     "swap_evidence",
+    "winner",
 ]

@@ -65,9 +65,10 @@ DRIFT_MIN_HISTORY = 20
 @dataclass(frozen=True)
 class Drift:
     """The verdict of :func:`detect`: ``stable`` is the historical distribution and
-    ``emerging`` the recent one (state -> probability), each unsmoothed; ``evidence`` is the
-    decision statistic (nats) at the last window end and ``divergence`` the KL of the recent
-    window from history."""
+    ``emerging`` the recent one (state -> probability), each unsmoothed; at the last window
+    end, ``lead`` is the largest challenger lead and ``evidence`` the largest swap evidence
+    (nats), ``divergence`` the KL of the recent window from history, and ``change_n`` (on
+    drift) the transitions since the estimated change."""
 
     detected: bool
     old_top: str | None

@@ -12,13 +12,14 @@ from skill_library.patterns.core import (
     Recorded,
     State,
 )
-from skill_library.patterns.drift import Drift, detect, smoothed_kl
+from skill_library.patterns.drift import Challenger, Drift, detect, smoothed_kl, swap_evidence, winner
 
 __all__ = [
     "CLASSIFY_MIN_CONFIDENCE",
     "CLASSIFY_PRIOR_WEIGHT",
     "PREDICT_MIN_N",
     "PROMOTE_MIN_N",
+    "Challenger",
     "Classified",
     "Drift",
     "PatternError",
@@ -27,4 +28,6 @@ __all__ = [
     "State",
     "detect",
     "smoothed_kl",
+    "swap_evidence",
+    "winner",
 ]

@@ -347,29 +347,38 @@ class Patterns:
         recent: int = drift_rule.DRIFT_RECENT,
         history: int = drift_rule.DRIFT_HISTORY,
         threshold: float = drift_rule.DRIFT_THRESHOLD,
+        min_lead: int = drift_rule.DRIFT_MIN_LEAD,
     ) -> drift_rule.Drift:
         """Drift of the recent window from the stable history (skill_library.patterns.drift).
 
-        On drift the recent window starts an ``emerging`` distribution (the stable one is
-        kept); once emerging holds :data:`PROMOTE_MIN_N` transitions and still diverges from
-        the history before it, it becomes the stable distribution. When its most likely
+        On drift the transitions since the estimated change (``Drift.change_n`` of the recent
+        window) start an ``emerging`` distribution (the stable one is kept). Once emerging
+        holds :data:`PROMOTE_MIN_N` transitions and its top has replaced the history's before
+        it (``drift.winner``: a lead of ``min_lead`` with more than ``threshold`` nats) both
+        over the whole emerging span and over the last ``recent`` transitions (a burst that
+        has passed is not a habit), it becomes the stable distribution. When its most likely
         state is the historical one again, it is dropped (the habit came back).
         """
         stable_since, emerging_since = self._marks(subject, from_state)
         if self.opted_out(subject):
             return drift_rule.Drift(detected=False, old_top=None, new_top=None, recent_n=0, divergence=0.0)
         rows = self._sequence(subject, from_state, stable_since)
-        found = drift_rule.detect([s for _, s in rows], recent=recent, history=history, threshold=threshold)
+        found = drift_rule.detect(
+            [s for _, s in rows], recent=recent, history=history, threshold=threshold, min_lead=min_lead
+        )
         if emerging_since is None:
             if found.detected and rows:
-                self._set_marks(subject, from_state, stable_since, rows[max(0, len(rows) - recent)][0])
+                # emerging starts where the new habit began (drift.change_start)
+                self._set_marks(subject, from_state, stable_since, rows[len(rows) - max(1, found.change_n)][0])
             return found
         emerging_rows = Counter(s for i, s in rows if i >= emerging_since)
         older = Counter([s for i, s in rows if i < emerging_since][-history:])
         if drift_rule.top(emerging_rows) == drift_rule.top(older):
             self._set_marks(subject, from_state, stable_since, None)  # the habit came back
         elif (sum(emerging_rows.values()) >= PROMOTE_MIN_N
-              and drift_rule.smoothed_kl(emerging_rows, older) > threshold):
+              and drift_rule.winner(emerging_rows, older, threshold=threshold, min_lead=min_lead)
+              and drift_rule.winner(Counter(s for _, s in rows[-recent:]), older,
+                                    threshold=threshold, min_lead=min_lead)):
             self._set_marks(subject, from_state, emerging_since, None)  # the new habit holds
         return found
 

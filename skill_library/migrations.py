@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from skill_library import record_store as rs
+from skill_library.governance import tables as governance_tables
 from skill_library.models import utc_now
 from skill_library.tenancy import DEFAULT_TENANT
 
@@ -123,12 +124,34 @@ def _rebuild(conn: Connection, tables: list[sa.Table], columns: dict[str, list[s
         conn.exec_driver_sql(f"DROP TABLE {quote(aside[table.name])}")
 
 
+def _governance(conn: Connection) -> None:
+    """The governance tables; and versions replaced by a newer one, which were marked
+    ``retired`` before ``superseded`` existed, become ``superseded`` (``retire()`` only
+    ever retired the version the pointer names, so every other retired one was replaced)."""
+    _create(*governance_tables.ALL_TABLES)(conn)
+    pointer = (
+        sa.select(rs.skills_table.c.active_version)
+        .where(rs.skills_table.c.tenant == rs.versions_table.c.tenant)
+        .where(rs.skills_table.c.name == rs.versions_table.c.name)
+        .scalar_subquery()
+    )
+    conn.execute(
+        rs.versions_table.update()
+        .where(rs.versions_table.c.status == "retired")
+        .where(rs.versions_table.c.version != pointer)
+        .values(status="superseded")
+    )
+
+
 #: the schema's history; append, never edit or reorder
 MIGRATIONS: list[Migration] = [
     Migration("initial: skills, versions, outcomes, traces, meta", _initial),
     Migration("evidence: skill_examples, skill_profiles", _create(rs.examples_table, rs.profiles_table)),
     Migration("text_vectors: stored vectors of the index texts", _create(rs.vectors_table)),
     Migration("tenants: a tenant column in every record and its keys", _add_tenants),
+
+
+    Migration("governance: audit_events, actors, tool_specs, policies, canaries; superseded", _governance),
 ]
 
 

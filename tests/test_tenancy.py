@@ -18,7 +18,8 @@ import pytest
 import sqlalchemy as sa
 from schema_v3 import make_v3_store  # tests/schema_v3.py
 
-from skill_library.errors import SkillNotFoundError, TraceNotFoundError
+from skill_library.errors import EvidenceError, SkillNotFoundError, TraceNotFoundError
+from skill_library.governance import Policy
 from skill_library.index_sync import IndexRebuiltWarning
 from skill_library.library import SkillLibrary
 from skill_library.models import Outcome, Provenance, Skill, ToolCall, Trace
@@ -288,8 +289,10 @@ def test_render_as_openai_tools_and_dispatch_stay_in_their_tenant(tenants):
     learned = acme.learn(RESTOCK).skill
     # home's copy names acme's trace as its evidence: render must not read it from acme
     code = f'def {learned.name}(count: int) -> dict:\n    """restock apples"""\n    return {{"count": count}}\n'
-    home.add(Skill.from_function(code, when=learned.when, provenance=Provenance(trace_ids=[RESTOCK.id])),
-             verified=True)
+    copy = Skill.from_function(code, when=learned.when, provenance=Provenance(trace_ids=[RESTOCK.id]))
+    with pytest.raises(EvidenceError, match="no stored trace"):  # acme's trace is no evidence here
+        home.add(copy, verified=True)
+    home.add(copy)
     task = "restock 4 apples in the fruit aisle"
     assert "count=3" in acme.render(acme.fetch(task, k=1))  # acme's recorded example
     assert "count=3" not in home.render(home.fetch(task, k=1))
@@ -404,7 +407,7 @@ def test_skills_migrate_copies_every_tenant_into_the_shared_deployment(tmp_path,
     from skill_library.deploy import copy_folder_library
 
     folder = tmp_path / "lib"
-    with SkillLibrary(folder, embedder=embedder) as home:
+    with SkillLibrary(folder, embedder=embedder, policy=Policy(auto_approve="all")) as home:
         home.add(skill("water_plants", HOME_WHEN, "home"), verified=True)
         home.for_tenant("acme").add(skill("water_plants", ACME_WHEN, "acme"), verified=True)
     report = copy_folder_library(folder, shared.spec["records"], shared.spec["index"])
@@ -422,7 +425,7 @@ def test_skills_migrate_copies_every_tenant_into_the_shared_deployment(tmp_path,
 def _check_migrated(lib: SkillLibrary) -> None:
     current = lib.get("water_plants")
     assert (current.version, current.successes, current.failures, current.when) == (2, 3, 1, HOME_WHEN)
-    assert [s.status for s in lib.history("water_plants")] == ["retired", "active"]
+    assert [s.status for s in lib.history("water_plants")] == ["superseded", "active"]
     assert [o["success"] for o in lib.outcomes("water_plants")] == [True, True, False, True]
     assert lib.trace("t1").task == "water the roses"
     assert [e.text for e in lib.examples("water_plants")] == ["water the roses"]

@@ -9,7 +9,9 @@ with no library is an error unless ``skills init`` or ``--create``. Every read c
 takes ``--json``. Commands live in one module per group: ``admin`` (init, reindex),
 ``skills`` (add, list, show, history, retire, outcomes, traces), ``learning`` (learn,
 fetch, run, feedback), ``integrations`` (serve-mcp, export, import) and ``memory``
-(procedures, prompt, plot, patterns, explain, forget, opt-out); ``_common``
+(procedures, prompt, plot, patterns, explain, forget, opt-out), ``governance``
+(propose, approve, reject, promote, rollback, audit, diff, delete, review, actors,
+policy, tools); ``_common``
 holds the shared options, ``open_library`` and the one error mapper.
 """
 
@@ -19,7 +21,7 @@ from typing import Optional
 
 import typer
 
-from skill_library.cli import _common, admin, integrations, learning, memory, skills
+from skill_library.cli import _common, admin, governance, integrations, learning, memory, skills
 from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, TENANT_ENV, load_tools
 
 __all__ = ["app", "load_tools", "main"]
@@ -29,7 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Procedural memory for agents: learn, store, fetch and run verified skills.",
 )
-for _group in (admin, skills, learning, integrations, memory):
+for _group in (admin, skills, learning, integrations, memory, governance):
     _group.register(app)
 
 

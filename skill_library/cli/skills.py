@@ -14,6 +14,7 @@ from rich.table import Table
 
 from skill_library.cli._common import (
     EXIT_REFUSED,
+    ActorOption,
     CreateOption,
     DirOption,
     JsonOption,
@@ -60,7 +61,10 @@ def add(
     name: Optional[str] = typer.Option(
         None, "--name", help="The function to add, when the file defines several."
     ),
-    verified: bool = typer.Option(False, "--verified", help="Count one verified success."),
+    verified: bool = typer.Option(
+        False, "--verified", help="Count one verified success; needs --trace (the evidence)."),
+    trace_id: Optional[str] = typer.Option(
+        None, "--trace", help="The stored trace (id) a verifier judged a success that proves the skill."),
     tools: Optional[str] = typer.Option(
         None,
         "--tools",
@@ -91,6 +95,12 @@ def add(
         raise  # the error mapper prints it as one line
     except ValueError as exc:  # from_function's own message (which function to add)
         fail(str(exc))
+    if verified and trace_id is None:
+        fail("--verified needs --trace ID: a success is granted only on evidence (a stored trace "
+             "a verifier judged a success; `skills learn` stores them)")
+    if trace_id is not None:
+        skill = skill.model_copy(update={"provenance": skill.provenance.model_copy(
+            update={"trace_ids": [trace_id]})})
     with open_library(directory, create=create) as lib:
         result = lib.add(skill, verified=verified)
     if as_json:
@@ -193,10 +203,13 @@ def history(name: str, directory: Optional[Path] = DirOption, as_json: bool = Js
 
 
 @command
-def retire(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
-    """Retire a skill so it is never fetched: SkillLibrary.retire(name)."""
+def retire(
+    name: str, actor: Optional[str] = ActorOption, directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Retire a skill so it is never fetched: SkillLibrary.retire(name, actor=)."""
     with open_library(directory) as lib:
-        skill = lib.retire(name)
+        skill = lib.retire(name, actor=actor)
     if as_json:
         emit(skill_json(skill))
     else:

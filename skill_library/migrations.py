@@ -20,6 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from skill_library import record_store as rs
+from skill_library.governance.canary import canaries_table
+from skill_library.governance.evaluation import evaluations_table
 from skill_library.models import utc_now
 
 #: key of the PostgreSQL advisory lock held while migrations run (any constant 64-bit int)
@@ -64,6 +66,7 @@ MIGRATIONS: list[Migration] = [
     Migration("initial: skills, versions, outcomes, traces, meta", _initial),
     Migration("evidence: skill_examples, skill_profiles", _create(rs.examples_table, rs.profiles_table)),
     Migration("text_vectors: stored vectors of the index texts", _create(rs.vectors_table)),
+    Migration("governance: evaluations and canaries", _create(evaluations_table, canaries_table)),
 ]
 
 

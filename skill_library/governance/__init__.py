@@ -1,0 +1,1 @@
+"""Governance: evaluation suites, evaluations and canary rollout (lifecycle primitives: G)."""

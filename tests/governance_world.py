@@ -60,3 +60,14 @@ V3 = '''
 def stock_item(item: str, count: int):
     return restock(item=item, count=count)
 '''
+
+
+def actors(library):
+    """A proposing service and an approving user, registered in ``library``."""
+    from skill_library.governance import Actor
+
+    proposer = Actor(id="pat", kind="service", permissions=frozenset({"skill.propose"}))
+    approver = Actor(id="rita", kind="user", permissions=frozenset({"skill.approve"}))
+    library.actors.add(proposer)
+    library.actors.add(approver)
+    return proposer, approver

@@ -10,26 +10,28 @@ import sqlalchemy as sa
 
 from skill_library.governance import canary
 from skill_library.governance.significance import fisher_worse_p
+from skill_library.governance.suite import Suite
 from skill_library.models import Skill
-from skill_library.record_store import versions_table
-from tests.governance_world import V1, V3, WHEN, Shelf
+from tests.governance_world import V1, V3, WHEN, Shelf, actors, factory
 
 TASK = "restock 4 pear on the fruit shelf"
 
 
-def _set_status(library, name, version, status):  # until the lifecycle lands: see helpers below
-    with library.store.transaction(write=True) as conn:
-        conn.execute(versions_table.update().where(versions_table.c.name == name)
-                     .where(versions_table.c.version == version).values(status=status))
+RELAXED = Suite(id="relaxed", tasks=[
+    {"id": "apple-4", "instruction": "restock 4 apple", "params": {"item": "apple", "count": 4},
+     "goal": {"apple": 4}},
+])
 
 
 def with_canary(library, *, share=0.1, cohort=None, code=V3):
-    """stock_item v1 active, v2 a canary with ``share`` / ``cohort``."""
+    """stock_item v1 active, v2 proposed, evaluated, approved and made a canary."""
+    proposer, approver = actors(library)
     library.add(Skill.from_function(V1, when=WHEN, tools=["restock"]), verified=True)
-    v2 = library.store.add_version(Skill.from_function(code, when=WHEN, tools=["restock"]), status="draft")
-    _set_status(library, "stock_item", v2.version, "canary")
-    canary.start(library, "stock_item", v2.version, share=share, cohort=cohort, actor_id="tester")
-    return v2.version
+    draft = library.propose(Skill.from_function(code, when=WHEN, tools=["restock"]), actor=proposer)
+    assert library.evaluate("stock_item", draft.version, RELAXED, factory, actor=proposer).passed
+    library.approve("stock_item", draft.version, actor=approver)
+    library.canary("stock_item", draft.version, actor=approver, share=share, cohort=cohort)
+    return draft.version
 
 
 def test_fisher_exact_one_sided_matches_the_hypergeometric_tail():
@@ -110,3 +112,54 @@ def test_a_fetch_with_sessions_reads_the_canary_set_once_per_index_generation(li
     finally:
         sa.event.remove(engine, "before_cursor_execute", listener)
     assert sum("canaries" in s for s in statements) == 1
+
+
+#: a canary that passes its evaluation but fails in production: it restocks one too few
+#: of anything above 4 (the verifier below judges it)
+FLAKY = """
+def stock_item(item: str, count: int):
+    return restock(item=item, count=count if count <= 4 else count - 1)
+"""
+
+
+def test_a_failing_canary_is_rolled_back_by_the_system_actor_with_an_audit_event(library):
+    version = with_canary(library, share=0.5, code=FLAKY)
+    inside, outside = _sessions(version)
+    min_outcomes = library.policy.canary_min_outcomes
+    for _ in range(min_outcomes):
+        library.feedback("stock_item", True, session=outside)
+    for _ in range(min_outcomes - 1):  # collecting: never rolled back before the minimum
+        shelf = Shelf()
+        library.run("stock_item", {"item": "pear", "count": 5}, {"restock": shelf.restock}, session=inside,
+                    verifier=lambda r, s=shelf: s.stock.get("pear") == 5)
+    [state] = library.canaries()
+    assert state.decision == "collecting" and state.canary_failures == min_outcomes - 1
+    assert library.get("stock_item", version).status == "canary"
+    shelf = Shelf()
+    run = library.run("stock_item", {"item": "pear", "count": 5}, {"restock": shelf.restock}, session=inside,
+                      verifier=lambda r: shelf.stock.get("pear") == 5)
+    assert run.version == version and not run.trace.outcome.success
+    assert library.get("stock_item", version).status == "approved"
+    assert library.canaries() == []
+    event = library.audit("stock_item")[-1]
+    assert (event.version, event.from_status, event.to_status, event.actor) == (version, "canary", "approved", "system")
+    assert "Fisher" in event.reason and event.evidence["p_value"] < library.policy.canary_alpha
+    assert event.evidence["canary"] == {"successes": 0, "failures": min_outcomes}
+    # the session that had the canary gets the active version again, everywhere
+    assert library.fetch(TASK, k=1, session=inside)[0].skill.version == 1
+    assert library.run("stock_item", {"item": "pear", "count": 1}, {"restock": Shelf().restock},
+                       session=inside, record=False).version == 1
+
+
+def test_a_healthy_canary_is_not_rolled_back(library):
+    version = with_canary(library, share=0.5)
+    inside, outside = _sessions(version)
+    n = library.policy.canary_min_outcomes + 10
+    for i in range(n):
+        library.feedback("stock_item", i % 10 != 0, session=outside)  # 90% on the active version
+        library.feedback("stock_item", i % 8 != 0, session=inside)    # ~87% on the canary
+    [state] = library.canaries()
+    assert state.decision == "healthy" and state.p_value >= state.alpha
+    assert (state.canary_successes + state.canary_failures) == n
+    assert library.get("stock_item", version).status == "canary"
+    assert not any(e.actor == "system" for e in library.audit("stock_item"))

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from skill_library.errors import LifecycleError
 from skill_library.governance.suite import Suite, SuiteError
 from skill_library.models import Skill
-from tests.governance_world import V1, V2, V3, WHEN, factory
+from tests.governance_world import V1, V2, V3, WHEN, actors, factory
 
 SUITE = {
     "id": "shelf",
@@ -66,31 +67,25 @@ def test_a_bad_suite_file_is_one_clear_error(tmp_path, text, message):
     assert "\n" not in str(info.value)
 
 
-def reviewer():
-    try:
-        from skill_library.governance import Actor
-    except ImportError:  # TODO(E): until wt-gov is merged
-        from types import SimpleNamespace as Actor  # type: ignore[assignment]
-    return Actor(id="rita", kind="user", permissions=frozenset({"skill.propose"}))
-
-
 def two_versions(library, candidate=V2):
-    """stock_item v1 active, and a draft candidate v2."""
+    """stock_item v1 active, and a draft candidate v2 proposed by the service actor."""
+    proposer, approver = actors(library)
     library.add(Skill.from_function(V1, when=WHEN, tools=["restock"]), verified=True)
-    return library.store.add_version(Skill.from_function(candidate, when=WHEN, tools=["restock"]), status="draft")
+    draft = library.propose(Skill.from_function(candidate, when=WHEN, tools=["restock"]), actor=proposer)
+    return draft, proposer, approver
 
 
 def test_an_evaluation_stores_suite_model_and_every_per_task_detail(library):
-    draft = two_versions(library)
+    draft, proposer, _ = two_versions(library)
     suite = Suite.model_validate({**SUITE, "tasks": SUITE["tasks"] + [
         {"id": "fig-2", "instruction": "restock 2 fig", "params": {"item": "fig", "count": 2}, "goal": {"fig": 2}},
     ]})
-    result = library.evaluate("stock_item", draft.version, suite, factory, actor=reviewer())
+    result = library.evaluate("stock_item", draft.version, suite, factory, actor=proposer)
     assert [e.model_dump() for e in library.evaluations("stock_item")] == [result.model_dump()]
     assert library.evaluations("stock_item", version=1) == []
     stored = library.evaluations("stock_item", version=draft.version)[-1]
     assert stored.suite_id == "shelf" and stored.suite_hash == suite.content_hash
-    assert stored.active_version == 1 and stored.actor == "rita" and stored.tenant == "default"
+    assert stored.active_version == 1 and stored.actor == "pat" and stored.tenant == "default"
     assert stored.model["executor"] == "sandbox" and stored.model["candidate"]["generalizer"] == "hand-written"
     by_id = {r.task_id: r for r in stored.results}
     apple = by_id["apple-8"]
@@ -113,15 +108,51 @@ def test_gold_actions_check_a_task_when_the_factory_gives_no_check(library, tmp_
     from skill_library.governance.suite import TaskEnvironment
     from tests.governance_world import Shelf
 
-    pytest.importorskip("skill_library.governance.lifecycle")  # TODO(E): until wt-gov is merged
-    draft = two_versions(library, candidate=V3)
+    draft, proposer, _ = two_versions(library, candidate=V3)
     suite = Suite(id="gold", tasks=[
         {"id": "g", "instruction": "restock 7 kiwi", "params": {"item": "kiwi", "count": 7},
          "gold": [{"name": "restock", "arguments": {"item": "kiwi", "count": 7}}]},
     ])
     result = library.evaluate("stock_item", draft.version, suite,
                               lambda task: TaskEnvironment(tools={"restock": Shelf().restock}),
-                              actor=reviewer())
+                              actor=proposer)
     task = result.results[0]
     assert task.candidate.success and not task.active.success
     assert task.active.evidence["expected"] == [["restock", {"item": "kiwi", "count": 7}]]
+    assert result.passed and library.get("stock_item", draft.version).status == "evaluated"
+    event = library.audit("stock_item")[-1]
+    assert (event.from_status, event.to_status, event.actor) == ("draft", "evaluated", "pat")
+    assert event.evidence["evaluation_id"] == result.id and event.evidence["suite_hash"] == suite.content_hash
+
+
+def test_a_critical_regression_blocks_approval_even_when_the_average_improves(library):
+    draft, proposer, approver = two_versions(library)
+    relaxed = Suite(id="relaxed", tasks=[t for t in SUITE["tasks"] if not t.get("critical")])
+    assert library.evaluate("stock_item", draft.version, relaxed, factory, actor=proposer).passed
+    assert library.get("stock_item", draft.version).status == "evaluated"
+    strict = library.evaluate("stock_item", draft.version, Suite.model_validate(SUITE), factory, actor=proposer)
+    assert strict.candidate_success_rate > strict.active_success_rate  # 2/3 against 1/3
+    assert not strict.passed and strict.critical_regressions == ["pear-3"]
+    with pytest.raises(LifecycleError, match="latest evaluation .* failed: critical task 'pear-3' regressed"):
+        library.approve("stock_item", draft.version, actor=approver)
+    assert library.get("stock_item", draft.version).status == "evaluated"
+    # a fresh draft that fails its first evaluation stays a draft and cannot be approved
+    other = library.propose(Skill.from_function(V2.replace("count + 1", "count + 2"), when=WHEN,
+                                                tools=["restock"]), actor=proposer)
+    assert not library.evaluate("stock_item", other.version, Suite.model_validate(SUITE), factory,
+                                actor=proposer).passed
+    with pytest.raises(LifecycleError, match="latest evaluation .* failed"):
+        library.approve("stock_item", other.version, actor=approver)
+    assert library.get("stock_item", other.version).status == "draft"
+
+
+def test_evaluating_needs_the_propose_permission(library):
+    from skill_library.errors import PermissionDenied
+    from skill_library.governance import Actor
+
+    draft, _, _ = two_versions(library)
+    reader = Actor(id="ro", kind="service", permissions=frozenset())
+    library.actors.add(reader)
+    with pytest.raises(PermissionDenied, match="ro.*skill.propose"):
+        library.evaluate("stock_item", draft.version, Suite.model_validate(SUITE), factory, actor=reader)
+    assert library.evaluations("stock_item") == []

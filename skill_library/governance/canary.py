@@ -1,9 +1,10 @@
 """Canary rollout: serve a candidate version to a deterministic share of sessions, watch
 its outcomes, roll it back automatically when it is significantly worse.
 
-Routing. A canary of skill ``name`` is one row of the ``canaries`` table (tenant, name,
-version, share, cohort). A session is in the canary when its cohort is the canary's named
-cohort, or when ``bucket(name, session) < share``, where the bucket is the first 8 bytes of
+Routing. A canary of skill ``name`` is one row of the ``canaries`` table
+(skill_library.governance.tables: tenant, name, version, share, cohort). A session is in
+the canary when its cohort is the canary's named cohort, or when
+``bucket(name, session) < share``, where the bucket is the first 8 bytes of
 ``sha256(name + "\\0" + session)`` read as an integer over 2**64: uniform on [0, 1),
 deterministic (a session always gets the same version, in every process), and salted by
 the skill's name so one session is not in every canary at once. Everyone else gets the
@@ -25,9 +26,15 @@ and successes are compared with the active version's by a one-sided Fisher's exa
 :data:`CANARY_ALPHA`) the ``system`` actor moves the canary back to ``approved`` with an
 audit event (reason and evidence: the counts, the p-value, the level). The counts are the
 versions' own outcome counters (the canary's are all from its rollout; evaluation runs are
-not recorded as outcomes). The test is repeated at every outcome (sequential looks), which
-raises the chance of a false rollback above alpha; the strict default level offsets that,
-and a false rollback only returns the canary to ``approved``, from where it can be re-tried.
+not recorded as outcomes). The defaults (skill_library.governance.policy) are 30 outcomes
+and alpha = 0.05. The test is repeated at every outcome (sequential looks), which raises
+the chance of a false rollback above alpha; that errs on the safe side: a false rollback
+only returns the canary to ``approved``, from where it can be tried again (a tenant wanting
+fewer can lower ``canary_alpha``).
+
+The canary's row is written by ``workflow.canary`` and removed by the lifecycle when the
+version leaves ``canary`` (promoted or rolled back), in the transaction of the transition,
+which also bumps the index generation.
 """
 
 from __future__ import annotations
@@ -36,45 +43,24 @@ import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 
-from skill_library import record_store as rs
+from skill_library.governance.lifecycle import sql_of, tenant_of
+from skill_library.governance.policy import CANARY_ALPHA, CANARY_MIN_OUTCOMES
 from skill_library.governance.significance import fisher_worse_p
-from skill_library.models import Match, utc_now
+from skill_library.governance.tables import canaries_table
+from skill_library.models import Match
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
-    from skill_library.record_store import SQLRecordStore
 
-#: default of ``Policy.canary_min_outcomes``: outcomes of a canary before it is tested
-CANARY_MIN_OUTCOMES = 30
-#: default of ``Policy.canary_alpha``: one-sided level of the rollback test
-CANARY_ALPHA = 0.01
-#: the share of sessions a canary gets when neither a share nor a cohort is given
-DEFAULT_CANARY_SHARE = 0.1
 #: how many (session, skill) -> version pairs a library remembers from fetch
 SESSION_MEMO_SIZE = 10_000
-#: the actor id of automatic transitions (a canary's rollback)
-SYSTEM_ACTOR_ID = "system"
 
 Decision = Literal["collecting", "healthy", "rollback"]
-
-canaries_table = sa.Table(
-    "canaries",
-    rs.metadata,
-    sa.Column("tenant", sa.String(200), primary_key=True),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("share", sa.Float),
-    sa.Column("cohort", sa.String(200)),
-    sa.Column("active_version", sa.Integer),
-    sa.Column("started_by", sa.String(200), nullable=False),
-    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-)
-
 
 @dataclass(frozen=True)
 class Canary:
@@ -84,7 +70,6 @@ class Canary:
     version: int
     share: float | None
     cohort: str | None
-    active_version: int | None
     started_by: str
     started_at: datetime
 
@@ -127,25 +112,9 @@ def session_bucket(name: str, session: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def sql(library: "SkillLibrary") -> "SQLRecordStore":
-    """The library's record store as a SQL store (governance tables live on its engine)."""
-    from skill_library.errors import SkillLibraryError
-    from skill_library.record_store import SQLRecordStore
-
-    store = library.store
-    if not isinstance(store, SQLRecordStore):
-        raise SkillLibraryError(f"governance needs a SQL record store, not {type(store).__name__}")
-    return store
-
-
 def aware(value: datetime) -> datetime:
     """``value`` in UTC (SQLite hands timezone-aware columns back naive)."""
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
-def tenant_of(library: "SkillLibrary") -> str:
-    """The library's tenant (``default`` when the library has no tenancy)."""
-    return str(getattr(library, "tenant", "default"))
 
 
 def policy_settings(library: "SkillLibrary") -> tuple[int, float]:
@@ -157,42 +126,7 @@ def policy_settings(library: "SkillLibrary") -> tuple[int, float]:
     )
 
 
-# -- the table ------------------------------------------------------------------------
-def start(library: "SkillLibrary", name: str, version: int, *, share: float | None,
-          cohort: str | None, actor_id: str) -> Canary:
-    """Record that ``version`` of ``name`` is the canary (replacing an earlier one)."""
-    if share is None and cohort is None:
-        share = DEFAULT_CANARY_SHARE
-    if share is not None and not 0.0 < share <= 1.0:
-        raise ValueError(f"share must be within (0, 1], got {share}")
-    if cohort is not None and not cohort.strip():
-        raise ValueError("cohort must be a non-empty name")
-    active = library.store.get(name)
-    canary = Canary(
-        name=name, version=version, share=share, cohort=cohort,
-        active_version=active.version if active.status == "active" else None,
-        started_by=actor_id, started_at=utc_now(),
-    )
-    with sql(library).transaction(write=True) as conn:
-        conn.execute(canaries_table.delete().where(_key(library, name)))
-        conn.execute(canaries_table.insert().values(tenant=tenant_of(library), **canary.__dict__))
-    library.store.bump_index_generation()  # readers refresh their cached canary set
-    return canary
-
-
-def end(library: "SkillLibrary", name: str) -> bool:
-    """Remove the canary of ``name`` (promoted or rolled back); False when there was none."""
-    with sql(library).transaction(write=True) as conn:
-        removed = conn.execute(canaries_table.delete().where(_key(library, name))).rowcount
-    if removed:
-        library.store.bump_index_generation()
-    return bool(removed)
-
-
-def _key(library: "SkillLibrary", name: str) -> Any:
-    return sa.and_(canaries_table.c.tenant == tenant_of(library), canaries_table.c.name == name)
-
-
+# -- the table (skill_library.governance.tables; written by workflow.canary and lifecycle.apply)
 def running(library: "SkillLibrary", generation: int | None = None) -> dict[str, Canary]:
     """The tenant's canaries by skill name, read once per index ``generation`` (default:
     the store's current one)."""
@@ -201,14 +135,14 @@ def running(library: "SkillLibrary", generation: int | None = None) -> dict[str,
     cached = library._canary_cache
     if cached is not None and cached[0] == generation:
         return cached[1]
-    with sql(library).transaction(write=False) as conn:
+    with sql_of(library).transaction(write=False) as conn:
         rows = conn.execute(
             sa.select(canaries_table).where(canaries_table.c.tenant == tenant_of(library))
         ).mappings().all()
     found = {
         r["name"]: Canary(
             name=r["name"], version=int(r["version"]), share=r["share"], cohort=r["cohort"],
-            active_version=r["active_version"], started_by=r["started_by"], started_at=aware(r["started_at"]),
+            started_by=r["actor"], started_at=aware(r["started_at"]),
         )
         for r in rows
     }
@@ -322,7 +256,9 @@ def after_outcome(library: "SkillLibrary", name: str) -> CanaryState | None:
 
 
 def roll_back(library: "SkillLibrary", current: CanaryState) -> None:
-    """The ``system`` actor moves the canary back to ``approved`` (audited) and ends it."""
+    """The ``system`` actor moves the canary back to ``approved`` (audited); that ends it."""
+    from skill_library.errors import LifecycleError
+    from skill_library.governance.actors import system_actor
     from skill_library.governance.lifecycle import transition
 
     skill = library.store.get(current.name, current.version)
@@ -340,13 +276,9 @@ def roll_back(library: "SkillLibrary", current: CanaryState) -> None:
             "canary": {"successes": current.canary_successes, "failures": current.canary_failures},
             "active": {"successes": current.active_successes, "failures": current.active_failures},
         }
-        transition(library, current.name, current.version, "approved",
-                   actor=system_actor(), reason=reason, evidence=evidence)
-    end(library, current.name)
-
-
-def system_actor() -> Any:
-    """The ``system`` actor of automatic transitions."""
-    from skill_library.governance.models import Actor
-
-    return Actor(id=SYSTEM_ACTOR_ID, kind="system", permissions=frozenset({"skill.admin"}))
+        try:  # the transition also ends the canary (its row goes in the same transaction)
+            transition(library, current.name, current.version, "approved",
+                       actor=system_actor(), reason=reason, evidence=evidence)
+        except LifecycleError:  # another process rolled it back or promoted it first
+            if library.store.get(current.name, current.version).status == "canary":
+                raise

@@ -39,10 +39,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill_library import record_store as rs
 from skill_library.errors import SkillLibraryError, SkillUsageError
+from skill_library.governance.lifecycle import sql_of, tenant_of
 from skill_library.governance.suite import Suite, SuiteTask, ToolsFactory, environment
 from skill_library.models import Skill, SkillRun, utc_now
 
 if TYPE_CHECKING:
+    from skill_library.governance.actors import Actor
     from skill_library.library import SkillLibrary
 
 #: largest drop of the candidate's success rate below the active version's that passes
@@ -51,8 +53,6 @@ MAX_SUCCESS_RATE_DROP = 0.0
 NEW_SKILL_MIN_SUCCESS_RATE = 0.8
 #: how an error of a sandbox-refused tool call begins (it counts as a denied action)
 DENIAL_MARKERS = ("invalid arguments for tool", "is not available (available:", "tool call limit of")
-#: the permissions that may run an evaluation (any one)
-EVALUATE_PERMISSIONS = frozenset({"skill.propose", "skill.approve", "skill.admin"})
 
 evaluations_table = sa.Table(
     "evaluations",
@@ -143,12 +143,14 @@ class Evaluation(BaseModel):
 
 def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | str | os.PathLike[str]",
              tools: ToolsFactory,
-             *, actor: Any) -> Evaluation:
+             *, actor: "Actor | str | None") -> Evaluation:
     """Evaluate ``version`` of ``name`` against the active version on ``suite`` (a
     :class:`Suite` or the path of a suite file); store and return the :class:`Evaluation`."""
-    from skill_library.governance.canary import sql, tenant_of
+    from skill_library.governance.actors import require
+    from skill_library.governance.workflow import resolve_actor
 
-    _check_actor(actor)
+    actor = resolve_actor(library, actor)
+    require(actor, "skill.propose", f"evaluate {name!r} v{version}")
     if not isinstance(suite, Suite):
         suite = Suite.load(suite)
     candidate = library.store.get(name, version)
@@ -180,7 +182,7 @@ def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | s
         "candidate_success_rate": rates[0], "active_success_rate": rates[1],
         "actor": str(actor.id), "created_at": utc_now(),
     }
-    with sql(library).transaction(write=True) as conn:
+    with sql_of(library).transaction(write=True) as conn:
         row_id = conn.execute(
             evaluations_table.insert().values(
                 tenant=body["tenant"], name=name, version=version, active_version=body["active_version"],
@@ -202,7 +204,7 @@ def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | s
 
 def evaluations(library: "SkillLibrary", name: str, version: int | None = None) -> list[Evaluation]:
     """The stored evaluations of ``name`` (optionally one version), oldest first."""
-    from skill_library.governance.canary import aware, sql, tenant_of
+    from skill_library.governance.canary import aware
 
     query = (
         sa.select(evaluations_table)
@@ -211,15 +213,24 @@ def evaluations(library: "SkillLibrary", name: str, version: int | None = None) 
     )
     if version is not None:
         query = query.where(evaluations_table.c.version == version)
-    with sql(library).transaction(write=False) as conn:
+    with sql_of(library).transaction(write=False) as conn:
         rows = conn.execute(query.order_by(evaluations_table.c.id)).mappings().all()
     return [Evaluation(id=int(r["id"]), created_at=aware(r["created_at"]), **r["body"]) for r in rows]
 
 
-def latest_passed(library: "SkillLibrary", name: str, version: int) -> bool:
-    """True when the newest evaluation of ``version`` passed (what approval requires)."""
+def approval_problem(library: "SkillLibrary", name: str, version: int) -> str | None:
+    """Why ``version`` may not be approved for want of a passed evaluation (None: it may).
+
+    A version with evaluations needs its newest one passed; one without any reached
+    ``evaluated`` by replay verification of learning, which counts as its evaluation."""
     found = evaluations(library, name, version)
-    return bool(found) and found[-1].passed
+    if found and not found[-1].passed:
+        latest = found[-1]
+        return (
+            f"skill {name!r} v{version}: its latest evaluation ({latest.id}, suite {latest.suite_id}) "
+            f"failed: {'; '.join(latest.reasons)}"
+        )
+    return None
 
 
 def verdict(results: Sequence[TaskResult]) -> tuple[bool, list[str], tuple[float, float | None]]:
@@ -271,16 +282,6 @@ def model_configuration(library: "SkillLibrary", candidate: Skill, active: Skill
         "candidate": origin(candidate),
         "active": origin(active) if active is not None else None,
     }
-
-
-def _check_actor(actor: Any) -> None:
-    from skill_library.errors import PermissionDenied
-
-    permissions = set(getattr(actor, "permissions", ()) or ())
-    if not permissions & EVALUATE_PERMISSIONS:
-        raise PermissionDenied(
-            f"actor {getattr(actor, 'id', actor)!r} may not evaluate: it needs skill.propose"
-        )
 
 
 def _run_task(library: "SkillLibrary", skill: Skill, task: SuiteTask, tools: ToolsFactory) -> VersionResult:

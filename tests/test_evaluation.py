@@ -156,3 +156,20 @@ def test_evaluating_needs_the_propose_permission(library):
     with pytest.raises(PermissionDenied, match="ro.*skill.propose"):
         library.evaluate("stock_item", draft.version, Suite.model_validate(SUITE), factory, actor=reader)
     assert library.evaluations("stock_item") == []
+
+
+def test_a_new_skill_is_evaluated_on_a_benchmark_suite_with_its_world_factory(library):
+    from benchmarks.worlds.base import TASKS_DIR
+    from benchmarks.worlds.crafting import factory as crafting
+
+    every = Suite.load(TASKS_DIR / "crafting.jsonl")
+    logs = Suite(id="crafting-logs", tasks=[t.model_copy(update={"critical": True}) for t in every.tasks
+                                            if t.workflow == "obtain:log"][:2])
+    proposer, _ = actors(library)
+    code = "def chop_logs(count: int):\n    return mine(block='log', count=count)\n"
+    draft = library.propose(Skill.from_function(code, when="chop {count} logs", tools=["mine"]), actor=proposer)
+    result = library.evaluate("chop_logs", draft.version, logs, crafting, actor=proposer)
+    assert result.active_version is None and all(r.active is None for r in result.results)
+    assert result.passed, result.reasons
+    assert [r.candidate.calls[0].name for r in result.results] == ["mine", "mine"]
+    assert library.get("chop_logs", draft.version).status == "evaluated"

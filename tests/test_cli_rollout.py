@@ -67,6 +67,19 @@ def test_evaluate_canary_canaries_promote_round_trip(tmp_path, embedder):
     assert state["decision"] == "collecting" and state["active_version"] == 1
     code, out = invoke(folder, "canaries")
     assert "stock_item v3 (30%) against v1" in out
+    # a session keeps its version across processes: the route is a hash of the session id
+    from skill_library.governance.canary import session_bucket
+
+    tools = tmp_path / "shelf_tools.py"
+    tools.write_text("def restock(item: str, count: int) -> dict:\n    return {'item': item, 'stock': count}\n")
+    inside = next(f"s{i}" for i in range(1000) if session_bucket("stock_item", f"s{i}") < 0.3)
+    outside = next(f"s{i}" for i in range(1000) if session_bucket("stock_item", f"s{i}") >= 0.3)
+    for session, expected in ((inside, good), (outside, 1)):
+        code, out = invoke(folder, "run", "stock_item", "--args", '{"item": "fig", "count": 2}',
+                           "--tools", str(tools), "--session", session, "--json")
+        assert code == 0 and json.loads(out)["version"] == expected, out
+        code, out = invoke(folder, "feedback", "stock_item", "--success", "--session", session, "--json")
+        assert code == 0 and json.loads(out)["version"] == expected, out
     code, out = invoke(folder, "promote", "stock_item", str(good), "--actor", "rita")
     assert code == 0 and f"stock_item v{good} is active" in out
     assert "no canaries" in invoke(folder, "canaries")[1]

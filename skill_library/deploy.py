@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -71,7 +72,20 @@ def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[st
                 dst.execute(table.insert(), batch)
                 count += len(batch)
             copied[table.name] = count
+            _advance_sequence(dst, table, count)
     return copied
+
+
+def _advance_sequence(conn: Any, table: sa.Table, copied: int) -> None:
+    """On PostgreSQL, move the id sequence of ``table`` past the ids copied into it (rows
+    that keep their integer ids, such as evaluations and audit events, which others cite)."""
+    column = table.c.get("id")
+    if (conn.dialect.name != "postgresql" or not copied or column is None or table is outcomes_table
+            or not isinstance(column.type, sa.Integer) or column.autoincrement is not True):
+        return
+    conn.exec_driver_sql(
+        f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), (SELECT MAX(id) FROM {table.name}))"
+    )
 
 
 def copy_folder_library(

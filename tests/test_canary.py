@@ -172,3 +172,27 @@ def test_a_healthy_canary_is_not_rolled_back(library):
     assert (state.canary_successes + state.canary_failures) == n
     assert library.get("stock_item", version).status == "canary"
     assert not any(e.actor == "system" for e in library.audit("stock_item"))
+
+
+def test_evaluation_and_canary_on_the_shared_deployment_and_after_migrate(tmp_path, shared, embedder):
+    """PostgreSQL + Chroma: evaluations stored, a canary routed; ``skills migrate`` keeps the
+    evaluation ids, and new evaluations after it get fresh ones."""
+    from skill_library.deploy import copy_folder_library
+    from skill_library.library import SkillLibrary
+
+    folder = tmp_path / "folder"
+    with SkillLibrary(folder, embedder=embedder) as lib:
+        version = with_canary(lib, share=0.5)
+        first = lib.evaluations("stock_item")
+    copy_folder_library(folder, shared.spec["records"], shared.spec["index"])
+    with SkillLibrary(**shared.spec, embedder=embedder) as lib:
+        assert [e.model_dump() for e in lib.evaluations("stock_item")] == [e.model_dump() for e in first]
+        inside, outside = _sessions(version)
+        assert lib.fetch(TASK, k=1, session=inside)[0].skill.version == version
+        assert lib.fetch(TASK, k=1, session=outside)[0].skill.version == 1
+        proposer = lib.resolve_actor("pat")
+        again = lib.propose(Skill.from_function(V3 + "\n\n", when=WHEN, tools=["restock"]), actor=proposer)
+        later = lib.evaluate("stock_item", again.version, RELAXED, factory, actor=proposer)
+        assert later.id > first[-1].id and later.passed
+        [state] = lib.canaries()
+        assert state.version == version and state.active_version == 1

@@ -81,7 +81,7 @@ def test_evaluate_canary_canaries_promote_round_trip(tmp_path, embedder):
         code, out = invoke(folder, "feedback", "stock_item", "--success", "--session", session, "--json")
         assert code == 0 and json.loads(out)["version"] == expected, out
     code, out = invoke(folder, "promote", "stock_item", str(good), "--actor", "rita")
-    assert code == 0 and f"stock_item v{good} is active" in out
+    assert code == 0 and f"promoted stock_item v{good} (active)" in out, out
     assert "no canaries" in invoke(folder, "canaries")[1]
 
 

@@ -7,8 +7,9 @@ with no library is an error unless ``skills init`` or ``--create``. Every read c
 takes ``--json``. Commands live in one module per group: ``admin`` (init, reindex),
 ``skills`` (add, list, show, history, retire, outcomes, traces), ``learning`` (learn,
 fetch, run, feedback), ``integrations`` (serve-mcp, export, import) and ``memory``
-(procedures, prompt, plot, patterns, explain, forget, opt-out), ``rollout`` (evaluate,
-canary, canaries, promote); ``_common``
+(procedures, prompt, plot, patterns, explain, forget, opt-out), ``governance``
+(propose, approve, reject, promote, rollback, audit, diff, delete, review, actors,
+policy, tools) and ``rollout`` (evaluate, canary, canaries); ``_common``
 holds the shared options, ``open_library`` and the one error mapper.
 """
 
@@ -18,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from skill_library.cli import _common, admin, integrations, learning, memory, rollout, skills
+from skill_library.cli import _common, admin, governance, integrations, learning, memory, rollout, skills
 from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, load_tools
 
 __all__ = ["app", "load_tools", "main"]
@@ -28,7 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Procedural memory for agents: learn, store, fetch and run verified skills.",
 )
-for _group in (admin, skills, learning, integrations, memory, rollout):
+for _group in (admin, skills, learning, integrations, memory, governance, rollout):
     _group.register(app)
 
 

@@ -76,6 +76,10 @@ DirOption = typer.Option(
     None, "--dir", envvar="SKILLS_DIR", help="Library folder (default: ./.skills)."
 )
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of text.")
+ActorOption = typer.Option(
+    None, "--actor", envvar="SKILLS_ACTOR", show_envvar=True,
+    help="The registered actor this command acts as (default: the local administrator, the OS user).",
+)
 CreateOption = typer.Option(
     False, "--create", help="Create the library when the folder has none."
 )
@@ -163,6 +167,7 @@ def open_library(
     *,
     create: bool = False,
     generalizer: str | None = None,
+    policy: Any = None,
 ) -> Iterator[SkillLibrary]:
     """The library in ``directory`` (default ``./.skills``), closed afterwards; with
     ``--records`` / ``--index`` (``SKILLS_RECORDS_URL`` / ``SKILLS_INDEX_URL``), the shared
@@ -176,6 +181,8 @@ def open_library(
     options: dict[str, Any] = {"create": create, **{k: v for k, v in deployment.items() if v}}
     if generalizer is not None:
         options["generalizer"] = generalizer
+    if policy is not None:
+        options["policy"] = policy
     folder = directory or (None if deployment["records"] and deployment["index"] else DEFAULT_DIR)
     try:
         library = SkillLibrary(folder, **options)

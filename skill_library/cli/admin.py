@@ -11,9 +11,21 @@ from skill_library.cli._common import DEFAULT_DIR, DirOption, JsonOption, comman
 
 
 @command
-def init(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
-    """Create an empty library folder, or open an existing one: SkillLibrary(path, create=True)."""
-    with open_library(directory, create=True) as lib:
+def init(
+    auto_approve: Optional[str] = typer.Option(
+        None, "--auto-approve", help="The policy a new library is created with: never, read_only "
+        "(the default) or all: SkillLibrary(path, policy=Policy(auto_approve=...)).",
+    ),
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Create an empty library folder, or open an existing one: SkillLibrary(path, create=True).
+
+    Creating one registers you (the OS user) as its admin actor."""
+    from skill_library.governance import Policy
+
+    policy = Policy(auto_approve=auto_approve) if auto_approve is not None else None  # type: ignore[arg-type]
+    with open_library(directory, create=True, policy=policy) as lib:
         count = len(lib.list())
         path = lib.location
     if as_json:

@@ -1,4 +1,5 @@
-"""Commands that evaluate and roll out a version: evaluate, canary, canaries, promote.
+"""Commands that evaluate and roll out a version: evaluate, canary, canaries (promote and
+rollback are in ``governance``).
 
 ``skills evaluate NAME V --suite FILE --world MODULE:FACTORY`` mirrors
 ``SkillLibrary.evaluate``: the suite file is JSON, YAML or JSON Lines of tasks
@@ -21,6 +22,7 @@ import typer
 
 from skill_library.cli._common import (
     EXIT_REFUSED,
+    ActorOption,
     DirOption,
     JsonOption,
     command,
@@ -28,13 +30,6 @@ from skill_library.cli._common import (
     emit,
     fail,
     open_library,
-)
-
-#: environment setting naming the actor a command acts as
-ACTOR_ENV = "SKILLS_ACTOR"
-ActorOption = typer.Option(
-    None, "--actor", envvar=ACTOR_ENV, show_envvar=True,
-    help="The registered actor this command acts as (default: the local administrator).",
 )
 
 
@@ -140,26 +135,8 @@ def canaries(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) 
         )
 
 
-@command
-def promote(
-    name: str,
-    version: int,
-    actor: Optional[str] = ActorOption,
-    directory: Optional[Path] = DirOption,
-    as_json: bool = JsonOption,
-) -> None:
-    """Make an approved or canary version the active one: SkillLibrary.promote(name, version, actor=)."""
-    with open_library(directory) as lib:
-        skill = lib.promote(name, version, actor=actor)
-    if as_json:
-        emit({"name": skill.name, "version": skill.version, "status": skill.status})
-    else:
-        console.print(f"{skill.name} v{skill.version} is active", highlight=False)
-
-
 def register(app: typer.Typer) -> None:
     """Add this group's commands to ``app``."""
     app.command()(evaluate)
     app.command()(canary)
     app.command()(canaries)
-    app.command()(promote)

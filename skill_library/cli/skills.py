@@ -14,6 +14,7 @@ from rich.table import Table
 
 from skill_library.cli._common import (
     EXIT_REFUSED,
+    ActorOption,
     CreateOption,
     DirOption,
     JsonOption,
@@ -193,10 +194,13 @@ def history(name: str, directory: Optional[Path] = DirOption, as_json: bool = Js
 
 
 @command
-def retire(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
-    """Retire a skill so it is never fetched: SkillLibrary.retire(name)."""
+def retire(
+    name: str, actor: Optional[str] = ActorOption, directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Retire a skill so it is never fetched: SkillLibrary.retire(name, actor=)."""
     with open_library(directory) as lib:
-        skill = lib.retire(name)
+        skill = lib.retire(name, actor=actor)
     if as_json:
         emit(skill_json(skill))
     else:

@@ -1,0 +1,109 @@
+"""The governance commands, round trip through the CLI: each mirrors one SkillLibrary call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from skill_library.cli import app
+
+runner = CliRunner()
+
+CODE = '''def tally_votes(ballots: list) -> dict:
+    """Count the votes of a list of ballots."""
+    counts = {}
+    for ballot in ballots:
+        counts[ballot] = counts.get(ballot, 0) + 1
+    return counts
+'''
+
+
+def invoke(*args: str, env_dir: Path, actor: str | None = None) -> tuple[int, str]:
+    env = {"SKILLS_DIR": str(env_dir)}
+    if actor is not None:
+        env["SKILLS_ACTOR"] = actor
+    result = runner.invoke(app, list(args), env=env)
+    return result.exit_code, result.output
+
+
+def evaluate(lib_dir: Path, name: str, version: int) -> None:
+    """What `skills evaluate` (E) records when an evaluation passes."""
+    from skill_library import SkillLibrary
+    from skill_library.governance import system_actor, transition
+
+    with SkillLibrary(lib_dir, create=False) as lib:
+        transition(lib, name, version, "evaluated", actor=system_actor(), reason="evaluation passed",
+                   evidence={"passed": True})
+
+
+def test_governance_commands_round_trip(tmp_path):
+    lib = tmp_path / "lib"
+    v1, v2 = tmp_path / "v1.py", tmp_path / "v2.py"
+    v1.write_text(CODE)
+    v2.write_text(CODE.replace("    return counts", "    return dict(sorted(counts.items()))"))
+    when = "count the votes of an election"
+    assert invoke("init", "--auto-approve", "never", env_dir=lib)[0] == 0
+    code, out = invoke("policy", "show", "--json", env_dir=lib)
+    assert json.loads(out)["auto_approve"] == "never"
+    assert invoke("actors", "add", "alice", "--permissions", "skill.propose,skill.approve", env_dir=lib)[0] == 0
+    assert invoke("actors", "add", "bob", "--permissions", "skill.approve", env_dir=lib)[0] == 0
+    code, out = invoke("actors", "list", "--json", env_dir=lib)
+    assert {a["id"] for a in json.loads(out)} >= {"alice", "bob", "generalizer", "system"}
+    code, out = invoke("propose", str(v1), "--when", when, "--json", env_dir=lib, actor="mallory")
+    assert code == 1 and "'mallory' is not registered" in out
+    code, out = invoke("propose", str(v1), "--when", when, "--json", env_dir=lib, actor="alice")
+    assert code == 0 and (json.loads(out)["version"], json.loads(out)["status"]) == (1, "draft")
+    code, out = invoke("approve", "tally_votes", "1", env_dir=lib, actor="bob")
+    assert code == 1 and "must pass an evaluation first" in out
+    evaluate(lib, "tally_votes", 1)
+    code, out = invoke("approve", "tally_votes", "1", env_dir=lib, actor="alice")
+    assert code == 1 and "nobody approves their own proposal" in out
+    code, out = invoke("approve", "tally_votes", "1", "--actor", "bob", "--reason", "looks right", env_dir=lib)
+    assert code == 0 and "approved tally_votes v1 (approved)" in out
+    code, out = invoke("promote", "tally_votes", "1", "--json", env_dir=lib, actor="bob")
+    assert code == 0 and json.loads(out)["status"] == "active"
+    invoke("propose", str(v2), "--when", when, env_dir=lib, actor="alice")
+    evaluate(lib, "tally_votes", 2)
+    invoke("approve", "tally_votes", "2", env_dir=lib, actor="bob")
+    assert invoke("promote", "tally_votes", "2", env_dir=lib, actor="bob")[0] == 0
+    code, out = invoke("diff", "tally_votes", "1", "2", env_dir=lib)
+    assert code == 0 and "+    return dict(sorted(counts.items()))" in out
+    code, out = invoke("rollback", "tally_votes", "--json", env_dir=lib, actor="bob")
+    assert code == 0 and (json.loads(out)["version"], json.loads(out)["status"]) == (1, "active")
+    code, out = invoke("rollback", "tally_votes", "--to", "2", env_dir=lib, actor="bob")
+    assert code == 1 and "v2 is retired" in out
+    invoke("propose", str(v2), "--when", when, env_dir=lib, actor="alice")
+    code, out = invoke("review", "--json", env_dir=lib)
+    queue = json.loads(out)
+    assert [(q["version"], q["status"]) for q in queue] == [(3, "draft")]
+    assert queue[0]["needs_human"] == ["the tenant's policy (auto_approve='never') approves nothing automatically"]
+    code, out = invoke("reject", "tally_votes", "3", "--reason", "same as v2", env_dir=lib, actor="bob")
+    assert code == 0 and "(rejected)" in out
+    code, out = invoke("audit", "tally_votes", "--json", env_dir=lib)
+    steps = [(e["version"], e["from_status"], e["to_status"]) for e in json.loads(out)]
+    assert steps[-3:] == [(1, "superseded", "active"), (3, None, "draft"), (3, "draft", "rejected")]
+    assert invoke("audit", env_dir=lib)[0] == 0
+    specs = tmp_path / "tools.json"
+    specs.write_text(json.dumps({"lookup": {"schema": {"type": "object"}, "side_effects": False}}))
+    code, out = invoke("tools", "register", str(specs), env_dir=lib, actor="bob")
+    assert code == 1 and "lacks the permission 'skill.admin'" in out
+    assert invoke("tools", "register", str(specs), env_dir=lib)[0] == 0
+    code, out = invoke("tools", "list", "--json", env_dir=lib)
+    assert json.loads(out) == {"lookup": {"schema": {"type": "object"}, "side_effects": False}}
+    code, out = invoke("policy", "set", "--auto-approve", "all", env_dir=lib, actor="bob")
+    assert code == 1 and "lacks the permission 'skill.admin'" in out
+    code, out = invoke("policy", "set", "--auto-approve", "all", "--json", env_dir=lib)
+    assert code == 0 and json.loads(out)["auto_approve"] == "all"
+    code, out = invoke("delete", "tally_votes", "--yes", env_dir=lib, actor="bob")
+    assert code == 1 and "lacks the permission 'skill.admin'" in out
+    code, out = invoke("delete", "tally_votes", "--yes", "--json", env_dir=lib)
+    assert code == 0 and json.loads(out)["to_status"] == "deleted"
+    code, out = invoke("audit", "tally_votes", "--json", env_dir=lib)
+    assert [e["to_status"] for e in json.loads(out)] == ["deleted"]
+    code, out = invoke("show", "tally_votes", env_dir=lib)
+    assert code == 1
+    assert invoke("actors", "remove", "alice", env_dir=lib)[0] == 0
+    code, out = invoke("actors", "list", "--json", env_dir=lib)
+    assert "alice" not in {a["id"] for a in json.loads(out)}

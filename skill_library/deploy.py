@@ -43,6 +43,7 @@ def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[st
         raise DestinationNotEmptyError(
             f"the record store {destination.url} already holds skills: migrate copies only into an empty one"
         )
+    from skill_library.governance.tables import ALL_TABLES, audit_table
     from skill_library.migrations import migrations_table
 
     copied: dict[str, int] = {}
@@ -50,15 +51,19 @@ def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[st
         for table in metadata.sorted_tables:
             if table is migrations_table:
                 continue
+            if table in ALL_TABLES:  # an empty destination's actors and policy are its defaults
+                dst.execute(table.delete())
             query = sa.select(table)
             if table is outcomes_table:
                 query = query.order_by(outcomes_table.c.id)
+            if table is audit_table:
+                query = query.order_by(audit_table.c.id)
             count = 0
             batch: list[dict[str, object]] = []
             for row in src.execute(query).mappings():
                 values = dict(row)
-                if table is outcomes_table:
-                    values.pop("id")
+                if table is outcomes_table or table is audit_table:
+                    values.pop("id")  # the destination numbers them (its sequence stays right)
                 if table is meta_table:
                     if values["key"] in _OWN_META_KEYS:
                         continue

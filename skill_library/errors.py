@@ -145,3 +145,8 @@ class PermissionDenied(SkillLibraryError, PermissionError):
 class LifecycleError(SkillLibraryError, ValueError):
     """A lifecycle transition that is not allowed (the message names the skill, the
     version, the status it has and the status asked for)."""
+
+
+class EvidenceError(SkillLibraryError, ValueError):
+    """A success was claimed without the evidence that backs it (``add(verified=True)``
+    naming no stored trace a verifier judged a success)."""

@@ -381,14 +381,18 @@ class SkillLibrary:
         The direct path of the library's local administrator (the OS user, an admin actor):
         audited like every transition; :meth:`propose` is the governed path for everyone
         else. A hand-written skill starts with no outcomes (reliability 0.5);
-        ``verified=True`` counts one success, and needs its evidence: the skill's
-        ``provenance.trace_ids`` must name a stored trace a verifier judged a success (else
-        ``ValueError``). When another active skill's ``when`` is more than 0.9
+        ``verified=True`` counts one success: when the skill's ``provenance.trace_ids``
+        name a trace, it must be a stored trace a verifier judged a success (else
+        ``ValueError``), and the success is credited to it; without one the success is the
+        local administrator's assertion, recorded as such in the audit event (the CLI's
+        ``--verified`` always needs ``--trace``). When another active skill's ``when`` is more than 0.9
         cosine-similar, nothing is stored and the result names it in ``duplicate_of``.
         """
         if not isinstance(skill, Skill):
             raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
         _check_addable(skill)
+        if verified and skill.provenance.trace_ids:
+            self._check_verified(skill)
         from skill_library.governance import workflow
 
         admin = self.resolve_actor(None)
@@ -406,10 +410,10 @@ class SkillLibrary:
 
     def _check_verified(self, skill: Skill) -> None:
         """``verified=True`` grants a success only on evidence: a stored verified trace."""
-        from skill_library.errors import TraceNotFoundError
+        from skill_library.errors import EvidenceError, TraceNotFoundError
 
         if not skill.provenance.trace_ids:
-            raise ValueError(
+            raise EvidenceError(
                 f"verified: {skill.name!r} names no trace; a success is granted only on evidence "
                 "(provenance.trace_ids naming a stored trace a verifier judged a success; the "
                 "CLI's --trace ID)"
@@ -418,9 +422,9 @@ class SkillLibrary:
         try:
             trace = self.store.get_trace(trace_id)
         except TraceNotFoundError:
-            raise ValueError(f"verified: no stored trace {trace_id!r} backs {skill.name!r}") from None
+            raise EvidenceError(f"verified: no stored trace {trace_id!r} backs {skill.name!r}") from None
         if not trace.verified_success:
-            raise ValueError(
+            raise EvidenceError(
                 f"verified: trace {trace_id!r} is not a success judged by a named verifier"
             )
 
@@ -444,6 +448,8 @@ class SkillLibrary:
             if not isinstance(skill, Skill):
                 raise TypeError(f"add_many() takes Skills, got {type(skill).__name__}")
             _check_addable(skill)
+            if verified and skill.provenance.trace_ids:
+                self._check_verified(skill)
         admin = self.resolve_actor(None)
         results: list[AddResult] = []
         batch_size = ADD_BATCH

@@ -166,6 +166,7 @@ def test_learn_reads_an_openai_transcript(tmp_path, embedder):
     }
     path = tmp_path / "transcript.json"
     path.write_text(json.dumps(transcript))
+    assert invoke("init", "--auto-approve", "all", env_dir=lib)[0] == 0  # the skill must activate
     code, out = invoke("learn", str(path), "--json", "--create", env_dir=lib)
     assert code == 0, out
     assert as_json(out)["status"] == "saved" and as_json(out)["skill"]["tools"] == ["pour"]

@@ -107,3 +107,28 @@ def test_governance_commands_round_trip(tmp_path):
     assert invoke("actors", "remove", "alice", env_dir=lib)[0] == 0
     code, out = invoke("actors", "list", "--json", env_dir=lib)
     assert "alice" not in {a["id"] for a in json.loads(out)}
+
+
+def test_add_verified_grants_a_success_only_on_a_stored_verified_trace(tmp_path):
+    from skill_library import SkillLibrary
+    from skill_library.models import Outcome, Trace
+
+    lib = tmp_path / "lib"
+    source = tmp_path / "tally.py"
+    source.write_text(CODE)
+    when = "count the votes of an election"
+    code, out = invoke("add", str(source), "--when", when, "--verified", "--create", env_dir=lib)
+    assert code == 1 and "--verified needs --trace ID" in " ".join(out.split())
+    with SkillLibrary(lib) as library:
+        unjudged = Trace(task="count the votes", outcome=Outcome(success=True))
+        proven = Trace(task="count the votes", outcome=Outcome(success=True, verifier="returning-officer"))
+        library.store.save_trace(unjudged)
+        library.store.save_trace(proven)
+    for trace_id, why in (("nope", "no stored trace 'nope'"), (unjudged.id, "not a success judged by a named verifier")):
+        code, out = invoke("add", str(source), "--when", when, "--verified", "--trace", trace_id, env_dir=lib)
+        assert code == 1 and why in " ".join(out.split())
+    code, out = invoke("add", str(source), "--when", when, "--verified", "--trace", proven.id, "--json", env_dir=lib)
+    assert code == 0 and json.loads(out)["skill"]["successes"] == 1
+    with SkillLibrary(lib) as library:
+        assert library.outcomes("tally_votes")[0]["trace_id"] == proven.id
+        assert library.audit("tally_votes")[0].evidence == {"verified": True, "trace": proven.id}

@@ -34,7 +34,8 @@ def invoke(*args: str, lib) -> tuple[int, str]:
 @pytest.fixture
 def lib(tmp_path, embedder):
     folder = tmp_path / "lib"
-    assert invoke("init", lib=folder)[0] == 0
+    # opts in to auto-approval: tests here learn skills that must activate
+    assert invoke("init", "--auto-approve", "all", lib=folder)[0] == 0
     return folder
 
 

@@ -44,6 +44,9 @@ def stocked(library):
 
 
 def invoke(*args: str, lib) -> tuple[int, str]:
+    if "--create" in args and not (lib / "records.db").exists():
+        # these tests learn skills that must activate: the library opts in to auto-approval
+        runner.invoke(app, ["init", "--auto-approve", "all"], env={"SKILLS_DIR": str(lib)})
     result = runner.invoke(app, list(args), env={"SKILLS_DIR": str(lib)})
     return result.exit_code, result.output
 

@@ -61,7 +61,10 @@ def add(
     name: Optional[str] = typer.Option(
         None, "--name", help="The function to add, when the file defines several."
     ),
-    verified: bool = typer.Option(False, "--verified", help="Count one verified success."),
+    verified: bool = typer.Option(
+        False, "--verified", help="Count one verified success; needs --trace (the evidence)."),
+    trace_id: Optional[str] = typer.Option(
+        None, "--trace", help="The stored trace (id) a verifier judged a success that proves the skill."),
     tools: Optional[str] = typer.Option(
         None,
         "--tools",
@@ -92,6 +95,12 @@ def add(
         raise  # the error mapper prints it as one line
     except ValueError as exc:  # from_function's own message (which function to add)
         fail(str(exc))
+    if verified and trace_id is None:
+        fail("--verified needs --trace ID: a success is granted only on evidence (a stored trace "
+             "a verifier judged a success; `skills learn` stores them)")
+    if trace_id is not None:
+        skill = skill.model_copy(update={"provenance": skill.provenance.model_copy(
+            update={"trace_ids": [trace_id]})})
     with open_library(directory, create=create) as lib:
         result = lib.add(skill, verified=verified)
     if as_json:

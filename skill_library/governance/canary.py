@@ -62,6 +62,7 @@ SESSION_MEMO_SIZE = 10_000
 
 Decision = Literal["collecting", "healthy", "rollback"]
 
+
 @dataclass(frozen=True)
 class Canary:
     """One running canary (a row of the ``canaries`` table)."""

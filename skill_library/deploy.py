@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -44,6 +45,7 @@ def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[st
         raise DestinationNotEmptyError(
             f"the record store {destination.url} already holds skills: migrate copies only into an empty one"
         )
+    from skill_library.governance.tables import ALL_TABLES, audit_table
     from skill_library.migrations import migrations_table
 
     copied: dict[str, int] = {}
@@ -51,15 +53,19 @@ def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[st
         for table in metadata.sorted_tables:
             if table is migrations_table:
                 continue
+            if table in ALL_TABLES:  # an empty destination's actors and policy are its defaults
+                dst.execute(table.delete())
             query = sa.select(table)
             if table is outcomes_table:
                 query = query.order_by(outcomes_table.c.id)
+            if table is audit_table:
+                query = query.order_by(audit_table.c.id)
             count = 0
             batch: list[dict[str, object]] = []
             for row in src.execute(query).mappings():
                 values = dict(row)
-                if table is outcomes_table:
-                    values.pop("id")
+                if table is outcomes_table or table is audit_table:
+                    values.pop("id")  # the destination numbers them (its sequence stays right)
                 if table is meta_table:
                     if values["key"] in _OWN_META_KEYS:
                         continue
@@ -74,7 +80,20 @@ def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[st
                 dst.execute(table.insert(), batch)
                 count += len(batch)
             copied[table.name] = count
+            _advance_sequence(dst, table, count)
     return copied
+
+
+def _advance_sequence(conn: Any, table: sa.Table, copied: int) -> None:
+    """On PostgreSQL, move the id sequence of ``table`` past the ids copied into it (rows
+    that keep their integer ids, such as evaluations and audit events, which others cite)."""
+    column = table.c.get("id")
+    if (conn.dialect.name != "postgresql" or not copied or column is None or table is outcomes_table
+            or not isinstance(column.type, sa.Integer) or column.autoincrement is not True):
+        return
+    conn.exec_driver_sql(
+        f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), (SELECT MAX(id) FROM {table.name}))"
+    )
 
 
 def copy_folder_library(

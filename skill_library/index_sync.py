@@ -125,6 +125,11 @@ class SyncedIndex:
             remove_folder_collection(self.index_path, self.collection)
 
     # -- reading ------------------------------------------------------------------------
+    @property
+    def seen_generation(self) -> int | None:
+        """The records generation last read or written here (what :meth:`current` checked)."""
+        return self._generation
+
     def current(self) -> VectorIndex:
         """The index, opened on first use and reopened when another writer changed it."""
         generation = self.store.index_generation()

@@ -40,7 +40,7 @@ from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH, check_tenan
 from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, ThreadWriteLock, WriteLock
 
 #: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 #: how long a SQLite writer waits for another one's lock before giving up

@@ -286,7 +286,7 @@ def test_an_old_library_migrates_replaced_retired_versions_to_superseded(tmp_pat
         conn.execute(sa.text("UPDATE skill_versions SET status = 'retired' WHERE status = 'superseded'"))
         for table in ("audit_events", "actors", "tool_specs", "policies", "canaries"):
             conn.execute(sa.text(f"DROP TABLE {table}"))
-        conn.execute(sa.text("DELETE FROM schema_migrations WHERE version = 5"))
+        conn.execute(sa.text("DELETE FROM schema_migrations WHERE version >= 5"))
         conn.execute(sa.text("UPDATE library_meta SET value = '4' WHERE key = 'schema_version'"))
     engine.dispose()
     with SkillLibrary(path, embedder=embedder) as lib:

@@ -243,12 +243,15 @@ def test_skills_migrate_copies_a_folder_into_the_shared_deployment(tmp_path, sha
     assert shared.spec["records"].split("@")[0].split(":")[-1] not in again.output  # no password
     with warnings.catch_warnings():
         warnings.simplefilter("error", IndexRebuiltWarning)
-        with shared.open(embedder) as lib:
+        with shared.open(embedder, policy=None) as lib:  # the policy copied with the records
             assert {s.name: (s.version, s.successes, s.failures) for s in lib.list()} == before
+            assert lib.policy.auto_approve == "read_only"
+            assert [e.name for e in lib.audit("water_plants")] == ["water_plants"]
             assert [(o["version"], o["success"]) for o in lib.outcomes("book_flight")] == [
                 (o["version"], o["success"]) for o in log]
             assert len(lib.history("book_flight")) == 2
             assert lib.fetch("water my garden plants")[0].skill.name == "water_plants"
+            lib.retire("water_plants")  # the copied audit log goes on numbering on PostgreSQL
     monkeypatch.setenv("SKILLS_RECORDS_URL", shared.spec["records"])
     monkeypatch.setenv("SKILLS_INDEX_URL", shared.spec["index"])
     listed = runner.invoke(app, ["list", "--json"])

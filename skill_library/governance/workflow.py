@@ -359,6 +359,7 @@ def review_queue(library: "SkillLibrary") -> list[Skill]:
 
 def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> audit.AuditEvent:
     """Remove every record of ``name`` (see ``SkillLibrary.delete``); one audit event stays."""
+    from skill_library.governance.evaluation import evaluations_table
     from skill_library.record_store import examples_table, outcomes_table, traces_table
 
     who = resolve_actor(library, actor)
@@ -383,6 +384,8 @@ def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> 
                          .where(traces_table.c.id.in_(gone[start:start + 500])))
         conn.execute(canaries_table.delete().where(canaries_table.c.tenant == tenant)
                      .where(canaries_table.c.name == name))
+        conn.execute(evaluations_table.delete().where(evaluations_table.c.tenant == tenant)
+                     .where(evaluations_table.c.name == name))
         conn.execute(audit_table.delete().where(audit_table.c.tenant == tenant)
                      .where(audit_table.c.name == name))
         _purge(conn, name, store)

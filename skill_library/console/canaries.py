@@ -1,0 +1,55 @@
+"""The Canaries page: each canary's share, outcomes per version and significance test
+state; promote the canary or roll it back (the library's governance calls, as the actor)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from skill_library.console.app import Console, page, redirect
+from skill_library.console.auth import Session
+from skill_library.console.review import _governed
+
+__all__ = ["routes"]
+
+
+@page()
+def canaries_page(console: Console, request: Request, session: Session) -> Response:
+    """``/canaries``: ``library.canaries()``."""
+    tenant = console.tenant_of(request)
+    library = console.view(tenant)
+    states = _governed(library, "canaries")()
+    policy = getattr(library, "policy", None)
+    return console.render(request, session, "canaries.html", tenant=tenant, canaries=states, policy=policy,
+                          page_name="canaries")
+
+
+@page(write=True)
+def promote(console: Console, request: Request, session: Session) -> Response:
+    """``POST /canaries/{name}/{version}/promote``: ``library.promote(name, version, actor=)``."""
+    form = request.state.form
+    tenant = console.tenant_of(request, form)
+    library = console.view(tenant)
+    name, version = request.path_params["name"], int(request.path_params["version"])
+    skill = _governed(library, "promote")(name, version, actor=console.actor(library))
+    return redirect("/canaries", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
+
+
+@page(write=True)
+def rollback(console: Console, request: Request, session: Session) -> Response:
+    """``POST /canaries/{name}/rollback``: ``library.rollback(name, actor=)``."""
+    form = request.state.form
+    tenant = console.tenant_of(request, form)
+    library = console.view(tenant)
+    name = request.path_params["name"]
+    skill = _governed(library, "rollback")(name, actor=console.actor(library))
+    return redirect("/canaries", tenant=tenant, notice=f"rolled {name} back: v{skill.version} is {skill.status}")
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/canaries", canaries_page),
+        Route("/canaries/{name}/{version:int}/promote", promote, methods=["POST"]),
+        Route("/canaries/{name}/rollback", rollback, methods=["POST"]),
+    ]

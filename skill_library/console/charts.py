@@ -36,6 +36,7 @@ def reliability_png(name: str, outcomes: Sequence[dict[str, Any]]) -> bytes:
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     figure = Figure(figsize=CHART_SIZE, dpi=CHART_DPI)
     axes = figure.add_subplot()
@@ -49,6 +50,7 @@ def reliability_png(name: str, outcomes: Sequence[dict[str, Any]]) -> bytes:
                      facecolors="none", edgecolors=line.get_color(), s=16)
     if not series:
         axes.text(0.5, 0.5, "no outcomes yet", ha="center", va="center", transform=axes.transAxes)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylim(0, 1)
     axes.set_xlabel("outcome")
     axes.set_ylabel("reliability")

@@ -1,0 +1,67 @@
+"""The review console in a real browser: Debian's headless Chromium (/usr/bin/chromium)
+driven by Playwright's Python client (which downloads no browser). Screenshots go to
+``docs/images/`` when SKILLS_CONSOLE_SCREENSHOTS=1 (how the README's were made), else to
+the test's temporary folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import TOKEN
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+#: the flags this machine needs (its closed network refuses Chromium's background calls)
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not shutil.which(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
+        pytest.skip(f"{CHROMIUM} is missing (make test installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    profile = tmp_path / "chromium-profile"
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1200, "height": 900},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def screenshot_path(tmp_path: Path, name: str) -> Path:
+    if os.environ.get("SKILLS_CONSOLE_SCREENSHOTS") == "1":
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        return DOCS_IMAGES / name
+    return tmp_path / name
+
+
+def test_skill_page_renders_its_chart_and_highlighted_code(browser, live_server, skill_name, tmp_path):
+    page = browser.new_page()
+    page.goto(f"{live_server}/login?token={TOKEN}")
+    assert page.url.endswith("/skills")
+    page.click(f"text={skill_name}")
+    page.wait_for_load_state("load")
+    assert page.locator("h1").inner_text().startswith(skill_name)
+    chart = page.locator("#chart")
+    chart.scroll_into_view_if_needed()
+    width = page.evaluate("() => document.querySelector('#chart').naturalWidth")
+    assert width == 700  # the PNG loaded (a broken image has naturalWidth 0)
+    keyword = page.locator("#code .k").first
+    assert keyword.inner_text() == "def"
+    color = keyword.evaluate("e => getComputedStyle(e).color")
+    assert color != "rgb(0, 0, 0)"  # pygments' stylesheet, served by the app, applied
+    shot = screenshot_path(tmp_path, "console-skill.png")
+    page.screenshot(path=str(shot), full_page=False)
+    assert shot.stat().st_size > 10_000

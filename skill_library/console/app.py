@@ -62,7 +62,6 @@ class Console:
         self.actor_id = actor_id
         self.sessions = sessions
         self.lock = threading.Lock()
-        self._views: dict[str, SkillLibrary] = {}
 
     @property
     def home_tenant(self) -> str:
@@ -75,15 +74,14 @@ class Console:
         return str(value).strip() or self.home_tenant
 
     def view(self, tenant: str) -> "SkillLibrary":
-        """The library as seen by ``tenant`` (``library.for_tenant``)."""
+        """The library as seen by ``tenant`` (``library.for_tenant``, which keeps its views)."""
         if tenant == self.home_tenant:
             return self.library
-        if tenant not in self._views:
-            for_tenant = getattr(self.library, "for_tenant", None)
-            if for_tenant is None:
-                raise ConsoleRefusal(f"this library has no tenants; only {self.home_tenant!r} exists", 400)
-            self._views[tenant] = for_tenant(tenant)
-        return self._views[tenant]
+        for_tenant = getattr(self.library, "for_tenant", None)
+        if for_tenant is None:
+            raise ConsoleRefusal(f"this library has no tenants; only {self.home_tenant!r} exists", 400)
+        view: SkillLibrary = for_tenant(tenant)
+        return view
 
     def actor(self, library: "SkillLibrary") -> Any:
         """The console's actor as ``library`` knows it (its actor registry), or ``None`` for

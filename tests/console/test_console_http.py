@@ -213,3 +213,35 @@ def test_serve_refuses_non_loopback_and_warns_with_allow_remote(library, monkeyp
     assert "acting as alice" in lines[1]
     assert lines[2].startswith("open this URL to log in (it works once): http://0.0.0.0:9999/login?token=")
     assert served == [{"host": "0.0.0.0", "port": 9999, "log_level": "warning"}]
+
+
+# -- tenants -----------------------------------------------------------------------------
+def test_each_tenant_sees_only_its_own_skills_and_subjects(client, library, skill_name):
+    from skill_library.models import Skill
+
+    acme = library.for_tenant("acme")
+    acme.add(Skill.from_function("def shout(text: str) -> str:\n    return text.upper()\n",
+                                 when="turn a message into capital letters"))
+    acme.patterns.record_transition("carol", "browsing", "support", session="a1")
+    library.patterns.record_transition("carol", "browsing", "checkout", session="d1")
+
+    home = client.get("/skills").text
+    assert f">{skill_name}</a>" in home and ">shout</a>" not in home
+    theirs = client.get("/skills", params={"tenant": "acme"}).text
+    assert ">shout</a>" in theirs and f">{skill_name}</a>" not in theirs
+    assert 'href="/skills/shout?tenant=acme"' in theirs  # links keep the tenant
+    assert ">shout</a>" not in client.get("/skills", params={"q": "capital letters"}).text
+    assert client.get("/skills/shout").status_code == 404
+    assert client.get("/skills/shout", params={"tenant": "acme"}).status_code == 200
+    assert client.get(f"/skills/{skill_name}", params={"tenant": "acme"}).status_code == 404
+    assert client.get("/skills/shout/chart.png").status_code == 404
+
+    page = client.get("/subjects", params={"subject": "carol", "tenant": "acme"})
+    assert "support (1.00, 1)" in page.text and "checkout" not in page.text
+    done = client.post("/subjects/forget", data={"subject": "carol", "tenant": "acme", "csrf": csrf_of(page.text)})
+    assert done.status_code == 200 and "forgot carol: 1 transition(s)" in done.text
+    assert acme.explain("carol")["patterns"] == []
+    assert library.explain("carol")["patterns"][0]["distribution"] == {"checkout": {"probability": 1.0, "count": 1}}
+
+    bad = client.get("/skills", params={"tenant": "../etc"})
+    assert bad.status_code == 400 and "tenant" in message_of(bad.text)

@@ -40,11 +40,17 @@ def browser(tmp_path):
             context.close()
 
 
-def screenshot_path(tmp_path: Path, name: str) -> Path:
+def screenshot(page, tmp_path: Path, name: str) -> Path:
+    """Save a screenshot of ``page``; for the README, as a small 64-colour PNG."""
+    path = tmp_path / name
+    page.screenshot(path=str(path), full_page=False)
     if os.environ.get("SKILLS_CONSOLE_SCREENSHOTS") == "1":
+        from PIL import Image
+
         DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        return DOCS_IMAGES / name
-    return tmp_path / name
+        with Image.open(path) as image:
+            image.convert("RGB").quantize(colors=64).save(DOCS_IMAGES / name, optimize=True)
+    return path
 
 
 def test_skill_page_renders_its_chart_and_highlighted_code(browser, live_server, skill_name, tmp_path):
@@ -62,6 +68,5 @@ def test_skill_page_renders_its_chart_and_highlighted_code(browser, live_server,
     assert keyword.inner_text() == "def"
     color = keyword.evaluate("e => getComputedStyle(e).color")
     assert color != "rgb(0, 0, 0)"  # pygments' stylesheet, served by the app, applied
-    shot = screenshot_path(tmp_path, "console-skill.png")
-    page.screenshot(path=str(shot), full_page=False)
+    shot = screenshot(page, tmp_path, "console-skill.png")
     assert shot.stat().st_size > 10_000

@@ -83,6 +83,11 @@ class Console:
         view: SkillLibrary = for_tenant(tenant)
         return view
 
+    def known_tenants(self) -> list[str]:
+        """Tenants holding at least one skill (suggestions for the tenant box)."""
+        tenants = getattr(self.library.store, "tenants", None)
+        return sorted({self.home_tenant, *(tenants() if tenants is not None else ())})
+
     def actor(self, library: "SkillLibrary") -> Any:
         """The console's actor as ``library`` knows it (its actor registry), or ``None`` for
         the local administrator of a library without one."""
@@ -106,7 +111,7 @@ class Console:
         shared = {
             "actor_id": self.actor_id, "tenant": tenant, "home_tenant": self.home_tenant,
             "csrf": session.csrf, "csrf_field": CSRF_FIELD, "notice": request.query_params.get("notice"),
-            "location": self.library.location, "link": _link,
+            "location": self.library.location, "link": _link, "tenants": self.known_tenants(),
         }
         return templates.TemplateResponse(request, template, {**shared, **context}, status_code=status_code)
 

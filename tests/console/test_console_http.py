@@ -230,6 +230,7 @@ def test_each_tenant_sees_only_its_own_skills_and_subjects(client, library, skil
     theirs = client.get("/skills", params={"tenant": "acme"}).text
     assert ">shout</a>" in theirs and f">{skill_name}</a>" not in theirs
     assert 'href="/skills/shout?tenant=acme"' in theirs  # links keep the tenant
+    assert '<option value="acme">' in home  # the tenant box suggests the known tenants
     assert ">shout</a>" not in client.get("/skills", params={"q": "capital letters"}).text
     assert client.get("/skills/shout").status_code == 404
     assert client.get("/skills/shout", params={"tenant": "acme"}).status_code == 200

@@ -11,7 +11,9 @@ from skill_library.errors import (
     GeneralizationError,
     IndexCorruptError,
     IndexUnavailableError,
+    LifecycleError,
     LLMError,
+    PermissionDenied,
     RecordStoreUnavailableError,
     SkillLibraryError,
     SkillNotFoundError,
@@ -30,8 +32,17 @@ from skill_library.models import (
     VerificationReport,
 )
 
+#: governance names, imported on first use (skill_library.governance)
+_GOVERNANCE = ("Actor", "AuditEvent", "Policy", "ToolSpec")
+
 __all__ = [
+    "Actor",
     "AddResult",
+    "AuditEvent",
+    "LifecycleError",
+    "PermissionDenied",
+    "Policy",
+    "ToolSpec",
     "GeneralizationError",
     "IndexCorruptError",
     "IndexUnavailableError",
@@ -54,6 +65,7 @@ __all__ = [
 
 
 if TYPE_CHECKING:
+    from skill_library.governance import Actor, AuditEvent, Policy, ToolSpec
     from skill_library.library import SkillLibrary
 
 
@@ -62,4 +74,8 @@ def __getattr__(name: str) -> Any:  # lazy: importing models must not pull in to
         from skill_library.library import SkillLibrary
 
         return SkillLibrary
+    if name in _GOVERNANCE:
+        from skill_library import governance
+
+        return getattr(governance, name)
     raise AttributeError(name)

@@ -135,3 +135,13 @@ def require_extra(module: str, extra: str, feature: str) -> object:
         return importlib.import_module(module)
     except ImportError:
         raise MissingExtraError(feature, extra, module) from None
+
+
+class PermissionDenied(SkillLibraryError, PermissionError):
+    """An actor tried a governed write it is not allowed to make (the message names the
+    actor and the missing permission, or the rule that refused it)."""
+
+
+class LifecycleError(SkillLibraryError, ValueError):
+    """A lifecycle transition that is not allowed (the message names the skill, the
+    version, the status it has and the status asked for)."""

@@ -25,6 +25,7 @@ from skill_library.errors import (
     SkillPolicyError,
     SkillUsageError,
 )
+from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.induction import description
 from skill_library.models import (
@@ -98,7 +99,16 @@ class SkillLibrary:
     ``min_similarity`` is fetch's floor on cosine similarity; ``read_only_tools`` names
     the tools that only read state: learning drops argument-free reads whose results a
     skill does not use, and replay verification lets a skill read more or less often than
-    its trace (to look before it acts).
+    its trace (to look before it acts); they count as tools declared without side effects
+    (a tool the tenant declared with side effects stays one: a declaration narrows, never
+    widens).
+
+    Governance (README, "Governance"): ``policy`` is stored as the tenant's policy when the
+    library (or tenant) is created; opening an existing one with a different ``policy``
+    raises (widen it with :meth:`set_policy`). Without one, the policy is
+    ``Policy(auto_approve="read_only")``. Creating a library registers the OS user as its
+    admin ``user`` actor (the default actor of :meth:`add` and the other direct writes),
+    plus the ``generalizer`` and ``system`` actors.
 
     Shared deployment: ``SkillLibrary(records="postgresql+psycopg://user:pw@host/db",
     index="http://HOST:PORT[/COLLECTION]")`` keeps the records on PostgreSQL (the same
@@ -124,6 +134,7 @@ class SkillLibrary:
         store: RecordStore | None = None,
         read_only_tools: Iterable[str] = (),
         generalizer: "GeneralizerName | Generalizer" = "dataflow",
+        policy: Policy | None = None,
     ) -> None:
         if not 0.0 <= min_reliability <= 1.0:
             raise ValueError(f"min_reliability must be within [0, 1], got {min_reliability}")
@@ -143,7 +154,7 @@ class SkillLibrary:
             self.path.mkdir(parents=True, exist_ok=True)
         self.min_reliability = min_reliability
         self.min_similarity = min_similarity
-        self.read_only_tools = frozenset(read_only_tools)
+        self._read_only_arg = frozenset(read_only_tools)
         self.generalizer = generalizer
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
         if store is None:
@@ -162,6 +173,16 @@ class SkillLibrary:
         self._procedures: Procedures | None = None
         self._patterns: Patterns | None = None
         self._closed = False
+        #: the actors registered in this library's tenant
+        self.actors = ActorRegistry(self)
+        self._specs_cache: dict[str, ToolSpec] | None = None
+        from skill_library.governance import workflow
+
+        try:
+            workflow.open_tenant(self, policy)
+        except BaseException:
+            self.close()
+            raise
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> "SkillLibrary":
@@ -224,18 +245,141 @@ class SkillLibrary:
             self._patterns = Patterns(self.store, self.embedder)
         return self._patterns
 
+    # -- governance: thin delegates to skill_library.governance --------------------------
+    def resolve_actor(self, actor: "Actor | str | None" = None) -> Actor:
+        """The registered actor ``actor`` names (an id, or an :class:`Actor` whose id is
+        looked up: permissions come from the registry, never from the caller); ``None`` is
+        the local administrator (the OS user). :class:`PermissionDenied` when unknown."""
+        from skill_library.governance import workflow
+
+        return workflow.resolve_actor(self, actor)
+
+    @property
+    def read_only_tools(self) -> frozenset[str]:
+        """The tools that only read state: declared without side effects in the tenant, or
+        named by ``read_only_tools=`` and not declared with side effects."""
+        return frozenset(n for n, s in self.tool_specs().items() if not s.side_effects)
+
+    def constructor_tool_specs(self) -> dict[str, ToolSpec]:
+        """The ``read_only_tools=`` of this library object as tool specs (not stored)."""
+        return {name: ToolSpec(side_effects=False) for name in self._read_only_arg}
+
+    def tool_specs(self) -> dict[str, ToolSpec]:
+        """The tools declared in the tenant (plus ``read_only_tools=``), by name."""
+        from skill_library.governance import workflow
+
+        return workflow.tool_specs(self)
+
+    def register_tools(self, specs: Mapping[str, ToolSpec], *, actor: "Actor | str | None" = None) -> None:
+        """Declare tools in the tenant (``skill.admin``; audited). A tool nobody declared
+        counts as having side effects."""
+        from skill_library.governance import workflow
+
+        workflow.register_tools(self, specs, actor=actor)
+
+    @property
+    def policy(self) -> Policy:
+        """The tenant's policy (``Policy()``, auto_approve ``read_only``, when none is stored)."""
+        from skill_library.governance import workflow
+
+        return workflow.policy(self)
+
+    def set_policy(self, policy: Policy, *, actor: "Actor | str | None") -> Policy:
+        """Store ``policy`` as the tenant's (``skill.admin``; audited)."""
+        from skill_library.governance import workflow
+
+        return workflow.set_policy(self, policy, actor=actor)
+
+    def propose(self, skill: Skill, *, actor: "Actor | str | None", reason: str = "") -> Skill:
+        """Store ``skill`` as a draft, the next version of its name: never fetched until it
+        is evaluated, approved and promoted (``skill.propose``)."""
+        from skill_library.governance import workflow
+
+        return workflow.propose(self, skill, actor=actor, reason=reason)
+
+    def reject(self, name: str, version: int, *, actor: "Actor | str | None", reason: str) -> Skill:
+        """Reject a draft or evaluated version: kept for audit, never fetched."""
+        from skill_library.governance import workflow
+
+        return workflow.reject(self, name, version, actor=actor, reason=reason)
+
+    def approve(self, name: str, version: int, *, actor: "Actor | str | None", reason: str = "") -> Skill:
+        """Approve an evaluated version (``skill.approve``, a ``user`` actor, not its
+        proposer, its latest evaluation passed)."""
+        from skill_library.governance import workflow
+
+        return workflow.approve(self, name, version, actor=actor, reason=reason)
+
+    def canary(self, name: str, version: int, *, actor: "Actor | str | None",
+               share: float | None = None, cohort: str | None = None) -> Skill:
+        """Start a canary of an approved version for ``share`` of sessions or a ``cohort``."""
+        from skill_library.governance import workflow
+
+        return workflow.canary(self, name, version, actor=actor, share=share, cohort=cohort)
+
+    def promote(self, name: str, version: int, *, actor: "Actor | str | None") -> Skill:
+        """Make an approved (or canary) version the active one; the active one before it is
+        superseded."""
+        from skill_library.governance import workflow
+
+        return workflow.promote(self, name, version, actor=actor)
+
+    def rollback(self, name: str, *, actor: "Actor | str | None", to_version: int | None = None) -> Skill:
+        """Flip the active pointer back to the previous released version (or
+        ``to_version``) at once; the rolled-back version is retired."""
+        from skill_library.governance import workflow
+
+        return workflow.rollback(self, name, actor=actor, to_version=to_version)
+
+    def diff(self, name: str, v1: int, v2: int) -> str:
+        """What changed from version ``v1`` to ``v2``: code, ``when``, tools, parameters."""
+        from skill_library.governance import workflow
+
+        return workflow.diff(self, name, v1, v2)
+
+    def delete(self, name: str, *, actor: "Actor | str | None") -> AuditEvent:
+        """Remove ``name`` entirely (versions, outcomes, traces, examples, index entries);
+        admin only; leaves one audit event, which it returns."""
+        from skill_library.governance import workflow
+
+        return workflow.delete(self, name, actor=actor)
+
+    def audit(self, name: str | None = None) -> builtins.list[AuditEvent]:
+        """The audit events of ``name`` (default: every event of the tenant), oldest first."""
+        from skill_library.governance import workflow
+
+        return workflow.audit_events(self, name)
+
+    def needs_human(self, name: str, version: int) -> builtins.list[str]:
+        """Why a human must approve this version (empty: the policy may approve it)."""
+        from skill_library.governance import rules
+
+        return rules.needs_human(self, self.store.get(name, version))
+
+    def review_queue(self) -> builtins.list[Skill]:
+        """The draft and evaluated versions waiting for a decision, oldest first."""
+        from skill_library.governance import workflow
+
+        return workflow.review_queue(self)
+
     # -- skills -------------------------------------------------------------------------
     def add(self, skill: Skill, *, verified: bool = False) -> AddResult:
         """Store ``skill`` as a new active version (version 1 for a new name).
 
-        A hand-written skill starts with no outcomes (reliability 0.5); ``verified=True``
-        counts one success, for a skill proven on a verified trace. When another active
-        skill's ``when`` is more than 0.9 cosine-similar, nothing is stored and the result
-        names it in ``duplicate_of``.
+        The direct path of the library's local administrator (the OS user, an admin actor):
+        audited like every transition; :meth:`propose` is the governed path for everyone
+        else. A hand-written skill starts with no outcomes (reliability 0.5);
+        ``verified=True`` counts one success, and needs its evidence: the skill's
+        ``provenance.trace_ids`` must name a stored trace a verifier judged a success (else
+        ``ValueError``). When another active skill's ``when`` is more than 0.9
+        cosine-similar, nothing is stored and the result names it in ``duplicate_of``.
         """
         if not isinstance(skill, Skill):
             raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
         _check_addable(skill)
+        from skill_library.governance import workflow
+
+        admin = self.resolve_actor(None)
         embedding = self._text_vectors.embed([description.index_text(skill.when)])[0]
         with self._index.writing() as index:
             duplicate = self._duplicate_of(embedding, skill.name, index)
@@ -243,9 +387,30 @@ class SkillLibrary:
                 return AddResult(
                     status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1]
                 )
-            stored = self.store.add_version(skill, initial_success=verified)
+            stored = workflow.add_active(self, [skill], initial_success=verified, actor=admin,
+                                         reason="added directly by the local administrator")[0]
             self._sync_index(index, stored, known={description.index_text(stored.when): embedding})
         return AddResult(status="added", skill=stored)
+
+    def _check_verified(self, skill: Skill) -> None:
+        """``verified=True`` grants a success only on evidence: a stored verified trace."""
+        from skill_library.errors import TraceNotFoundError
+
+        if not skill.provenance.trace_ids:
+            raise ValueError(
+                f"verified: {skill.name!r} names no trace; a success is granted only on evidence "
+                "(provenance.trace_ids naming a stored trace a verifier judged a success; the "
+                "CLI's --trace ID)"
+            )
+        trace_id = skill.provenance.trace_ids[0]
+        try:
+            trace = self.store.get_trace(trace_id)
+        except TraceNotFoundError:
+            raise ValueError(f"verified: no stored trace {trace_id!r} backs {skill.name!r}") from None
+        if not trace.verified_success:
+            raise ValueError(
+                f"verified: trace {trace_id!r} is not a success judged by a named verifier"
+            )
 
     def add_many(
         self,
@@ -261,10 +426,13 @@ class SkillLibrary:
         """
         import numpy as np
 
+        from skill_library.governance import workflow
+
         for skill in skills:
             if not isinstance(skill, Skill):
                 raise TypeError(f"add_many() takes Skills, got {type(skill).__name__}")
             _check_addable(skill)
+        admin = self.resolve_actor(None)
         results: list[AddResult] = []
         batch_size = ADD_BATCH
         bar = _ProgressBar(progress, "adding skills", len(skills))
@@ -297,7 +465,9 @@ class SkillLibrary:
                         accepted_vectors[len(accepted_names)] = vector
                         accepted.append((skill, vector))
                         accepted_names.append(skill.name)
-                saved = iter(self.store.add_versions([s for s, _ in accepted], initial_success=verified))
+                saved = iter(workflow.add_active(
+                    self, [s for s, _ in accepted], initial_success=verified, actor=admin,
+                    reason="added directly by the local administrator"))
                 for duplicate in verdicts:
                     if duplicate is None:
                         results.append(AddResult(status="added", skill=next(saved)))
@@ -355,12 +525,13 @@ class SkillLibrary:
         """One stored trace by id (:class:`TraceNotFoundError` when unknown)."""
         return self.store.get_trace(trace_id)
 
-    def retire(self, name: str) -> Skill:
-        """Retire a skill: it stays in the records but is never fetched again."""
-        with self._index.writing() as index:
-            skill = self.store.set_status(name, "retired")
-            index.delete(name)
-        return skill
+    def retire(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
+        """Retire a skill (its active or quarantined version): it stays in the records but
+        is never fetched again. ``actor`` (default: the local administrator) needs
+        ``skill.approve``; audited."""
+        from skill_library.governance import workflow
+
+        return workflow.retire(self, name, actor=actor)
 
     def reindex(self, *, progress: bool = False, force: bool = False) -> int:
         """Rebuild the vector index from the records; returns how many skills it holds.
@@ -517,26 +688,33 @@ class SkillLibrary:
         problem = quarantine_problem(self.store, current) if current.version == skill.version else None
         if problem is None:
             return skill
-        with self._index.writing() as index:
-            quarantined = self.store.set_status(skill.name, "quarantined")
-            index.delete(skill.name)
+        from skill_library.errors import LifecycleError
+        from skill_library.governance import lifecycle
+
+        try:
+            quarantined = lifecycle.transition(
+                self, skill.name, current.version, "quarantined",
+                actor=self.resolve_actor("system"), reason=problem,
+            )
+        except LifecycleError:  # another process moved it first
+            return self.store.get(skill.name, skill.version)
         record_event(self.store, quarantined, "quarantined", problem, None)
         return quarantined
 
-    def lift_quarantine(self, name: str, *, actor: str | None = None) -> Skill:
-        """An approver lifts the quarantine of ``name``: it is active and fetched again."""
-        return self._lift(name, actor, "lifted by an approver")
+    def lift_quarantine(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
+        """An approver (``skill.approve``; default: the local administrator) lifts the
+        quarantine of ``name``: it is active and fetched again. Audited."""
+        return self._lift(name, self.resolve_actor(actor), "lifted by an approver")
 
-    def _lift(self, name: str, actor: str | None, reason: str) -> Skill:
+    def _lift(self, name: str, actor: Actor, reason: str) -> Skill:
+        from skill_library.governance import lifecycle
         from skill_library.patterns.reliability import record_event
 
         skill = self.store.get(name)
         if skill.status != "quarantined":
             raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
-        with self._index.writing() as index:
-            lifted = self.store.set_status(name, "active")
-            self._sync_index(index, lifted)
-        record_event(self.store, lifted, "lifted", reason, actor)
+        lifted = lifecycle.transition(self, name, skill.version, "active", actor=actor, reason=reason)
+        record_event(self.store, lifted, "lifted", reason, None if actor.kind == "system" else actor.id)
         return lifted
 
     def reverify(
@@ -546,17 +724,19 @@ class SkillLibrary:
         tools: Mapping[str, Callable[..., Any]] | None = None,
         *,
         verifier: Callable[[SkillRun], bool],
-        actor: str | None = None,
+        actor: "Actor | str | None" = None,
         **run_options: Any,
     ) -> SkillRun:
-        """Run a quarantined skill once under ``verifier``; a pass lifts the quarantine."""
+        """Run a quarantined skill once under ``verifier``; a pass lifts the quarantine
+        (as ``actor``, default the system actor: a passed re-verification is evidence)."""
         skill = self.store.get(name)
         if skill.status != "quarantined":
             raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
         run = self.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
         outcome = run.trace.outcome
         if outcome is not None and outcome.success:
-            self._lift(name, actor, f"a re-verification passed (trace {run.trace.id})")
+            who = self.resolve_actor(actor if actor is not None else "system")
+            self._lift(name, who, f"a re-verification passed (trace {run.trace.id})")
         return run
 
     # -- procedures, patterns and transparency: delegates to skill_library.procedures/.patterns
@@ -912,11 +1092,12 @@ class SkillLibrary:
 
         return dispatch(self, tool_call, tools, **run_options)
 
-    def import_draft(self, skill: Skill) -> Skill:
-        """Store ``skill`` as an unverified draft version: never indexed, fetched or run."""
+    def import_draft(self, skill: Skill, *, actor: "Actor | str | None" = None) -> Skill:
+        """Store ``skill`` as an unverified draft version: never indexed, fetched or run
+        (:meth:`propose` as ``actor``, default the local administrator)."""
         if skill.successes or skill.failures:
             raise ValueError(f"successes/failures: a draft starts with no outcomes; {skill.name!r} has some")
-        return self.store.add_version(skill, status="draft")
+        return self.propose(skill, actor=actor, reason="imported")
 
 
 #: environment settings read when no token is passed
@@ -969,7 +1150,8 @@ def _check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> 
         )
 
 
-def _check_addable(skill: Skill) -> None:
+def check_policy(skill: Skill) -> None:
+    """:class:`SkillPolicyError` when the code of ``skill`` breaks the sandbox policy."""
     if skill.code is not None:
         from sandbox import PolicyViolation, check_source
 
@@ -979,6 +1161,10 @@ def _check_addable(skill: Skill) -> None:
             raise SkillPolicyError(
                 f"skill {skill.name!r} breaks the sandbox policy and could never run: {exc}"
             ) from None
+
+
+def _check_addable(skill: Skill) -> None:
+    check_policy(skill)
     if skill.status != "active":
         raise ValueError(
             f"status: add() stores active versions; {skill.name!r} has status {skill.status!r}"

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from skill_library import record_store as rs
+from skill_library.governance import tables as governance_tables
 from skill_library.models import utc_now
 
 #: key of the PostgreSQL advisory lock held while migrations run (any constant 64-bit int)
@@ -59,11 +60,30 @@ def _initial(conn: Connection) -> None:
         conn.execute(rs.meta_table.insert().values(key="index_generation", value="0"))
 
 
+def _governance(conn: Connection) -> None:
+    """The governance tables; and versions replaced by a newer one, which were marked
+    ``retired`` before ``superseded`` existed, become ``superseded`` (``retire()`` only
+    ever retired the version the pointer names, so every other retired one was replaced)."""
+    _create(*governance_tables.ALL_TABLES)(conn)
+    pointer = (
+        sa.select(rs.skills_table.c.active_version)
+        .where(rs.skills_table.c.name == rs.versions_table.c.name)
+        .scalar_subquery()
+    )
+    conn.execute(
+        rs.versions_table.update()
+        .where(rs.versions_table.c.status == "retired")
+        .where(rs.versions_table.c.version != pointer)
+        .values(status="superseded")
+    )
+
+
 #: the schema's history; append, never edit or reorder
 MIGRATIONS: list[Migration] = [
     Migration("initial: skills, versions, outcomes, traces, meta", _initial),
     Migration("evidence: skill_examples, skill_profiles", _create(rs.examples_table, rs.profiles_table)),
     Migration("text_vectors: stored vectors of the index texts", _create(rs.vectors_table)),
+    Migration("governance: audit_events, actors, tool_specs, policies, canaries; superseded", _governance),
 ]
 
 

@@ -19,9 +19,16 @@ from skill_library import signature
 from skill_library.errors import TraceError
 
 SkillKind = Literal["code", "instruction"]
-#: ``quarantined``: an active skill whose recent runs fail (skill_library.patterns.reliability);
-#: not fetched until re-verified or lifted
-SkillStatus = Literal["draft", "active", "retired", "quarantined"]
+#: The lifecycle of one version (skill_library.governance.lifecycle): ``draft`` (proposed,
+#: never fetched), ``evaluated`` (passed an evaluation or replay verification),
+#: ``approved``, ``canary`` (served to a share of sessions), ``active`` (what fetch serves),
+#: ``superseded`` (an active version replaced by a newer one), ``retired`` (taken out by
+#: someone), ``rejected`` (refused by a reviewer, kept for audit) and ``quarantined`` (an
+#: active skill whose recent runs fail: skill_library.patterns.reliability).
+SkillStatus = Literal[
+    "draft", "evaluated", "approved", "canary", "active", "superseded", "retired", "rejected",
+    "quarantined",
+]
 CallKind = Literal["tool", "skill"]
 
 # a leading letter: the sandbox refuses names that start with an underscore

@@ -34,7 +34,7 @@ from skill_library.models import Example, Provenance, Skill, SkillStatus, Trace,
 from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, ThreadWriteLock, WriteLock
 
 #: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 #: how long a SQLite writer waits for another one's lock before giving up
@@ -164,10 +164,11 @@ class RecordStore(abc.ABC):
     def add_version(
         self, skill: Skill, *, initial_success: bool = False, status: SkillStatus = "active"
     ) -> Skill:
-        """Store ``skill`` as the next version of its name and make it active.
+        """Store ``skill`` as the next version of its name and make it active (the
+        version active before it becomes ``superseded``).
 
-        ``status="draft"`` stores an unverified version instead: it retires nothing, and it
-        becomes the name's current version only when the name is new.
+        ``status="draft"`` stores an unverified version instead: it supersedes nothing, and
+        it becomes the name's current version only when the name has no active version.
         """
 
     def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
@@ -199,6 +200,15 @@ class RecordStore(abc.ABC):
     @abc.abstractmethod
     def set_status(self, name: str, status: SkillStatus) -> Skill:
         """Change the lifecycle status of the active version of ``name``."""
+
+    @abc.abstractmethod
+    def set_version_status(self, name: str, version: int, status: SkillStatus) -> Skill:
+        """Change the lifecycle status of one version of ``name`` (its content never
+        changes); the governed path is skill_library.governance.lifecycle.transition."""
+
+    @abc.abstractmethod
+    def set_active_version(self, name: str, version: int) -> Skill:
+        """Point ``name``'s active pointer (what ``get(name)`` returns) at ``version``."""
 
     @abc.abstractmethod
     def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
@@ -483,6 +493,68 @@ class SQLRecordStore(RecordStore):
         stored: Skill = self._retrying(lambda conn: self._add_version(conn, skill, initial_success, status))
         return stored
 
+    def insert_version(
+        self, conn: Connection, skill: Skill, *, status: SkillStatus = "active",
+        initial_success: bool = False,
+    ) -> tuple[Skill, builtins.list[int]]:
+        """:meth:`add_version` on ``conn`` (inside the caller's transaction): the stored
+        version and the versions it superseded (for the caller's audit events)."""
+        if status not in ("active", "draft"):
+            raise ValueError(f"status: a new version is active or draft, not {status!r}")
+        superseded: builtins.list[int] = []
+        stored = self._add_version(conn, skill, initial_success, status, superseded)
+        return stored, superseded
+
+    def retrying(self, work: Any) -> Any:
+        """``work(conn)`` in one write transaction (retried on PostgreSQL when it lost a
+        race with another writer): for modules composing several writes atomically."""
+        return self._retrying(work)
+
+    def read_version(self, conn: Connection, name: str, version: int | None = None) -> Skill:
+        """One version (default: the pointer's) read on ``conn``."""
+        return self._get(conn, name, version)
+
+    def pointer(self, conn: Connection, name: str) -> int:
+        """The version ``name``'s active pointer names, read on ``conn``."""
+        return self._active_version(conn, name)
+
+    def write_status(self, conn: Connection, name: str, version: int, status: SkillStatus) -> None:
+        """Set one version's status on ``conn`` (inside the caller's transaction)."""
+        conn.execute(
+            versions_table.update()
+            .where(versions_table.c.name == name)
+            .where(versions_table.c.version == version)
+            .values(status=status)
+        )
+        conn.execute(
+            skills_table.update().where(skills_table.c.name == name).values(updated_at=utc_now())
+        )
+
+    def write_pointer(self, conn: Connection, name: str, version: int) -> None:
+        """Point ``name`` at ``version`` on ``conn`` (inside the caller's transaction)."""
+        self._point_to(conn, name, version, utc_now())
+
+    def set_version_status(self, name: str, version: int, status: SkillStatus) -> Skill:
+        with self._write() as conn:
+            self._get(conn, name, version)  # raises when unknown
+            self.write_status(conn, name, version, status)
+            return self._get(conn, name, version)
+
+    def set_active_version(self, name: str, version: int) -> Skill:
+        with self._write() as conn:
+            self._get(conn, name, version)  # raises when unknown
+            self.write_pointer(conn, name, version)
+            return self._get(conn, name, version)
+
+    def versions_with_status(self, conn: Connection, name: str, status: SkillStatus) -> builtins.list[int]:
+        """The versions of ``name`` that have ``status``, oldest first (on ``conn``)."""
+        return [int(v) for v in conn.execute(
+            sa.select(versions_table.c.version)
+            .where(versions_table.c.name == name)
+            .where(versions_table.c.status == status)
+            .order_by(versions_table.c.version)
+        ).scalars()]
+
     def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
         stored: list[Skill] = self._retrying(
             lambda conn: [self._add_version(conn, s, initial_success) for s in skills]
@@ -505,7 +577,8 @@ class SQLRecordStore(RecordStore):
         raise AssertionError("unreachable")
 
     def _add_version(
-        self, conn: Connection, skill: Skill, initial_success: bool, status: SkillStatus = "active"
+        self, conn: Connection, skill: Skill, initial_success: bool, status: SkillStatus = "active",
+        superseded: builtins.list[int] | None = None,
     ) -> Skill:
         now = utc_now()
         # the skill's row lock serializes new versions of one name on PostgreSQL (a first
@@ -526,11 +599,14 @@ class SQLRecordStore(RecordStore):
                 )
             )
         elif status == "active":
+            replaced = self.versions_with_status(conn, skill.name, "active")
+            if superseded is not None:
+                superseded.extend(replaced)
             conn.execute(
                 versions_table.update()
                 .where(versions_table.c.name == skill.name)
                 .where(versions_table.c.status == "active")
-                .values(status="retired")
+                .values(status="superseded")
             )
             self._point_to(conn, skill.name, version, now)
         elif not conn.execute(  # a draft leaves an active version current and untouched

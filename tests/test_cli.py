@@ -76,7 +76,7 @@ def test_cli_round_trip(tmp_path, skill_file, embedder):
     code, out = invoke("add", str(skill_file), "--when", "water every bed twice", "--json", env_dir=lib)
     assert as_json(out)["skill"]["version"] == 2
     code, out = invoke("history", "water_plants", "--json", env_dir=lib)
-    assert [(v["version"], v["status"]) for v in as_json(out)] == [(1, "retired"), (2, "active")]
+    assert [(v["version"], v["status"]) for v in as_json(out)] == [(1, "superseded"), (2, "active")]
 
     code, out = invoke("reindex", "--json", env_dir=lib)
     assert as_json(out) == {"indexed": 1}
@@ -121,7 +121,7 @@ def test_list_status_is_checked_against_the_real_statuses(tmp_path):
     lib = tmp_path / "lib"
     assert invoke("init", env_dir=lib)[0] == 0
     code, out = invoke("list", "--status", "actve", env_dir=lib)
-    assert code == 2 and "'actve' is not one of 'draft', 'active', 'retired'" in plain(out)
+    assert code == 2 and "'actve' is not one of 'draft', 'evaluated', 'approved'" in plain(out)
     code, out = invoke("list", "--status", "retired", "--json", env_dir=lib)
     assert code == 0 and as_json(out) == []
     from skill_library.library import SkillLibrary

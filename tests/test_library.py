@@ -101,7 +101,7 @@ def test_new_versions_keep_history_and_start_fresh(library):
     assert second.skill.outcomes == 0 and second.skill.status == "active"
     history = library.history("craft_pickaxe")
     assert [(s.version, s.status, s.successes, s.failures) for s in history] == [
-        (1, "retired", 1, 1),
+        (1, "superseded", 1, 1),
         (2, "active", 0, 0),
     ]
     assert library.get("craft_pickaxe", 1).when == WORKFLOWS["craft_pickaxe"]

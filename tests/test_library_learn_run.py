@@ -116,7 +116,7 @@ def test_relearning_replaces_a_version_that_stopped_working(library):
     result = library.learn(restock_trace(with_check=True))
     assert result.status == "revised" and result.skill.name == name and result.skill.version == 2
     assert "check(" in result.skill.code and "dropped out" in result.reasons[0]
-    assert [(s.version, s.status) for s in library.history(name)] == [(1, "retired"), (2, "active")]
+    assert [(s.version, s.status) for s in library.history(name)] == [(1, "superseded"), (2, "active")]
 
 
 def test_a_retired_workflow_is_not_revived_by_learning(library):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from skill_library.errors import SkillLibraryError
+from skill_library.errors import PermissionDenied, SkillLibraryError
+from skill_library.governance import Actor
 from skill_library.models import Outcome, ToolCall, Trace
 from skill_library.patterns.reliability import (
     QUARANTINE_FAILURES,
@@ -70,6 +71,12 @@ def test_a_failure_burst_quarantines_and_a_passing_reverification_lifts(library)
 def test_an_approver_lifts_a_quarantine(library):
     name = library.learn(trace(3)).skill.name
     burst(library, name)
+    with pytest.raises(PermissionDenied, match="'approver' is not registered"):
+        library.lift_quarantine(name, actor="approver")
+    library.actors.add(Actor(id="viewer", kind="user", permissions=frozenset({"skill.propose"})))
+    with pytest.raises(PermissionDenied, match="lacks the permission 'skill.approve'"):
+        library.lift_quarantine(name, actor="viewer")
+    library.actors.add(Actor(id="approver", kind="user", permissions=frozenset({"skill.approve"})))
     assert library.lift_quarantine(name, actor="approver").status == "active"
     assert [(e["event"], e["actor"]) for e in events(library.store, name)][-1] == ("lifted", "approver")
     assert [m.skill.name for m in library.fetch("restock 5 pears on the fruit shelf")] == [name]

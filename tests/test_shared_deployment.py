@@ -88,7 +88,7 @@ def test_a_writer_killed_mid_transaction_leaves_consistent_records_and_a_repaire
             lib.store.check_integrity()
             history = lib.history("water_plants")
             assert [s.version for s in history] == list(range(1, len(history) + 1))
-            assert [s.status for s in history] == ["retired"] * (len(history) - 1) + ["active"]
+            assert [s.status for s in history] == ["superseded"] * (len(history) - 1) + ["active"]
             assert lib.get("water_plants").version == len(history)
             log = lib.outcomes("water_plants")
             for version in history:

@@ -1,0 +1,207 @@
+"""Actors and permissions: who may write what.
+
+An :class:`Actor` is a user, a service, a generalizer (proposes learned skills) or the
+system (automatic transitions: replay verification, policy auto-approval, a canary's
+rollback). Permissions: ``skill.propose``, ``skill.approve``, ``skill.admin`` (implies the
+other two). Content from tool results is never an actor. Actors are stored per tenant
+(:class:`ActorRegistry`, ``library.actors``).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from typing import TYPE_CHECKING, Literal
+
+import sqlalchemy as sa
+from pydantic import BaseModel, field_validator
+
+from skill_library.errors import PermissionDenied, SkillLibraryError
+from skill_library.governance.tables import actors_table
+from skill_library.models import utc_now
+
+if TYPE_CHECKING:
+    from skill_library.library import SkillLibrary
+
+Permission = Literal["skill.propose", "skill.approve", "skill.admin"]
+ActorKind = Literal["user", "service", "generalizer", "system"]
+
+#: what each permission lets an actor do, and why it exists
+PERMISSIONS: dict[str, str] = {
+    "skill.propose": "store a draft version (propose, learn); nothing it writes is fetched",
+    "skill.approve": "approve an evaluated version of someone else, promote, canary, roll "
+                     "back, reject, lift a quarantine; approving also needs a user actor",
+    "skill.admin": "everything above, plus delete, the tenant's policy, actors and tools",
+}
+#: the id of the actor learning proposes as
+GENERALIZER_ID = "generalizer"
+#: the id of the actor of automatic transitions
+SYSTEM_ID = "system"
+#: environment setting naming the actor of the CLI (also --actor)
+ACTOR_ENV = "SKILLS_ACTOR"
+
+
+class Actor(BaseModel, frozen=True):
+    """Someone or something that writes to the library, with its permissions."""
+
+    id: str
+    kind: ActorKind
+    permissions: frozenset[Permission] = frozenset()
+
+    @field_validator("id")
+    @classmethod
+    def _id_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("id must not be blank")
+        return value
+
+    def can(self, permission: Permission) -> bool:
+        """True when the actor holds ``permission`` (``skill.admin`` implies the others)."""
+        return permission in self.permissions or "skill.admin" in self.permissions
+
+
+def os_user() -> str:
+    """The name of the operating-system user running this process."""
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry (some containers)
+        return os.environ.get("USER") or "admin"
+
+
+def local_admin() -> Actor:
+    """The library's local administrator: the OS user, an admin ``user`` actor."""
+    return Actor(id=os_user(), kind="user", permissions=frozenset({"skill.admin"}))
+
+
+def generalizer_actor() -> Actor:
+    """The actor learning proposes as: it may propose, never approve."""
+    return Actor(id=GENERALIZER_ID, kind="generalizer", permissions=frozenset({"skill.propose"}))
+
+
+def system_actor() -> Actor:
+    """The actor of automatic transitions (replay verification, policy auto-approval,
+    automatic rollback)."""
+    return Actor(id=SYSTEM_ID, kind="system",
+                 permissions=frozenset({"skill.propose", "skill.approve"}))
+
+
+def permission_problem(actor: Actor, permission: Permission, action: str) -> str | None:
+    """Why ``actor`` may not do ``action`` for want of ``permission`` (None: it may)."""
+    if actor.can(permission):
+        return None
+    return f"actor {actor.id!r} ({actor.kind}) may not {action}: it lacks the permission {permission!r}"
+
+
+def require(actor: Actor, permission: Permission, action: str) -> None:
+    """Raise :class:`PermissionDenied` unless ``actor`` holds ``permission``."""
+    problem = permission_problem(actor, permission, action)
+    if problem is not None:
+        raise PermissionDenied(problem)
+
+
+class ActorRegistry:
+    """The actors of one library tenant (``library.actors``)."""
+
+    def __init__(self, library: "SkillLibrary") -> None:
+        self._library = library
+
+    @property
+    def _tenant(self) -> str:
+        return getattr(self._library, "tenant", "default")
+
+    def _sql(self) -> "object":
+        from skill_library.governance.lifecycle import sql_of
+
+        return sql_of(self._library)
+
+    def seed(self) -> bool:
+        """Register the local administrator, the generalizer and the system actor when the
+        tenant has no actors yet (a new library); True when it did."""
+        from skill_library.governance import audit
+
+        sql = self._sql()
+        with sql.transaction(write=True) as conn:  # type: ignore[attr-defined]
+            found = conn.execute(
+                sa.select(sa.func.count()).select_from(actors_table)
+                .where(actors_table.c.tenant == self._tenant)
+            ).scalar()
+            if found:
+                return False
+            admin = local_admin()
+            for actor in (admin, generalizer_actor(), system_actor()):
+                self._insert(conn, actor)
+                audit.write(conn, self._tenant, audit.ACTORS, None, None, "registered",
+                            actor=admin.id if actor is not admin else SYSTEM_ID,
+                            reason=f"{actor.id} ({actor.kind}) registered when the library was created",
+                            evidence={"actor": actor.id, "kind": actor.kind,
+                                      "permissions": sorted(actor.permissions)})
+            return True
+
+    def _insert(self, conn: sa.Connection, actor: Actor) -> None:
+        conn.execute(actors_table.insert().values(
+            tenant=self._tenant, id=actor.id, kind=actor.kind,
+            permissions=sorted(actor.permissions), created_at=utc_now(),
+        ))
+
+    def get(self, actor_id: str) -> Actor:
+        """The registered actor ``actor_id``; :class:`PermissionDenied` when unknown (an
+        unknown actor may write nothing)."""
+        sql = self._sql()
+        with sql.transaction(write=False) as conn:  # type: ignore[attr-defined]
+            row = conn.execute(
+                sa.select(actors_table).where(actors_table.c.tenant == self._tenant)
+                .where(actors_table.c.id == actor_id)
+            ).mappings().first()
+        if row is None:
+            raise PermissionDenied(
+                f"actor {actor_id!r} is not registered in tenant {self._tenant!r}: it holds no "
+                "permission (an admin adds it: library.actors.add(...) / `skills actors add`)"
+            )
+        return _row_actor(row)
+
+    def list(self) -> list[Actor]:
+        """Every registered actor of the tenant, by id."""
+        sql = self._sql()
+        with sql.transaction(write=False) as conn:  # type: ignore[attr-defined]
+            rows = conn.execute(
+                sa.select(actors_table).where(actors_table.c.tenant == self._tenant)
+                .order_by(actors_table.c.id)
+            ).mappings().all()
+        return [_row_actor(r) for r in rows]
+
+    def add(self, actor: Actor, *, by: Actor | str | None = None) -> Actor:
+        """Register (or update) ``actor``; ``by`` (default: the local administrator) needs
+        ``skill.admin``. Audited."""
+        from skill_library.governance import audit
+
+        admin = self._library.resolve_actor(by)
+        require(admin, "skill.admin", f"register the actor {actor.id!r}")
+        sql = self._sql()
+        with sql.transaction(write=True) as conn:  # type: ignore[attr-defined]
+            conn.execute(actors_table.delete().where(actors_table.c.tenant == self._tenant)
+                         .where(actors_table.c.id == actor.id))
+            self._insert(conn, actor)
+            audit.write(conn, self._tenant, audit.ACTORS, None, None, "registered", actor=admin.id,
+                        reason=f"{actor.id} ({actor.kind}) registered",
+                        evidence={"actor": actor.id, "kind": actor.kind,
+                                  "permissions": sorted(actor.permissions)})
+        return actor
+
+    def remove(self, actor_id: str, *, by: Actor | str | None) -> None:
+        """Remove the actor ``actor_id``; ``by`` needs ``skill.admin``. Audited."""
+        from skill_library.governance import audit
+
+        admin = self._library.resolve_actor(by)
+        require(admin, "skill.admin", f"remove the actor {actor_id!r}")
+        sql = self._sql()
+        with sql.transaction(write=True) as conn:  # type: ignore[attr-defined]
+            gone = conn.execute(actors_table.delete().where(actors_table.c.tenant == self._tenant)
+                                .where(actors_table.c.id == actor_id)).rowcount
+            if not gone:
+                raise SkillLibraryError(f"no actor {actor_id!r} in tenant {self._tenant!r}")
+            audit.write(conn, self._tenant, audit.ACTORS, None, None, "removed", actor=admin.id,
+                        reason=f"{actor_id} removed", evidence={"actor": actor_id})
+
+
+def _row_actor(row: object) -> Actor:
+    return Actor(id=row["id"], kind=row["kind"], permissions=frozenset(row["permissions"]))  # type: ignore[index]

@@ -1,0 +1,162 @@
+"""The lifecycle of a version and the one primitive that moves it.
+
+A version's content never changes; only its status moves, along :data:`TRANSITIONS`, and
+every move is an audit event written in the same transaction as the status and, when the
+move activates a version, the skill's active pointer. ``fetch`` serves only ``active``
+versions (and E's canary routing the ``canary`` one), so a transition that commits is what
+every reader sees next: a draft, a rejected or a rolled-back version is never returned
+after the commit. The facade's propose/approve/promote/rollback/... (skill_library.
+governance.workflow) are built on :func:`transition`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import sqlalchemy as sa
+
+from skill_library.errors import LifecycleError, PermissionDenied
+from skill_library.governance import audit
+from skill_library.governance.actors import Actor, Permission, require
+from skill_library.governance.tables import canaries_table
+from skill_library.models import Skill, SkillStatus
+
+if TYPE_CHECKING:
+    from skill_library.library import SkillLibrary
+    from skill_library.record_store import SQLRecordStore
+
+T = TypeVar("T")
+
+#: from status -> the statuses a version may move to (nothing leaves retired or rejected:
+#: a new version is proposed instead). ``quarantined -> retired`` extends the shared table:
+#: ``retire()`` of a quarantined skill.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "draft": frozenset({"evaluated", "rejected"}),
+    "evaluated": frozenset({"approved", "rejected"}),
+    "approved": frozenset({"canary", "active"}),
+    "canary": frozenset({"active", "approved"}),
+    "active": frozenset({"superseded", "quarantined", "retired"}),
+    "superseded": frozenset({"active"}),
+    "quarantined": frozenset({"active", "retired"}),
+    "retired": frozenset(),
+    "rejected": frozenset(),
+}
+#: the permission a move to each status needs
+REQUIRED: dict[str, Permission] = {
+    "evaluated": "skill.propose",
+    "rejected": "skill.approve",
+    "approved": "skill.approve",
+    "canary": "skill.approve",
+    "active": "skill.approve",
+    "superseded": "skill.approve",
+    "quarantined": "skill.approve",
+    "retired": "skill.approve",
+}
+#: statuses of versions not yet released (never fetched)
+UNRELEASED: frozenset[str] = frozenset({"draft", "evaluated", "approved", "rejected"})
+
+
+def tenant_of(library: "SkillLibrary") -> str:
+    """The library's tenant (``"default"`` before tenancy)."""
+    return str(getattr(library, "tenant", "default"))
+
+
+def sql_of(library: "SkillLibrary") -> "SQLRecordStore":
+    """The library's SQL record store (governance needs its transactions)."""
+    from skill_library.errors import SkillLibraryError
+    from skill_library.record_store import SQLRecordStore
+
+    if not isinstance(library.store, SQLRecordStore):
+        raise SkillLibraryError(f"governance needs a SQL record store, not {type(library.store).__name__}")
+    return library.store
+
+
+def transition_problem(skill: Skill, to_status: SkillStatus) -> str | None:
+    """Why ``skill`` may not move to ``to_status`` (None: the table allows it)."""
+    allowed = TRANSITIONS.get(skill.status, frozenset())
+    if to_status in allowed:
+        return None
+    choices = ", ".join(sorted(allowed)) or "nothing"
+    return (f"skill {skill.name!r} v{skill.version} is {skill.status}; it cannot become "
+            f"{to_status} (from {skill.status} it may become: {choices})")
+
+
+def apply(
+    conn: sa.Connection,
+    library: "SkillLibrary",
+    name: str,
+    version: int,
+    to_status: SkillStatus,
+    *,
+    actor: Actor,
+    reason: str = "",
+    evidence: dict[str, Any] | None = None,
+) -> Skill:
+    """:func:`transition` on ``conn``, inside the caller's transaction (no index write)."""
+    store = sql_of(library)
+    skill = store.read_version(conn, name, version)
+    problem = transition_problem(skill, to_status)
+    if problem is not None:
+        raise LifecycleError(problem)
+    require(actor, REQUIRED[to_status], f"move {name!r} v{version} from {skill.status} to {to_status}")
+    if to_status == "approved":
+        from skill_library.governance.rules import approval_problem
+
+        refused = approval_problem(library, skill, actor, conn=conn)
+        if refused is not None:
+            raise PermissionDenied(refused)
+    tenant = tenant_of(library)
+    if to_status == "active":
+        for other in store.versions_with_status(conn, name, "active"):
+            if other != version:
+                store.write_status(conn, name, other, "superseded")
+                audit.write(conn, tenant, name, other, "active", "superseded", actor=actor.id,
+                            reason=f"superseded by v{version}")
+        store.write_pointer(conn, name, version)
+    if skill.status == "canary":
+        conn.execute(canaries_table.delete().where(canaries_table.c.tenant == tenant)
+                     .where(canaries_table.c.name == name)
+                     .where(canaries_table.c.version == version))
+    store.write_status(conn, name, version, to_status)
+    audit.write(conn, tenant, name, version, skill.status, to_status, actor=actor.id,
+                reason=reason, evidence=evidence)
+    return store.read_version(conn, name, version)
+
+
+def transition(
+    library: "SkillLibrary",
+    name: str,
+    version: int,
+    to_status: SkillStatus,
+    *,
+    actor: Actor,
+    reason: str = "",
+    evidence: dict[str, Any] | None = None,
+) -> Skill:
+    """Move version ``version`` of ``name`` to ``to_status`` as ``actor``: the status, the
+    active pointer when the move activates it (the active version before it becomes
+    ``superseded``) and the audit event, in one transaction; then the index follows.
+
+    :class:`LifecycleError` when :data:`TRANSITIONS` does not allow the move;
+    :class:`PermissionDenied` when ``actor`` lacks the permission (:data:`REQUIRED`) or,
+    for an approval, a rule refuses it (skill_library.governance.rules).
+    """
+    return write(library, name, lambda conn: apply(
+        conn, library, name, version, to_status, actor=actor, reason=reason, evidence=evidence,
+    ))
+
+
+def write(library: "SkillLibrary", name: str | None, work: Callable[[sa.Connection], T]) -> T:
+    """``work(conn)`` in one write transaction under the library's write lock, then the
+    index entries of ``name`` made to match its pointer's version."""
+    with library._index.writing() as index:
+        result: T = sql_of(library).retrying(work)
+        if name is not None:
+            try:
+                current = library.store.get(name)
+            except KeyError:
+                index.delete(name)
+            else:
+                library._sync_index(index, current)
+    return result

@@ -1,0 +1,46 @@
+"""Tool specs: the tools a tenant declares, with their argument schema and whether they
+have side effects. A tool nobody declared counts as having side effects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ToolSpec(BaseModel):
+    """One declared tool: the JSON Schema of its arguments and whether it changes state."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    side_effects: bool = True
+
+
+def side_effect_tools(tools: list[str], specs: dict[str, ToolSpec]) -> list[str]:
+    """The ``tools`` that have side effects under ``specs`` (undeclared ones count)."""
+    return [t for t in tools if t not in specs or specs[t].side_effects]
+
+
+def load(conn: "sa.Connection", tenant: str) -> dict[str, ToolSpec]:
+    """The tools declared in ``tenant``, by name."""
+    from skill_library.governance.tables import tool_specs_table
+
+    rows = conn.execute(sa.select(tool_specs_table).where(tool_specs_table.c.tenant == tenant)
+                        .order_by(tool_specs_table.c.name)).mappings()
+    return {r["name"]: ToolSpec(schema=r["schema"], side_effects=bool(r["side_effects"])) for r in rows}
+
+
+def save(conn: "sa.Connection", tenant: str, specs: dict[str, ToolSpec]) -> None:
+    """Declare (or redeclare) ``specs`` in ``tenant``."""
+    from skill_library.governance.tables import tool_specs_table
+    from skill_library.models import utc_now
+
+    now = utc_now()
+    for name, spec in specs.items():
+        conn.execute(tool_specs_table.delete().where(tool_specs_table.c.tenant == tenant)
+                     .where(tool_specs_table.c.name == name))
+        conn.execute(tool_specs_table.insert().values(
+            tenant=tenant, name=name, schema=spec.schema_, side_effects=spec.side_effects,
+            updated_at=now))

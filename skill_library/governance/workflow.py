@@ -1,0 +1,420 @@
+"""The facade's governed calls (``SkillLibrary.propose/approve/promote/...``), each built
+on :func:`skill_library.governance.lifecycle.transition` or on the same transaction: the
+records, the audit event and then the index."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Sequence
+
+import sqlalchemy as sa
+
+from skill_library.errors import LifecycleError, PermissionDenied, SkillLibraryError
+from skill_library.governance import audit
+from skill_library.governance import policy as policy_store
+from skill_library.governance import tools as tool_store
+from skill_library.governance.actors import Actor, os_user, require
+from skill_library.governance.lifecycle import apply, sql_of, tenant_of, transition, write
+from skill_library.governance.policy import BREADTH, Policy
+from skill_library.governance.tables import audit_table, canaries_table
+from skill_library.governance.tools import ToolSpec
+from skill_library.models import Skill
+
+if TYPE_CHECKING:
+    from skill_library.library import SkillLibrary
+
+#: the share of sessions a canary gets when neither ``share`` nor ``cohort`` is given
+DEFAULT_CANARY_SHARE = 0.1
+
+
+def open_tenant(library: "SkillLibrary", policy: Policy | None) -> None:
+    """On opening: a tenant with no actors yet (a new library, or one made before
+    governance) gets its actors and its policy (``policy`` or the default); an existing
+    one must not be opened with a different ``policy``."""
+    from skill_library.record_store import SQLRecordStore
+
+    if not isinstance(library.store, SQLRecordStore):
+        return
+    tenant = tenant_of(library)
+    sql = sql_of(library)
+    with sql.transaction(write=False) as conn:
+        stored = policy_store.load(conn, tenant)
+    if stored is None and library.actors.seed():
+        chosen = policy or Policy()
+
+        def store_policy(conn: sa.Connection) -> None:
+            if policy_store.load(conn, tenant) is None:
+                policy_store.save(conn, tenant, chosen)
+                audit.write(conn, tenant, audit.POLICY, None, None, "set", actor=os_user(),
+                            reason="the policy the library was created with",
+                            evidence=chosen.model_dump(mode="json"))
+
+        sql.retrying(store_policy)
+        return
+    if policy is not None and stored is not None and stored != policy:
+        raise SkillLibraryError(
+            f"the library's stored policy is auto_approve={stored.auto_approve!r}, not "
+            f"{policy.auto_approve!r}: policy= applies only when a library is created; change it "
+            "with library.set_policy(policy, actor=...) or `skills policy set` (an audited admin action)"
+        )
+
+
+def resolve_actor(library: "SkillLibrary", actor: Actor | str | None) -> Actor:
+    """The registered actor for ``actor`` (None: the local administrator, the OS user)."""
+    if actor is None:
+        return library.actors.get(os_user())
+    if isinstance(actor, Actor):
+        registered = library.actors.get(actor.id)
+        if registered.kind != actor.kind:
+            raise PermissionDenied(
+                f"actor {actor.id!r} is registered as a {registered.kind}, not a {actor.kind}")
+        return registered
+    if isinstance(actor, str):
+        return library.actors.get(actor)
+    raise TypeError(f"actor must be an Actor, an actor id or None, got {type(actor).__name__}")
+
+
+# -- policy and tools -----------------------------------------------------------------------
+def policy(library: "SkillLibrary") -> Policy:
+    """The tenant's stored policy, else the default (``read_only``)."""
+    with sql_of(library).transaction(write=False) as conn:
+        return policy_store.load(conn, tenant_of(library)) or Policy()
+
+
+def set_policy(library: "SkillLibrary", new: Policy, *, actor: Actor | str | None) -> Policy:
+    """Store ``new`` as the tenant's policy (``skill.admin``), audited with the old one."""
+    if not isinstance(new, Policy):
+        raise TypeError(f"set_policy() takes a Policy, got {type(new).__name__}")
+    who = resolve_actor(library, actor)
+    require(who, "skill.admin", "change the tenant's policy")
+    tenant = tenant_of(library)
+
+    def work(conn: sa.Connection) -> Policy:
+        old = policy_store.load(conn, tenant) or Policy()
+        policy_store.save(conn, tenant, new)
+        widened = BREADTH[new.auto_approve] > BREADTH[old.auto_approve]
+        audit.write(conn, tenant, audit.POLICY, None, old.auto_approve, new.auto_approve,
+                    actor=who.id, reason="policy widened" if widened else "policy set",
+                    evidence={"from": old.model_dump(mode="json"), "to": new.model_dump(mode="json")})
+        return new
+
+    result: Policy = sql_of(library).retrying(work)
+    return result
+
+
+def tool_specs(library: "SkillLibrary") -> dict[str, ToolSpec]:
+    """``read_only_tools=`` of the library object, overridden by the tenant's declarations."""
+    with sql_of(library).transaction(write=False) as conn:
+        stored = tool_store.load(conn, tenant_of(library))
+    return {**library.constructor_tool_specs(), **stored}
+
+
+def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec], *,
+                   actor: Actor | str | None) -> None:
+    """Declare ``specs`` in the tenant (``skill.admin``; one audit event)."""
+    checked: dict[str, ToolSpec] = {}
+    for name, spec in specs.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"tool name {name!r} is not an identifier")
+        if isinstance(spec, Mapping):
+            spec = ToolSpec.model_validate(spec)
+        if not isinstance(spec, ToolSpec):
+            raise TypeError(f"tool {name!r}: expected a ToolSpec, got {type(spec).__name__}")
+        checked[name] = spec
+    who = resolve_actor(library, actor)
+    require(who, "skill.admin", "declare tools")
+    tenant = tenant_of(library)
+
+    def work(conn: sa.Connection) -> None:
+        tool_store.save(conn, tenant, checked)
+        audit.write(conn, tenant, audit.TOOLS, None, None, "registered", actor=who.id,
+                    reason=f"declared {len(checked)} tool(s)",
+                    evidence={n: {"side_effects": s.side_effects} for n, s in checked.items()})
+
+    sql_of(library).retrying(work)
+
+
+# -- writing versions ----------------------------------------------------------------------
+def add_active(library: "SkillLibrary", skills: Sequence[Skill], *, initial_success: bool,
+               actor: Actor, reason: str) -> list[Skill]:
+    """The direct path (``add``/``add_many``): store each skill as its name's active
+    version, audited (``None -> active``, and ``active -> superseded`` for the one before),
+    in one transaction. No index write (the caller does it)."""
+    require(actor, "skill.admin", "add active versions directly (propose() is the governed path)")
+    store = sql_of(library)
+    tenant = tenant_of(library)
+
+    def work(conn: sa.Connection) -> list[Skill]:
+        stored = []
+        for skill in skills:
+            new, replaced = store.insert_version(conn, skill, status="active",
+                                                 initial_success=initial_success)
+            for old in replaced:
+                audit.write(conn, tenant, new.name, old, "active", "superseded", actor=actor.id,
+                            reason=f"superseded by v{new.version}")
+            audit.write(conn, tenant, new.name, new.version, None, "active", actor=actor.id,
+                        reason=reason, evidence=_verified_evidence(skill, initial_success))
+            stored.append(new)
+        return stored
+
+    result: list[Skill] = store.retrying(work)
+    return result
+
+
+def _verified_evidence(skill: Skill, verified: bool) -> dict[str, Any]:
+    if not verified:
+        return {}
+    ids = skill.provenance.trace_ids
+    return {"verified": True, "trace": ids[0] if ids else None}
+
+
+def propose(library: "SkillLibrary", skill: Skill, *, actor: Actor | str | None,
+            reason: str = "") -> Skill:
+    """Store ``skill`` as a draft (the next version of its name), audited."""
+    from skill_library.library import check_policy
+
+    if not isinstance(skill, Skill):
+        raise TypeError(f"propose() takes a Skill, got {type(skill).__name__}")
+    who = resolve_actor(library, actor)
+    require(who, "skill.propose", f"propose {skill.name!r}")
+    check_policy(skill)
+    if skill.successes or skill.failures:
+        raise ValueError(f"successes/failures: a proposal starts with no outcomes; {skill.name!r} has some")
+    provenance = skill.provenance.model_copy(update={"created_by": who.id})
+    draft = skill.model_copy(update={"provenance": provenance, "status": "draft"})
+    store = sql_of(library)
+    tenant = tenant_of(library)
+
+    def work(conn: sa.Connection) -> Skill:
+        stored, _ = store.insert_version(conn, draft, status="draft")
+        audit.write(conn, tenant, stored.name, stored.version, None, "draft", actor=who.id,
+                    reason=reason or "proposed")
+        return stored
+
+    return write(library, skill.name, work)
+
+
+def reject(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None,
+           reason: str) -> Skill:
+    """A draft or evaluated version becomes ``rejected`` (kept for audit)."""
+    if not reason or not reason.strip():
+        raise ValueError("reason: a rejection says why")
+    return transition(library, name, version, "rejected", actor=resolve_actor(library, actor),
+                      reason=reason)
+
+
+def approve(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None,
+            reason: str = "") -> Skill:
+    """An evaluated version becomes ``approved`` (a user actor with ``skill.approve``, not
+    its proposer, its latest evaluation passed)."""
+    who = resolve_actor(library, actor)
+    require(who, "skill.approve", f"approve {name!r} v{version}")
+    if who.kind != "user":
+        raise PermissionDenied(
+            f"actor {who.id!r} is a {who.kind}: approvals need a user actor holding 'skill.approve'")
+    skill = library.store.get(name, version)
+    if skill.status == "draft":
+        raise LifecycleError(
+            f"skill {name!r} v{version} is draft: it must pass an evaluation first "
+            f"(`skills evaluate {name} {version} --suite FILE`) before it can be approved")
+    return transition(library, name, version, "approved", actor=who, reason=reason or "approved")
+
+
+def canary(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None,
+           share: float | None = None, cohort: str | None = None) -> Skill:
+    """An approved version becomes ``canary`` for ``share`` of sessions (default
+    :data:`DEFAULT_CANARY_SHARE`) or the named ``cohort``; E's routing reads the row."""
+    if share is not None and not 0.0 < share < 1.0:
+        raise ValueError(f"share must be within (0, 1), got {share}")
+    if cohort is not None and not cohort.strip():
+        raise ValueError("cohort must not be blank")
+    if share is None and cohort is None:
+        share = DEFAULT_CANARY_SHARE
+    who = resolve_actor(library, actor)
+    tenant = tenant_of(library)
+
+    def work(conn: sa.Connection) -> Skill:
+        running = conn.execute(sa.select(canaries_table.c.version)
+                               .where(canaries_table.c.tenant == tenant)
+                               .where(canaries_table.c.name == name)).scalar()
+        if running is not None:
+            raise LifecycleError(f"skill {name!r} already has a canary (v{running}): promote or "
+                                 "roll it back first")
+        active = sql_of(library).versions_with_status(conn, name, "active")
+        if not active:
+            raise LifecycleError(f"skill {name!r} has no active version to compare a canary with: "
+                                 f"promote v{version} instead")
+        stored = apply(conn, library, name, version, "canary", actor=who,
+                       reason=f"canary for {f'cohort {cohort!r}' if cohort else f'{share:.0%} of sessions'}",
+                       evidence={"share": share, "cohort": cohort, "active_version": active[-1]})
+        from skill_library.models import utc_now
+
+        conn.execute(canaries_table.insert().values(
+            tenant=tenant, name=name, version=version, share=share, cohort=cohort,
+            actor=who.id, started_at=utc_now()))
+        return stored
+
+    return write(library, name, work)
+
+
+def promote(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None) -> Skill:
+    """An approved or canary version becomes active; the active one before it superseded."""
+    return transition(library, name, version, "active", actor=resolve_actor(library, actor),
+                      reason="promoted")
+
+
+def rollback(library: "SkillLibrary", name: str, *, actor: Actor | str | None,
+             to_version: int | None = None) -> Skill:
+    """Retire the active version and make the previous released one (the newest
+    superseded version before it, or ``to_version``) active, in one transaction."""
+    who = resolve_actor(library, actor)
+    store = sql_of(library)
+
+    def work(conn: sa.Connection) -> Skill:
+        current = store.read_version(conn, name)
+        if current.status != "active":
+            raise LifecycleError(f"skill {name!r} has no active version to roll back "
+                                 f"(v{current.version} is {current.status})")
+        if to_version is None:
+            earlier = [v for v in store.versions_with_status(conn, name, "superseded")
+                       if v < current.version]
+            if not earlier:
+                raise LifecycleError(f"skill {name!r} has no earlier released version to roll "
+                                     f"back to from v{current.version}")
+            target = earlier[-1]
+        else:
+            target = to_version
+            found = store.read_version(conn, name, target)
+            if found.status not in ("superseded", "approved"):
+                raise LifecycleError(f"skill {name!r} v{target} is {found.status}: a rollback "
+                                     "returns to a superseded (or approved) version")
+        apply(conn, library, name, current.version, "retired", actor=who,
+              reason=f"rolled back to v{target}")
+        return apply(conn, library, name, target, "active", actor=who,
+                     reason=f"rollback from v{current.version}")
+
+    return write(library, name, work)
+
+
+def retire(library: "SkillLibrary", name: str, *, actor: Actor | str | None = None) -> Skill:
+    """The pointer's version (active or quarantined) becomes ``retired``."""
+    current = library.store.get(name)
+    return transition(library, name, current.version, "retired",
+                      actor=resolve_actor(library, actor), reason="retired")
+
+
+# -- reading ---------------------------------------------------------------------------------
+def diff(library: "SkillLibrary", name: str, v1: int, v2: int) -> str:
+    """A readable diff of two versions: ``when``, tools, parameters, then the code."""
+    a, b = library.store.get(name, v1), library.store.get(name, v2)
+    lines = [f"--- {name} v{v1} ({a.status})", f"+++ {name} v{v2} ({b.status})"]
+    lines.append(f"when: {a.when!r}" if a.when == b.when else f"when: {a.when!r} -> {b.when!r}")
+    added = [t for t in b.tools if t not in a.tools]
+    removed = [t for t in a.tools if t not in b.tools]
+    if added or removed:
+        lines.append("tools: " + " ".join([*(f"+{t}" for t in added), *(f"-{t}" for t in removed)]))
+    else:
+        lines.append(f"tools: unchanged ({', '.join(a.tools) or 'none'})")
+    pa = json.dumps(a.parameters, sort_keys=True)
+    pb = json.dumps(b.parameters, sort_keys=True)
+    lines.append("parameters: unchanged" if pa == pb else f"parameters: {pa} -> {pb}")
+    code = list(difflib.unified_diff(
+        (a.code or a.description).splitlines(), (b.code or b.description).splitlines(),
+        f"v{v1}", f"v{v2}", lineterm="",
+    ))
+    lines.append("code: unchanged" if not code else "code:")
+    lines.extend(code)
+    return "\n".join(lines)
+
+
+def audit_events(library: "SkillLibrary", name: str | None = None) -> list[audit.AuditEvent]:
+    """The tenant's audit events (of ``name``), oldest first."""
+    with sql_of(library).transaction(write=False) as conn:
+        return audit.read(conn, tenant_of(library), name)
+
+
+audit_log = audit_events
+
+
+def review_queue(library: "SkillLibrary") -> list[Skill]:
+    """Every draft and evaluated version, oldest first."""
+    from skill_library.record_store import versions_table
+
+    with sql_of(library).transaction(write=False) as conn:
+        keys = [(r[0], int(r[1])) for r in conn.execute(
+            sa.select(versions_table.c.name, versions_table.c.version)
+            .where(versions_table.c.status.in_(("draft", "evaluated")))
+            .order_by(versions_table.c.created_at, versions_table.c.name, versions_table.c.version)
+        )]
+    found = library.store.get_many(keys)
+    return [found[k] for k in keys if k in found]
+
+
+def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> audit.AuditEvent:
+    """Remove every record of ``name`` (see ``SkillLibrary.delete``); one audit event stays."""
+    from skill_library.record_store import examples_table, outcomes_table, traces_table
+
+    who = resolve_actor(library, actor)
+    require(who, "skill.admin", f"delete {name!r}")
+    store = sql_of(library)
+    history = library.store.history(name)  # raises for an unknown name
+    traces = {t.id for t in library.store.traces_for(name)}
+    traces.update(i for s in history for i in s.provenance.trace_ids)
+    tenant = tenant_of(library)
+
+    def work(conn: sa.Connection) -> audit.AuditEvent:
+        shared = set(conn.execute(sa.select(examples_table.c.trace_id)
+                                  .where(examples_table.c.name != name)).scalars())
+        shared.update(conn.execute(sa.select(outcomes_table.c.trace_id)
+                                   .where(outcomes_table.c.name != name)
+                                   .where(outcomes_table.c.trace_id.is_not(None))).scalars())
+        gone = sorted(traces - shared)
+        for start in range(0, len(gone), 500):
+            conn.execute(traces_table.delete().where(traces_table.c.id.in_(gone[start:start + 500])))
+        conn.execute(canaries_table.delete().where(canaries_table.c.tenant == tenant)
+                     .where(canaries_table.c.name == name))
+        conn.execute(audit_table.delete().where(audit_table.c.tenant == tenant)
+                     .where(audit_table.c.name == name))
+        _purge(conn, name)
+        return audit.write(conn, tenant, name, None, history[-1].status, "deleted", actor=who.id,
+                           reason=f"deleted with {len(history)} version(s) and {len(gone)} trace(s)",
+                           evidence={"versions": len(history), "traces": len(gone)})
+
+    event: audit.AuditEvent = write(library, name, work)
+    from skill_library.patterns.tables import reliability_events_table
+
+    try:
+        with store.transaction(write=True) as conn:
+            conn.execute(reliability_events_table.delete().where(reliability_events_table.c.name == name))
+    except sa.exc.OperationalError:
+        pass  # the patterns tables were never created: nothing to remove
+    return event
+
+
+def _purge(conn: sa.Connection, name: str) -> None:
+    """Every row of ``name`` in the record tables and its text vectors, on ``conn``."""
+    from skill_library.induction.description import index_text
+    from skill_library.record_store import (
+        examples_table,
+        outcomes_table,
+        profiles_table,
+        skills_table,
+        vectors_table,
+        versions_table,
+    )
+    from skill_library.text_vectors import text_digest
+
+    texts = set(conn.execute(sa.select(versions_table.c.when_text)
+                             .where(versions_table.c.name == name)).scalars())
+    texts.update(conn.execute(sa.select(profiles_table.c.when_text)
+                              .where(profiles_table.c.name == name)).scalars())
+    texts.update(conn.execute(sa.select(examples_table.c.text)
+                              .where(examples_table.c.name == name)).scalars())
+    if texts:
+        digests = sorted({text_digest(t) for t in texts} | {text_digest(index_text(t)) for t in texts})
+        conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(digests)))
+    for table in (outcomes_table, examples_table, profiles_table, versions_table):
+        conn.execute(table.delete().where(table.c.name == name))
+    conn.execute(skills_table.delete().where(skills_table.c.name == name))

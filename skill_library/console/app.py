@@ -89,15 +89,11 @@ class Console:
         return sorted({self.home_tenant, *(tenants() if tenants is not None else ())})
 
     def actor(self, library: "SkillLibrary") -> Any:
-        """The console's actor as ``library`` knows it (its actor registry), or ``None`` for
-        the local administrator of a library without one."""
-        registry = getattr(library, "actors", None)
-        if registry is None:
-            return None
-        actor = registry.get(self.actor_id)
-        if actor is None:
-            raise ConsoleRefusal(f"actor {self.actor_id!r} is not registered in this library")
-        return actor
+        """The console's actor as ``library`` registers it (``library.resolve_actor``:
+        :class:`PermissionDenied` when unknown), or ``None`` for the local administrator of
+        a library without governance."""
+        resolve = getattr(library, "resolve_actor", None)
+        return None if resolve is None else resolve(self.actor_id)
 
     def require(self, library: "SkillLibrary", action: str, permission: str) -> None:
         """Refuse ``action`` unless the console's actor holds ``permission``."""

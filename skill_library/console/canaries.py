@@ -32,24 +32,29 @@ def promote(console: Console, request: Request, session: Session) -> Response:
     tenant = console.tenant_of(request, form)
     library = console.view(tenant)
     name, version = request.path_params["name"], int(request.path_params["version"])
-    skill = _governed(library, "promote")(name, version, actor=console.actor(library))
+    skill = _governed(library, "promote")(name, version, actor=console.actor_id)
     return redirect("/canaries", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
 
 
 @page(write=True)
 def rollback(console: Console, request: Request, session: Session) -> Response:
-    """``POST /canaries/{name}/rollback``: ``library.rollback(name, actor=)``."""
+    """``POST /canaries/{name}/{version}/rollback``: the canary goes back to ``approved``
+    and the active version keeps every session (the governance primitive
+    ``transition(..., "approved")``, as the actor: audited)."""
+    from skill_library.governance.lifecycle import transition
+
     form = request.state.form
     tenant = console.tenant_of(request, form)
     library = console.view(tenant)
-    name = request.path_params["name"]
-    skill = _governed(library, "rollback")(name, actor=console.actor(library))
-    return redirect("/canaries", tenant=tenant, notice=f"rolled {name} back: v{skill.version} is {skill.status}")
+    name, version = request.path_params["name"], int(request.path_params["version"])
+    transition(library, name, version, "approved", actor=library.resolve_actor(console.actor_id),
+               reason=str(form.get("reason", "")).strip() or "canary rolled back from the console")
+    return redirect("/canaries", tenant=tenant, notice=f"rolled back the canary {name} v{version}")
 
 
 def routes() -> list[Route]:
     return [
         Route("/canaries", canaries_page),
         Route("/canaries/{name}/{version:int}/promote", promote, methods=["POST"]),
-        Route("/canaries/{name}/rollback", rollback, methods=["POST"]),
+        Route("/canaries/{name}/{version:int}/rollback", rollback, methods=["POST"]),
     ]

@@ -25,7 +25,7 @@ __all__ = ["routes"]
 def _governed(library: Any, call: str) -> Any:
     method = getattr(library, call, None)
     if method is None:
-        raise SkillLibraryError(f"this library has no governance yet (no {call}): nothing to review")
+        raise SkillLibraryError(f"this library has no {call}() yet: this page needs its governance calls (issue 10)")
     return method
 
 
@@ -49,14 +49,35 @@ def entry(library: Any, skill: Any) -> dict[str, Any]:
     }
 
 
+def approved_versions(library: Any) -> list[Any]:
+    """Approved versions not released yet (neither canary nor active), oldest approval
+    first: the versions whose latest audit event approved them."""
+    latest: dict[tuple[str, int], Any] = {}
+    for event in library.audit():
+        if event.version is not None:
+            latest[(event.name, event.version)] = event
+    waiting = []
+    for (name, version), event in latest.items():
+        if event.to_status == "approved":
+            try:
+                skill = library.get(name, version)
+            except SkillNotFoundError:
+                continue
+            if skill.status == "approved":
+                waiting.append((event, skill))
+    return [skill for _, skill in sorted(waiting, key=lambda pair: pair[0].at)]
+
+
 @page()
 def review_page(console: Console, request: Request, session: Session) -> Response:
-    """``/review``: ``library.review_queue()``, oldest first."""
+    """``/review``: ``library.review_queue()``, oldest first, then the approved versions
+    waiting for release (promote, or start a canary)."""
     tenant = console.tenant_of(request)
     library = console.view(tenant)
     queue = _governed(library, "review_queue")()
     return console.render(request, session, "review.html", tenant=tenant,
-                          entries=[entry(library, s) for s in queue], page_name="review")
+                          entries=[entry(library, s) for s in queue], approved=approved_versions(library),
+                          page_name="review")
 
 
 def _target(request: Request) -> tuple[str, int]:
@@ -71,7 +92,7 @@ def approve(console: Console, request: Request, session: Session) -> Response:
     tenant = console.tenant_of(request, form)
     library = console.view(tenant)
     name, version = _target(request)
-    skill = _governed(library, "approve")(name, version, actor=console.actor(library),
+    skill = _governed(library, "approve")(name, version, actor=console.actor_id,
                                           reason=str(form.get("reason", "")).strip())
     return redirect("/review", tenant=tenant, notice=f"approved {name} v{version}: now {skill.status}")
 
@@ -87,8 +108,28 @@ def reject(console: Console, request: Request, session: Session) -> Response:
     reason = str(form.get("reason", "")).strip()
     if not reason:
         raise ValueError(f"say why {name} v{version} is rejected: a reason is required")
-    _governed(library, "reject")(name, version, actor=console.actor(library), reason=reason)
+    _governed(library, "reject")(name, version, actor=console.actor_id, reason=reason)
     return redirect("/review", tenant=tenant, notice=f"rejected {name} v{version}")
+
+
+@page(write=True)
+def release(console: Console, request: Request, session: Session) -> Response:
+    """``POST /review/{name}/{version}/release``: ``library.promote(...)``, or with
+    ``share`` (a percentage) ``library.canary(..., share=)``."""
+    form = request.state.form
+    tenant = console.tenant_of(request, form)
+    library = console.view(tenant)
+    name, version = _target(request)
+    share_text = str(form.get("share", "")).strip()
+    if form.get("how") == "canary":
+        try:
+            share = float(share_text) / 100 if share_text else None
+        except ValueError:
+            raise ValueError(f"share must be a percentage, got {share_text!r}") from None
+        _governed(library, "canary")(name, version, actor=console.actor_id, share=share)
+        return redirect("/canaries", tenant=tenant, notice=f"{name} v{version} is a canary")
+    skill = _governed(library, "promote")(name, version, actor=console.actor_id)
+    return redirect("/review", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
 
 
 def routes() -> list[Route]:
@@ -96,4 +137,5 @@ def routes() -> list[Route]:
         Route("/review", review_page),
         Route("/review/{name}/{version:int}/approve", approve, methods=["POST"]),
         Route("/review/{name}/{version:int}/reject", reject, methods=["POST"]),
+        Route("/review/{name}/{version:int}/release", release, methods=["POST"]),
     ]

@@ -144,6 +144,12 @@ def test_an_unexpected_error_is_a_plain_500_without_traceback(client, library, m
 # -- Subjects ----------------------------------------------------------------------------
 @pytest.fixture
 def carol(library):
+    """Six transitions of carol; the console's actor is an administrator (forget and
+    opt-out need skill.admin)."""
+    if hasattr(library, "actors"):
+        from skill_library.governance import Actor
+
+        library.actors.add(Actor(id=ACTOR, kind="user", permissions=frozenset({"skill.admin"})))
     for n in range(6):
         library.patterns.record_transition("carol", "browsing", "checkout", session=f"s{n}")
     return "carol"

@@ -109,6 +109,11 @@ class SyncedIndex:
             remove_index_folder(self.index_path)
 
     # -- reading ------------------------------------------------------------------------
+    @property
+    def seen_generation(self) -> int | None:
+        """The records generation last read or written here (what :meth:`current` checked)."""
+        return self._generation
+
     def current(self) -> VectorIndex:
         """The index, opened on first use and reopened when another writer changed it."""
         generation = self.store.index_generation()

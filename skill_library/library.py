@@ -11,6 +11,7 @@ import builtins
 import json
 import os
 import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
@@ -49,6 +50,9 @@ from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
 
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
+    from skill_library.governance.canary import CanaryState
+    from skill_library.governance.evaluation import Evaluation
+    from skill_library.governance.suite import Suite, ToolsFactory
     from skill_library.induction import Generalizer
     from skill_library.patterns import Patterns
     from skill_library.procedures import Extraction, Procedures
@@ -172,6 +176,10 @@ class SkillLibrary:
         self._sandbox: Sandbox | None = None
         self._procedures: Procedures | None = None
         self._patterns: Patterns | None = None
+        # canary routing (skill_library.governance.canary): the tenant's canaries per index
+        # generation, and the version fetch gave each recent (session, skill)
+        self._canary_cache: tuple[int, dict[str, Any]] | None = None
+        self._session_versions: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._closed = False
         #: the actors registered in this library's tenant
         self.actors = ActorRegistry(self)
@@ -306,8 +314,12 @@ class SkillLibrary:
     def approve(self, name: str, version: int, *, actor: "Actor | str | None", reason: str = "") -> Skill:
         """Approve an evaluated version (``skill.approve``, a ``user`` actor, not its
         proposer, its latest evaluation passed)."""
-        from skill_library.governance import workflow
+        from skill_library.errors import LifecycleError
+        from skill_library.governance import evaluation, workflow
 
+        problem = evaluation.approval_problem(self, name, version)
+        if problem is not None:
+            raise LifecycleError(problem)
         return workflow.approve(self, name, version, actor=actor, reason=reason)
 
     def canary(self, name: str, version: int, *, actor: "Actor | str | None",
@@ -554,6 +566,8 @@ class SkillLibrary:
         kinds: Sequence[SkillKind] | None = None,
         subject: str | None = None,
         state: str | None = None,
+        session: str | None = None,
+        cohort: str | None = None,
     ) -> builtins.list[Match]:
         """The ``k`` best skills for ``task``, each at most once.
 
@@ -569,6 +583,12 @@ class SkillLibrary:
         subject's usage pattern predicts next (:data:`PREFETCH_MIN_N` transitions back it)
         is added after the matches, flagged ``prefetch=True``, when it is fetchable and not
         already among them.
+
+        With ``session`` (or a named ``cohort``), a skill with a canary comes back as its
+        canary version for the canary's share of sessions (a deterministic hash of the
+        session id) or its cohort, as the active version otherwise; :meth:`run`,
+        :meth:`feedback` and :meth:`dispatch` given the same ``session`` use that version
+        (skill_library.governance.canary).
         """
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
@@ -583,6 +603,11 @@ class SkillLibrary:
                                      tools=None if tools is None else frozenset(tools))
         if subject is not None and state is not None:
             matches.extend(self._prefetch(subject, state, matches, threshold))
+        if session is not None or cohort is not None:
+            from skill_library.governance import canary
+
+            matches = canary.route(self, matches, session=session, cohort=cohort,
+                                   generation=self._index.seen_generation)
         return matches
 
     def _prefetch(self, subject: str, state: str, matches: Sequence[Match], threshold: float) -> builtins.list[Match]:
@@ -669,17 +694,26 @@ class SkillLibrary:
         *,
         version: int | None = None,
         trace_id: str | None = None,
+        session: str | None = None,
+        cohort: str | None = None,
     ) -> Skill:
-        """Append one outcome for ``name`` (default: its active version). On a procedure
+        """Append one outcome for ``name`` (default: its active version, or with ``session``
+        the version :meth:`fetch` or :meth:`run` gave that session). On a procedure
         this is :meth:`record_procedure_outcome`. A code skill whose recent outcomes fail is
-        quarantined (skill_library.patterns.reliability); a success never lifts that."""
+        quarantined (skill_library.patterns.reliability); a success never lifts that. An
+        outcome of a skill with a canary may roll the canary back (governance.canary)."""
         if not isinstance(succeeded, bool):
             raise TypeError(f"succeeded must be a bool, got {type(succeeded).__name__}")
+        if version is None and (session is not None or cohort is not None):
+            version = self._session_version(name, session, cohort)
         if version is None and trace_id is None and self.store.get(name).kind == "instruction":
             self.record_procedure_outcome(name, succeeded)
             return self.store.get(name)
         skill = self.store.record_outcome(name, succeeded, version=version, trace_id=trace_id)
-        return self._check_quarantine(skill) if not succeeded else skill
+        if not succeeded:
+            skill = self._check_quarantine(skill)
+        self._after_outcome(name)
+        return skill
 
     def _check_quarantine(self, skill: Skill) -> Skill:
         from skill_library.patterns.reliability import quarantine_problem, record_event
@@ -931,15 +965,17 @@ class SkillLibrary:
         args: Mapping[str, Any] | None = None,
         tools: Mapping[str, Callable[..., Any]] | None = None,
         *,
+        version: int | None = None,
         tool_schemas: Mapping[str, dict[str, Any]] | None = None,
         limits: "Limits | None" = None,
         verifier: Callable[[SkillRun], bool] | None = None,
         record: bool = True,
         subject: str | None = None,
         session: str | None = None,
+        cohort: str | None = None,
         _allow_quarantined: bool = False,
     ) -> SkillRun:
-        """Run the active version of ``name`` in the sandbox with its dependencies.
+        """Run the active version of ``name`` (or ``version``) in the sandbox with its dependencies.
 
         Only the tools the skill (and its dependencies) declare are reachable, and a tool
         schema that does not say otherwise admits only the arguments it lists. The calls
@@ -951,12 +987,76 @@ class SkillLibrary:
         :class:`SkillUsageError` before the run and records nothing. With ``subject`` and
         ``session`` the invocation is also a transition of the subject's usage pattern
         (from the skill run before it in the session), which next-skill prefetch reads.
+
+        Without ``version``, a ``session`` (or ``cohort``) runs the version :meth:`fetch`
+        gave that session: a canary's, or the active one (skill_library.governance.canary);
+        only ``active`` and ``canary`` versions run. The run and its outcome record the
+        version that ran (``SkillRun.version``).
         """
-        skill = self.get(name)
+        explicit = version is not None
+        if version is None and (session is not None or cohort is not None):
+            version = self._session_version(name, session, cohort)
+        skill = self.get(name, version)
+        runnable = ("active", "canary") + (("quarantined",) if _allow_quarantined else ())
+        if skill.status not in runnable and not explicit and version is not None:
+            skill = self.get(name)  # the session's canary ended meanwhile: the active version
         if skill.kind != "code" or not skill.code:
             raise SkillLibraryError(f"skill {name!r} is an instruction skill and cannot be run")
-        if skill.status != "active" and not (_allow_quarantined and skill.status == "quarantined"):
+        if skill.status not in runnable:
+            if explicit:
+                raise SkillLibraryError(
+                    f"v{skill.version} of {name!r} is {skill.status}; only active and canary versions run"
+                )
             raise SkillLibraryError(f"skill {name!r} is {skill.status}; only active skills run")
+        if session is not None:
+            from skill_library.governance import canary
+
+            canary.remember(self, session, skill.name, skill.version)
+        run = self._execute(skill, args, tools, tool_schemas=tool_schemas, limits=limits)
+        if not run.ok:
+            outcome: Outcome | None = Outcome(
+                success=False, verifier="sandbox", evidence=str(run.error) if run.error else run.limit
+            )
+        elif verifier is not None:
+            judge = getattr(verifier, "__name__", "verifier")
+            try:
+                outcome = Outcome(success=bool(verifier(run)), verifier=judge)
+            except Exception as exc:  # a verifier that cannot judge counts as a failure
+                outcome = Outcome(
+                    success=False, verifier=judge, evidence=f"verifier raised {type(exc).__name__}: {exc}"
+                )
+        else:
+            outcome = None
+        trace = run.trace.model_copy(update={"outcome": outcome})
+        run = run.model_copy(update={"trace": trace})
+        if not record:
+            return run
+        if subject is not None and session is not None:
+            self.patterns.record_invocation(subject, skill.name, session=session)
+        self.store.save_trace(trace)
+        if outcome is not None:
+            stored = self.store.record_outcome(
+                skill.name, outcome.success, version=skill.version, trace_id=trace.id
+            )
+            if not outcome.success and stored.status == "active":
+                self._check_quarantine(stored)
+            self._after_outcome(skill.name)
+        return run
+
+    def _execute(
+        self,
+        skill: Skill,
+        args: Mapping[str, Any] | None,
+        tools: Mapping[str, Callable[..., Any]] | None,
+        *,
+        tool_schemas: Mapping[str, dict[str, Any]] | None = None,
+        limits: "Limits | None" = None,
+    ) -> SkillRun:
+        """Run this exact version in the sandbox; nothing is recorded and no outcome judged
+        (``run`` adds both; evaluation uses it to run candidate versions of any status)."""
+        name = skill.name
+        if skill.kind != "code" or not skill.code:
+            raise SkillLibraryError(f"skill {name!r} is an instruction skill and cannot be run")
         args = dict(args or {})
         _check_args(skill, args)
         sources, declared = self._closure(skill)
@@ -1004,7 +1104,7 @@ class SkillLibrary:
             result=result.value if result.ok else None,
             source=f"skill:{skill.name}@{skill.version}",
         )
-        run = SkillRun(
+        return SkillRun(
             name=skill.name,
             version=skill.version,
             ok=result.ok,
@@ -1015,34 +1115,19 @@ class SkillLibrary:
             duration_ms=result.duration_ms,
             trace=trace,
         )
-        if not result.ok:
-            outcome = Outcome(
-                success=False, verifier="sandbox", evidence=str(error) if error else result.limit
-            )
-        elif verifier is not None:
-            judge = getattr(verifier, "__name__", "verifier")
-            try:
-                outcome = Outcome(success=bool(verifier(run)), verifier=judge)
-            except Exception as exc:  # a verifier that cannot judge counts as a failure
-                outcome = Outcome(
-                    success=False, verifier=judge, evidence=f"verifier raised {type(exc).__name__}: {exc}"
-                )
-        else:
-            outcome = None
-        trace = trace.model_copy(update={"outcome": outcome})
-        run = run.model_copy(update={"trace": trace})
-        if not record:
-            return run
-        if subject is not None and session is not None:
-            self.patterns.record_invocation(subject, skill.name, session=session)
-        self.store.save_trace(trace)
-        if outcome is not None:
-            stored = self.store.record_outcome(
-                skill.name, outcome.success, version=skill.version, trace_id=trace.id
-            )
-            if not outcome.success and stored.status == "active":
-                self._check_quarantine(stored)
-        return run
+
+    def _session_version(self, name: str, session: str | None, cohort: str | None) -> int | None:
+        """The version ``fetch`` gave ``session`` (or its canary route); None: the active one."""
+        from skill_library.governance import canary
+
+        return canary.session_version(self, name, session=session, cohort=cohort)
+
+    def _after_outcome(self, name: str) -> None:
+        """After an outcome of ``name``: test its canary, if it has one (may roll it back)."""
+        from skill_library.governance import canary
+
+        if name in canary.running(self):
+            canary.after_outcome(self, name)
 
     def _closure(self, skill: Skill) -> tuple[builtins.list[str], builtins.list[str]]:
         """Sources of ``skill`` and its dependencies, and every tool they declare."""
@@ -1091,6 +1176,30 @@ class SkillLibrary:
         from skill_library.integrations.openai_tools import dispatch
 
         return dispatch(self, tool_call, tools, **run_options)
+
+    # -- evaluation and canaries: delegates to skill_library.governance ----------------
+    def evaluate(
+        self, name: str, version: int, suite: "Suite | str | os.PathLike[str]", tools: "ToolsFactory", *,
+        actor: "Actor | str | None",
+    ) -> "Evaluation":
+        """Run ``version`` and the active version side by side on ``suite`` (a fresh world
+        per task from ``tools``); store and return the :class:`Evaluation`. A pass moves a
+        draft to ``evaluated``; a critical regression fails it whatever the average."""
+        from skill_library.governance import evaluation
+
+        return evaluation.evaluate(self, name, version, suite, tools, actor=actor)
+
+    def evaluations(self, name: str, version: int | None = None) -> builtins.list["Evaluation"]:
+        """The stored evaluations of ``name`` (or of one version), newest last."""
+        from skill_library.governance import evaluation
+
+        return evaluation.evaluations(self, name, version)
+
+    def canaries(self) -> builtins.list["CanaryState"]:
+        """The running canaries: share, cohort, both versions' counts, p-value, decision."""
+        from skill_library.governance import canary
+
+        return canary.states(self)
 
     def import_draft(self, skill: Skill, *, actor: "Actor | str | None" = None) -> Skill:
         """Store ``skill`` as an unverified draft version: never indexed, fetched or run

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from skill_library import record_store as rs
 from skill_library.governance import tables as governance_tables
+from skill_library.governance.evaluation import evaluations_table
 from skill_library.models import utc_now
 
 #: key of the PostgreSQL advisory lock held while migrations run (any constant 64-bit int)
@@ -84,6 +85,7 @@ MIGRATIONS: list[Migration] = [
     Migration("evidence: skill_examples, skill_profiles", _create(rs.examples_table, rs.profiles_table)),
     Migration("text_vectors: stored vectors of the index texts", _create(rs.vectors_table)),
     Migration("governance: audit_events, actors, tool_specs, policies, canaries; superseded", _governance),
+    Migration("evaluations: candidate vs active on a suite", _create(evaluations_table)),
 ]
 
 

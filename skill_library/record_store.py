@@ -34,7 +34,7 @@ from skill_library.models import Example, Provenance, Skill, SkillStatus, Trace,
 from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, ThreadWriteLock, WriteLock
 
 #: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 #: how long a SQLite writer waits for another one's lock before giving up

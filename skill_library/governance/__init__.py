@@ -3,7 +3,9 @@ of a version (draft -> evaluated -> approved -> canary -> active -> superseded /
 and its audit log. One concept per module: ``actors``, ``policy``, ``tools``, ``audit``,
 ``lifecycle`` (the transition table and the primitive), ``rules`` (who may approve what),
 ``instructed`` (traces instructed by tool results) and ``workflow`` (the facade's
-propose/approve/... calls)."""
+propose/approve/... calls); ``suite`` (evaluation task sets), ``evaluation`` (candidate vs
+active, side by side), ``canary`` (routing by session, automatic rollback) and
+``significance`` (the canary's one-sided Fisher test)."""
 
 from skill_library.governance.actors import (
     Actor,

@@ -100,7 +100,7 @@ def apply(
     if problem is not None:
         raise LifecycleError(problem)
     require(actor, REQUIRED[to_status], f"move {name!r} v{version} from {skill.status} to {to_status}")
-    if to_status == "approved":
+    if to_status == "approved" and skill.status != "canary":  # a canary rolled back was approved already
         from skill_library.governance.rules import approval_problem
 
         refused = approval_problem(library, skill, actor, conn=conn)

@@ -160,7 +160,8 @@ def dispatch(
 
     ``tool_call`` is a Chat Completions tool call (the ``openai`` object or its dict) or a
     Responses API ``function_call`` item. ``run_options`` go to :meth:`SkillLibrary.run`
-    (``tool_schemas``, ``limits``, ``verifier``).
+    (``tool_schemas``, ``limits``, ``verifier``, ``version``, ``session``: with a session
+    and no version, the version fetch gave that session, as ``run`` does).
     """
     call_id, name, raw, api = _parse_call(tool_call)
     run: SkillRun | None = None
@@ -186,11 +187,17 @@ def _run(
     tools: Mapping[str, Callable[..., Any]] | None,
     run_options: Mapping[str, Any],
 ) -> tuple[str, SkillRun | None]:
+    version = run_options.get("version")
+    if version is None and (run_options.get("session") is not None or run_options.get("cohort") is not None):
+        # the version fetch gave this session (a canary's or the active one)
+        version = library._session_version(name, run_options.get("session"), run_options.get("cohort"))
     try:
-        skill = library.get(name)
+        skill = library.get(name, version)
     except SkillNotFoundError:
         return f"Error: there is no skill named {name!r}; call one of the tools you were given", None
-    if skill.status != "active" or skill.kind != "code":
+    if skill.status not in ("active", "canary") and run_options.get("version") is None:
+        skill = library.get(name)  # the session's canary ended: the active version
+    if skill.status not in ("active", "canary") or skill.kind != "code":
         return f"Error: skill {name!r} cannot be called (it is {skill.status}, {skill.kind})", None
     problem = argument_problem(skill, args)
     if problem is not None:

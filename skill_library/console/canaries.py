@@ -20,9 +20,7 @@ def canaries_page(console: Console, request: Request, session: Session) -> Respo
     tenant = console.tenant_of(request)
     library = console.view(tenant)
     states = _governed(library, "canaries")()
-    policy = getattr(library, "policy", None)
-    return console.render(request, session, "canaries.html", tenant=tenant, canaries=states, policy=policy,
-                          page_name="canaries")
+    return console.render(request, session, "canaries.html", tenant=tenant, canaries=states, page_name="canaries")
 
 
 @page(write=True)

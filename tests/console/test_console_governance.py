@@ -13,32 +13,59 @@ Actor = governance.Actor
 
 APPROVER = Actor(id=ACTOR, kind="user", permissions=frozenset({"skill.approve"}))
 PROPOSER = Actor(id="bob", kind="user", permissions=frozenset({"skill.propose"}))
-V1 = "def restock_apple(count: int) -> dict:\n    return restock(item='apple', count=count)\n"
+V1 = "def restock_apple(count: int) -> dict:\n    return restock(item='apple', count=min(count, 5))\n"
 V2 = ("def restock_apple(count: int) -> dict:\n    check(item='apple')\n"
       "    return restock(item='apple', count=count)\n")
+#: breaks the critical task (one apple too few), mends the other
+V_BAD = "def restock_apple(count: int) -> dict:\n    return restock(item='apple', count=count - (count == 3))\n"
+WHEN = "restock apples in the fruit aisle"
+SUITE = {"id": "shelf", "tasks": [
+    {"id": "apple-3", "instruction": "restock 3 apples", "params": {"count": 3}, "goal": {"apple": 3},
+     "critical": True},
+    {"id": "apple-8", "instruction": "restock 8 apples", "params": {"count": 8}, "goal": {"apple": 8}},
+]}
 
 
-def evaluated(library, name: str, version: int) -> None:
-    """Mark a draft as having passed its evaluation (the primitive, as the system actor)."""
-    from skill_library.governance.actors import system_actor
-    from skill_library.governance.lifecycle import transition
+def shelf(task):
+    """A fresh shelf per task: its tools and a check of the final stock."""
+    from skill_library.governance.suite import TaskEnvironment
 
-    transition(library, name, version, "evaluated", actor=system_actor(), reason="passed its evaluation",
-               evidence={"passed": True})
+    stock: dict[str, int] = {}
+
+    def check(item: str) -> dict:
+        return {"item": item, "stock": stock.get(item, 0)}
+
+    def restock(item: str, count: int) -> dict:
+        stock[item] = stock.get(item, 0) + count
+        return {"item": item, "stock": stock[item]}
+
+    return TaskEnvironment(tools={"check": check, "restock": restock},
+                           check=lambda run: all(stock.get(k, 0) == v for k, v in task.goal.items()))
+
+
+def proposed(library, code: str, tools: list[str]) -> tuple[str, int]:
+    """v1 active (added by the local administrator), ``code`` proposed by bob as the next
+    version and evaluated on :data:`SUITE` by the administrator."""
+    from skill_library.governance.suite import Suite
+    from skill_library.models import Skill
+
+    try:
+        library.get("restock_apple")
+    except KeyError:
+        library.add(Skill.from_function(V1, when=WHEN, tools=["restock"]))
+    if not any(a.id == PROPOSER.id for a in library.actors.list()):
+        library.actors.add(PROPOSER)
+    draft = library.propose(Skill.from_function(code, when=WHEN, tools=tools), actor="bob")
+    library.evaluate(draft.name, draft.version, Suite.model_validate(SUITE), shelf, actor=None)
+    return draft.name, draft.version
 
 
 def held(library) -> tuple[str, int]:
-    """An evaluated v2 of restock_apple proposed by bob, waiting for a human: it widens the
-    tools of v1 (check) and calls restock, undeclared, so counted as having side effects."""
-    from skill_library.models import Skill
-
-    library.add(Skill.from_function(V1, when="restock apples in the fruit aisle", tools=["restock"]))
-    if not any(a.id == PROPOSER.id for a in library.actors.list()):
-        library.actors.add(PROPOSER)
-    draft = library.propose(Skill.from_function(V2, when="restock apples in the fruit aisle",
-                                               tools=["check", "restock"]), actor="bob")
-    evaluated(library, draft.name, draft.version)
-    return draft.name, draft.version
+    """An evaluated v2 waiting for a human: it widens v1's tools (check) and calls restock,
+    undeclared, so counted as having side effects."""
+    name, version = proposed(library, V2, ["check", "restock"])
+    assert library.get(name, version).status == "evaluated"
+    return name, version
 
 
 @pytest.fixture
@@ -61,7 +88,25 @@ def test_review_queue_shows_diff_evidence_and_why_a_human_is_needed(governed, cl
     assert all(str(escape(r)) in html for r in reasons)
     assert '<span class="add">+    check(item=&#39;apple&#39;)</span>' in html  # the diff against v1
     assert "the active v1" in html
+    section = html[html.index(f'id="review-{name}-{version}"'):]
+    assert '<span class="success">passed</span>' in section and "suite <code>shelf</code>" in section
+    assert "candidate 100% vs active v1 50%" in section
+    assert '<tr class="critical"><td>apple-3 <b class="critical">critical</b>' in section
+    assert '<code>restock(item="apple", count=8)</code>' in section  # the candidate's calls
+    assert '<code>restock(item="apple", count=5)</code>' in section  # the active version's
     assert "Approve" in html and "Reject" in html
+
+
+def test_a_critical_regression_shows_and_approval_is_refused(governed, client):
+    name, version = proposed(governed, V_BAD, ["restock"])
+    assert governed.get(name, version).status == "draft"  # the failed evaluation did not move it
+    html = client.get("/review").text
+    section = html[html.index(f'id="review-{name}-{version}"'):]
+    assert '<span class="failure">failed</span>' in section
+    assert '<b class="critical">critical</b> <b class="failure">regression</b>' in section
+    refused = client.post(f"/review/{name}/{version}/approve", data={"csrf": csrf_of(html)})
+    assert refused.status_code == 400 and "critical task &#39;apple-3&#39; regressed" in message_of(refused.text)
+    assert governed.get(name, version).status == "draft"
 
 
 def test_approve_from_the_queue_is_the_actors_audited_call(governed, client):
@@ -154,3 +199,63 @@ def test_promote_from_the_review_page_supersedes_the_active_version(governed, cl
     assert governed.get(name, 1).status == "superseded"
     again = client.post(f"/review/{name}/{version}/release", data={"csrf": csrf_of(page.text), "how": "promote"})
     assert again.status_code == 400 and "cannot become active" in message_of(again.text)
+
+
+def canaried(library, client, share: str = "20") -> tuple[str, int]:
+    name, version = held(library)
+    page = client.get("/review")
+    client.post(f"/review/{name}/{version}/approve", data={"csrf": csrf_of(page.text)})
+    client.post(f"/review/{name}/{version}/release", data={"csrf": csrf_of(page.text), "how": "canary", "share": share})
+    assert library.get(name, version).status == "canary"
+    return name, version
+
+
+def test_canaries_page_shows_share_outcomes_and_the_test(governed, client):
+    assert "No canary is running." in client.get("/canaries").text
+    name, version = canaried(governed, client)
+    for ok in (True, False, True):
+        governed.feedback(name, ok, version=version)
+    governed.feedback(name, True, version=1)
+    html = client.get("/canaries").text
+    section = html[html.index(f'id="canary-{name}-{version}"'):]
+    assert "share 20% of sessions" in section and "against active v1" in section
+    assert "<tr><td>v2 (canary)</td><td>2</td><td>1</td></tr>" in section
+    [state] = governed.canaries()
+    assert f"p = {state.p_value:.3f}" in section and f"decision: <b class=\"decision {state.decision}\">" in section
+
+
+def test_promote_a_canary(governed, client):
+    name, version = canaried(governed, client)
+    page = client.get("/canaries")
+    done = client.post(f"/canaries/{name}/{version}/promote", data={"csrf": csrf_of(page.text)})
+    assert done.status_code == 200 and f"promoted {name} v{version}: now active" in done.text
+    assert governed.get(name).version == version and governed.canaries() == []
+    assert governed.audit(name)[-1].actor == ACTOR
+
+
+def test_roll_back_a_canary_keeps_the_active_version(governed, client):
+    name, version = canaried(governed, client)
+    page = client.get("/canaries")
+    assert client.post(f"/canaries/{name}/{version}/rollback", data={}).status_code == 403
+    done = client.post(f"/canaries/{name}/{version}/rollback", data={"csrf": csrf_of(page.text)})
+    assert done.status_code == 200 and f"rolled back the canary {name} v{version}" in done.text
+    assert governed.get(name, version).status == "approved" and governed.get(name).version == 1
+    last = governed.audit(name)[-1]
+    assert (last.from_status, last.to_status, last.actor) == ("canary", "approved", ACTOR)
+    assert "No canary is running." in done.text
+
+
+def test_an_actor_without_approve_cannot_promote_a_canary(governed, client, library):
+    from starlette.testclient import TestClient
+
+    from skill_library.console import create_app
+
+    name, version = canaried(governed, client)
+    with TestClient(create_app(library, actor_id="bob", token=TOKEN), raise_server_exceptions=False) as other:
+        login(other)
+        page = other.get("/canaries")
+        refused = other.post(f"/canaries/{name}/{version}/promote", data={"csrf": csrf_of(page.text)})
+        assert refused.status_code == 403 and "skill.approve" in message_of(refused.text)
+        refused = other.post(f"/canaries/{name}/{version}/rollback", data={"csrf": csrf_of(page.text)})
+        assert refused.status_code == 403 and "skill.approve" in message_of(refused.text)
+    assert library.get(name, version).status == "canary"

@@ -70,3 +70,29 @@ def test_skill_page_renders_its_chart_and_highlighted_code(browser, live_server,
     assert color != "rgb(0, 0, 0)"  # pygments' stylesheet, served by the app, applied
     shot = screenshot(page, tmp_path, "console-skill.png")
     assert shot.stat().st_size > 10_000
+
+
+def test_approve_from_the_review_queue_in_the_browser(browser, live_server, library, tmp_path):
+    pytest.importorskip("skill_library.governance")
+    from governed_world import APPROVER, held
+
+    library.actors.add(APPROVER)
+    name, version = held(library)
+    page = browser.new_page()
+    page.goto(f"{live_server}/login?token={TOKEN}")
+    page.click("nav >> text=Review queue")
+    section = page.locator(f"#review-{name}-{version}")
+    assert "Needs a human because" in section.inner_text()
+    assert section.locator("tr.critical").count() == 1
+    assert section.locator("pre.diff .add").count() >= 1
+    screenshot(page, tmp_path, "console-review.png")
+    section.locator("form[action$='/approve'] input[name=reason]").fill("checked the diff and the suite")
+    section.locator("button.approve").click()
+    page.wait_for_load_state("load")
+    assert f"approved {name} v{version}: now approved" in page.locator(".notice").inner_text()
+    assert page.locator(f"#review-{name}-{version}").count() == 0
+    assert page.locator(f"#approved-{name}-{version}").count() == 1
+    assert library.get(name, version).status == "approved"
+    event = library.audit(name)[-1]
+    assert (event.version, event.from_status, event.to_status) == (version, "evaluated", "approved")
+    assert (event.actor, event.reason) == (APPROVER.id, "checked the diff and the suite")

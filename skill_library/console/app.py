@@ -39,7 +39,8 @@ from skill_library.console.auth import (
     has_permission,
     same_origin,
 )
-from skill_library.errors import SkillLibraryError, SkillNotFoundError
+from skill_library.errors import PermissionDenied, SkillLibraryError, SkillNotFoundError
+from skill_library.governance.actors import Actor, Permission
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
@@ -88,17 +89,15 @@ class Console:
         tenants = getattr(self.library.store, "tenants", None)
         return sorted({self.home_tenant, *(tenants() if tenants is not None else ())})
 
-    def actor(self, library: "SkillLibrary") -> Any:
-        """The console's actor as ``library`` registers it (``library.resolve_actor``:
-        :class:`PermissionDenied` when unknown), or ``None`` for the local administrator of
-        a library without governance."""
-        resolve = getattr(library, "resolve_actor", None)
-        return None if resolve is None else resolve(self.actor_id)
+    def actor(self, library: "SkillLibrary") -> Actor:
+        """The console's actor as ``library`` registers it (:class:`PermissionDenied` when
+        it is not registered in that tenant)."""
+        return library.resolve_actor(self.actor_id)
 
-    def require(self, library: "SkillLibrary", action: str, permission: str) -> None:
+    def require(self, library: "SkillLibrary", action: str, permission: Permission) -> None:
         """Refuse ``action`` unless the console's actor holds ``permission``."""
         if not has_permission(self.actor(library), permission):
-            raise ConsoleRefusal(f"actor {self.actor_id!r} may not {action}: it lacks the permission {permission}")
+            raise PermissionDenied(f"actor {self.actor_id!r} may not {action}: it lacks the permission {permission!r}")
 
     def render(self, request: Request, session: Session, template: str, status_code: int = 200,
                **context: Any) -> Response:
@@ -133,7 +132,7 @@ def error_status(exc: BaseException) -> int | None:
     name = type(exc).__name__
     if isinstance(exc, SkillNotFoundError) or name.endswith("NotFoundError"):
         return 404
-    if name == "PermissionDenied":
+    if isinstance(exc, PermissionDenied):
         return 403
     if isinstance(exc, (SkillLibraryError, ValidationError, ValueError)):
         return 400

@@ -15,17 +15,16 @@ console adds checks only for the writes that have no governance call of their ow
 
 from __future__ import annotations
 
-import getpass
 import hmac
 import os
 import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from skill_library.errors import SkillLibraryError
+from skill_library.governance.actors import ACTOR_ENV, Actor, Permission, os_user
 
 __all__ = [
     "ACTOR_ENV",
@@ -41,8 +40,6 @@ __all__ = [
     "has_permission",
 ]
 
-#: the environment setting naming the actor (as the CLI's ``--actor``)
-ACTOR_ENV = "SKILLS_ACTOR"
 #: bytes of randomness in the login token, session ids and CSRF tokens (URL-safe base64)
 TOKEN_BYTES = 32
 #: a session ends this long after it started (then log in again with a new ``skills ui``)
@@ -54,7 +51,7 @@ CSRF_FIELD = "csrf"
 #: console writes with no governance call of their own -> the permission they need, and why:
 #: forgetting or opting a subject out changes what the library keeps about a person, outside
 #: any skill's lifecycle, so only an administrator may do it from the console
-CONSOLE_PERMISSIONS: dict[str, str] = {
+CONSOLE_PERMISSIONS: dict[str, Permission] = {
     "forget": "skill.admin",
     "opt_out": "skill.admin",
 }
@@ -71,16 +68,12 @@ class ConsoleRefusal(SkillLibraryError):
 
 def default_actor_id() -> str:
     """``SKILLS_ACTOR``, else the OS user (as the CLI)."""
-    return os.environ.get(ACTOR_ENV) or getpass.getuser()
+    return os.environ.get(ACTOR_ENV) or os_user()
 
 
-def has_permission(actor: Any, permission: str) -> bool:
-    """Whether ``actor`` holds ``permission`` (``skill.admin`` implies the others); ``None``
-    is the library's local administrator (a library without an actor registry)."""
-    if actor is None:
-        return True
-    held = set(getattr(actor, "permissions", ()))
-    return permission in held or "skill.admin" in held
+def has_permission(actor: Actor, permission: Permission) -> bool:
+    """Whether ``actor`` holds ``permission`` (``skill.admin`` implies the others)."""
+    return actor.can(permission)
 
 
 @dataclass

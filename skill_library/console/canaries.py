@@ -9,7 +9,6 @@ from starlette.routing import Route
 
 from skill_library.console.app import Console, page, redirect
 from skill_library.console.auth import Session
-from skill_library.console.review import _governed
 
 __all__ = ["routes"]
 
@@ -19,7 +18,7 @@ def canaries_page(console: Console, request: Request, session: Session) -> Respo
     """``/canaries``: ``library.canaries()``."""
     tenant = console.tenant_of(request)
     library = console.view(tenant)
-    states = _governed(library, "canaries")()
+    states = library.canaries()
     return console.render(request, session, "canaries.html", tenant=tenant, canaries=states, page_name="canaries")
 
 
@@ -30,7 +29,7 @@ def promote(console: Console, request: Request, session: Session) -> Response:
     tenant = console.tenant_of(request, form)
     library = console.view(tenant)
     name, version = request.path_params["name"], int(request.path_params["version"])
-    skill = _governed(library, "promote")(name, version, actor=console.actor_id)
+    skill = library.promote(name, version, actor=console.actor_id)
     return redirect("/canaries", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
 
 

@@ -17,16 +17,9 @@ from starlette.routing import Route
 
 from skill_library.console.app import Console, page, redirect
 from skill_library.console.auth import Session
-from skill_library.errors import SkillLibraryError, SkillNotFoundError
+from skill_library.errors import SkillNotFoundError
 
 __all__ = ["routes"]
-
-
-def _governed(library: Any, call: str) -> Any:
-    method = getattr(library, call, None)
-    if method is None:
-        raise SkillLibraryError(f"this library has no {call}() yet: this page needs its governance calls (issue 10)")
-    return method
 
 
 def _active_version(library: Any, name: str) -> int | None:
@@ -41,7 +34,7 @@ def entry(library: Any, skill: Any) -> dict[str, Any]:
     """What the queue shows for one waiting version."""
     active = _active_version(library, skill.name)
     diff = library.diff(skill.name, active, skill.version) if active is not None and active != skill.version else None
-    evaluations = library.evaluations(skill.name, skill.version) if hasattr(library, "evaluations") else []
+    evaluations = library.evaluations(skill.name, skill.version)
     return {
         "skill": skill, "active": active, "diff": diff,
         "evaluation": evaluations[-1] if evaluations else None,
@@ -74,7 +67,7 @@ def review_page(console: Console, request: Request, session: Session) -> Respons
     waiting for release (promote, or start a canary)."""
     tenant = console.tenant_of(request)
     library = console.view(tenant)
-    queue = _governed(library, "review_queue")()
+    queue = library.review_queue()
     return console.render(request, session, "review.html", tenant=tenant,
                           entries=[entry(library, s) for s in queue], approved=approved_versions(library),
                           page_name="review")
@@ -92,7 +85,7 @@ def approve(console: Console, request: Request, session: Session) -> Response:
     tenant = console.tenant_of(request, form)
     library = console.view(tenant)
     name, version = _target(request)
-    skill = _governed(library, "approve")(name, version, actor=console.actor_id,
+    skill = library.approve(name, version, actor=console.actor_id,
                                           reason=str(form.get("reason", "")).strip())
     return redirect("/review", tenant=tenant, notice=f"approved {name} v{version}: now {skill.status}")
 
@@ -108,7 +101,7 @@ def reject(console: Console, request: Request, session: Session) -> Response:
     reason = str(form.get("reason", "")).strip()
     if not reason:
         raise ValueError(f"say why {name} v{version} is rejected: a reason is required")
-    _governed(library, "reject")(name, version, actor=console.actor_id, reason=reason)
+    library.reject(name, version, actor=console.actor_id, reason=reason)
     return redirect("/review", tenant=tenant, notice=f"rejected {name} v{version}")
 
 
@@ -126,9 +119,9 @@ def release(console: Console, request: Request, session: Session) -> Response:
             share = float(share_text) / 100 if share_text else None
         except ValueError:
             raise ValueError(f"share must be a percentage, got {share_text!r}") from None
-        _governed(library, "canary")(name, version, actor=console.actor_id, share=share)
+        library.canary(name, version, actor=console.actor_id, share=share)
         return redirect("/canaries", tenant=tenant, notice=f"{name} v{version} is a canary")
-    skill = _governed(library, "promote")(name, version, actor=console.actor_id)
+    skill = library.promote(name, version, actor=console.actor_id)
     return redirect("/review", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
 
 

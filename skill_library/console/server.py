@@ -47,7 +47,8 @@ def serve(
 ) -> None:
     """Serve the console over ``library`` until interrupted, acting as ``actor_id``.
 
-    Refuses (``ValueError``) a host that is not loopback unless ``allow_remote``; with it,
+    Refuses an actor the library has not registered (:class:`PermissionDenied`: it could
+    write nothing) and (``ValueError``) a host that is not loopback unless ``allow_remote``; with it,
     ``announce`` gets a warning first (the console speaks plain HTTP: anyone on the path
     sees the session cookie). ``announce`` then gets the one-time login URL.
     """
@@ -55,6 +56,7 @@ def serve(
 
     from skill_library.console.app import create_app
 
+    library.resolve_actor(actor_id)
     if not is_loopback(host):
         if not allow_remote:
             raise ValueError(

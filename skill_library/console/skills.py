@@ -85,10 +85,9 @@ def _trace_versions(history: list[Any], outcomes: list[dict[str, Any]]) -> dict[
     return versions
 
 
-def audit_of(library: Any, name: str) -> list[Any] | None:
-    """The audit trail of ``name`` (None when the library keeps none)."""
-    audit = getattr(library, "audit", None)
-    return None if audit is None else [e for e in audit(name) if e.name == name]
+def audit_of(library: Any, name: str) -> list[Any]:
+    """The audit trail of ``name``, oldest first."""
+    return [e for e in library.audit(name) if e.name == name]
 
 
 @page()

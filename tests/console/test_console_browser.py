@@ -73,7 +73,6 @@ def test_skill_page_renders_its_chart_and_highlighted_code(browser, live_server,
 
 
 def test_approve_from_the_review_queue_in_the_browser(browser, live_server, library, tmp_path):
-    pytest.importorskip("skill_library.governance")
     from governed_world import APPROVER, held
 
     library.actors.add(APPROVER)

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import pytest
 from conftest import ACTOR, TOKEN, csrf_of, message_of
+from governed_world import APPROVER, V_BAD, held, proposed
 from markupsafe import escape
 
-pytest.importorskip("skill_library.governance")
-from governed_world import APPROVER, V_BAD, held, proposed  # noqa: E402
-
-Actor = pytest.importorskip("skill_library.governance").Actor
+from skill_library.governance import Actor
 
 
 @pytest.fixture

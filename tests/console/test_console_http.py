@@ -205,10 +205,20 @@ def test_cli_ui_refuses_a_non_loopback_host_without_the_flag(tmp_path):
     assert "refusing to serve the console on 0.0.0.0" in result.output and "--allow-remote" in result.output
 
 
+def test_cli_ui_refuses_an_unregistered_actor(tmp_path):
+    folder = str(tmp_path / "lib")
+    assert CliRunner().invoke(cli_app, ["init", "--dir", folder]).exit_code == 0
+    result = CliRunner().invoke(cli_app, ["ui", "--dir", folder, "--actor", "nobody"])
+    assert result.exit_code == 1 and "actor 'nobody' is not registered" in result.output
+
+
 def test_serve_refuses_non_loopback_and_warns_with_allow_remote(library, monkeypatch):
     import uvicorn
 
     from skill_library.console import serve
+    from skill_library.governance import Actor
+
+    library.actors.add(Actor(id=ACTOR, kind="user", permissions=frozenset({"skill.approve"})))
 
     with pytest.raises(ValueError, match="not a loopback address"):
         serve(library, actor_id=ACTOR, host="0.0.0.0")

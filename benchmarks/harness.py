@@ -43,6 +43,7 @@ from benchmarks.agents import AGENTS, agent_for_condition, conditions_for
 from benchmarks.agents.base import Agent, Episode
 from benchmarks.frozen_library import FrozenLibrary
 from benchmarks.worlds import Task, World, get_world, load_tasks
+from skill_library.governance import Policy
 from skill_library.models import Outcome
 
 if TYPE_CHECKING:
@@ -244,8 +245,11 @@ def run_benchmark(
                 lib_path = out / "libraries" / lib_key
                 if lib_path.exists():
                     shutil.rmtree(lib_path)
+                # the harness opts in to auto-approval (Policy(auto_approve="all")): the skills
+                # it learns call the world's side-effect tools and must activate to be measured
                 library = _library_class()(lib_path, embedder=embedder, min_reliability=config.min_reliability,
-                                           read_only_tools=world.read_only_tools())
+                                           read_only_tools=world.read_only_tools(),
+                                           policy=Policy(auto_approve="all"))
             try:
                 phases = [("train", train_order(train, seed)), ("test", test)]
                 for phase, phase_tasks in phases:

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--single", type=int, default=40)
     args = parser.parse_args(argv)
 
-    from skill_library import SkillLibrary
+    from skill_library import Policy, SkillLibrary
     from skill_library.embeddings import SentenceTransformerEmbedder
     from skill_library.induction import DataflowGeneralizer
     from skill_library.induction.admission import example_for
@@ -98,14 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     floor = time.perf_counter() - start
 
     with tempfile.TemporaryDirectory() as tmp:
-        with SkillLibrary(Path(tmp) / "many", embedder=embedder) as library:
+        with SkillLibrary(Path(tmp) / "many", embedder=embedder, policy=Policy(auto_approve="all")) as library:
             _ = library.sandbox  # start the workers outside the timing, as a long-lived library has
             start = time.perf_counter()
             results = library.learn_many(traces, generalizer=generalizer)
             many = time.perf_counter() - start
             statuses = Counter(r.status for r in results)
             skills = len(library.list())
-        with SkillLibrary(Path(tmp) / "single", embedder=embedder) as library:
+        with SkillLibrary(Path(tmp) / "single", embedder=embedder, policy=Policy(auto_approve="all")) as library:
             _ = library.sandbox
             subset = traces[: args.single]
             start = time.perf_counter()

@@ -14,7 +14,7 @@ import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from skill_library import Outcome, SkillLibrary, ToolCall, Trace  # noqa: E402
+from skill_library import Outcome, Policy, SkillLibrary, ToolCall, Trace  # noqa: E402
 
 # A tiny order desk: the tools an agent can call.
 USERS = {"alice@example.com": "u1", "bob@example.com": "u2"}
@@ -53,7 +53,10 @@ trace = Trace(
     outcome=Outcome(success=True, verifier="orders-db-check", evidence="W1, W2 cancelled"),
 )
 
-with tempfile.TemporaryDirectory() as folder, SkillLibrary(folder) as library:
+# The library opts in to auto-approval: cancel_order changes state, so under the default
+# policy (auto_approve="read_only") the learned skill would wait for a human's approval
+# (`skills approve` / library.approve). See the README's "Governance" section.
+with tempfile.TemporaryDirectory() as folder, SkillLibrary(folder, policy=Policy(auto_approve="all")) as library:
     # 2. Learn: generalize, replay in the sandbox against the trace, store.
     learned = library.learn(trace)
     print(f"learn: {learned.status} -> {learned.skill.name} v{learned.skill.version}")

@@ -92,6 +92,7 @@ def admit(
     """Under the write lock: decide merge / revise / save and write the records; the
     names whose index entries must change are added to ``pending``."""
     from skill_library import library
+    from skill_library.governance import learned as governed
     from skill_library.induction import admission, revision
 
     names = lib.store.names(prefix=candidate.name)
@@ -108,6 +109,7 @@ def admit(
     found = lib.store.get_many_active(wanted)
     # a draft (imported, not yet verified) is no evidence of a workflow: never merged into
     neighbours = [found[n] for n in wanted if n in found and found[n].status != "draft"]
+    # a held revision leaves the active version current: evidence merged meanwhile is its
     evidence = lib.store.examples([s.name for s in neighbours])
 
     def example_traces(skill: Skill) -> builtins.list[Trace]:
@@ -178,12 +180,19 @@ def admit(
     params = list((version.parameters or {}).get("properties", {}))
     examples = admission.choose_indexed([*examples, admission.example_for(trace, new, params)])
     lib.store.save_trace(trace)
-    stored = lib.store.add_version(version)
-    stored = lib.store.save_evidence(
-        stored.name, version=stored.version, trace=trace, success=True, examples=examples,
-        when=derived_when(stored, examples),
-    )
+    admitted = governed.admit_learned(lib, version, trace, decision.report)
+    stored = admitted.skill
+    if admitted.activated or not admitted.revision:
+        stored = lib.store.save_evidence(
+            stored.name, version=stored.version, trace=trace, success=True, examples=examples,
+            when=derived_when(stored, examples),
+        )
+    else:  # a held revision: the active version keeps its examples and its when
+        stored = lib.store.save_evidence(stored.name, version=stored.version, trace=trace, success=True)
     pending.add(stored.name)
+    if not admitted.activated:
+        return LearnResult(status="held", skill=stored, report=decision.report,
+                           reasons=[*admitted.reasons, *decision.reasons])
     return LearnResult(status=decision.status, skill=stored, report=decision.report,  # type: ignore[arg-type]
                        reasons=decision.reasons)
 

@@ -24,10 +24,15 @@ def embedder():
 
 @pytest.fixture
 def library(tmp_path, embedder):
-    """A new, empty SkillLibrary in a temporary folder (closed after the test)."""
+    """A new, empty SkillLibrary in a temporary folder (closed after the test).
+
+    It opts in to ``Policy(auto_approve="all")``: these tests exercise learning, fetch and
+    runs, in which learned skills activate; governance tests (tests/test_governance_*.py)
+    open libraries with the default, fail-closed policy."""
+    from skill_library.governance import Policy
     from skill_library.library import SkillLibrary
 
-    lib = SkillLibrary(tmp_path / "lib", embedder=embedder)
+    lib = SkillLibrary(tmp_path / "lib", embedder=embedder, policy=Policy(auto_approve="all"))
     yield lib
     lib.close()
 
@@ -89,8 +94,11 @@ class Deployment:
         self.spec = spec  # SkillLibrary keyword arguments; picklable for spawned workers
 
     def open(self, embedder=None, **options):
+        """The library of this deployment (opting in to auto-approval, as ``library`` does)."""
+        from skill_library.governance import Policy
         from skill_library.library import SkillLibrary
 
+        options.setdefault("policy", Policy(auto_approve="all"))
         return SkillLibrary(**self.spec, embedder=embedder, **options)
 
 

@@ -71,3 +71,10 @@ def actors(library):
     library.actors.add(proposer)
     library.actors.add(approver)
     return proposer, approver
+
+
+def governed_library(path, embedder):
+    """A library with the default, fail-closed policy (``read_only``)."""
+    from skill_library.library import SkillLibrary
+
+    return SkillLibrary(path, embedder=embedder)

@@ -18,6 +18,10 @@ from benchmarks.agents.base import BudgetExceeded, Session, bind_by_name, bind_f
 from benchmarks.worlds import Task, get_world, load_tasks
 from benchmarks.worlds.crafting import phrase
 from skill_library.models import Match, Outcome, Skill, SkillRun, Trace
+from skill_library.governance import Policy
+
+#: these tests learn skills that activate: they opt in to auto-approval
+ALL = Policy(auto_approve="all")
 
 
 def crafting_task(item: str, count: int, split: str = "test") -> Task:
@@ -320,7 +324,7 @@ def test_agents_with_the_real_library(tmp_path, embedder):
     from skill_library.library import SkillLibrary
 
     world, explorer = get_world("crafting"), get_agent("explorer")
-    with SkillLibrary(tmp_path / "crafting", embedder=embedder, min_reliability=0.6) as library:
+    with SkillLibrary(tmp_path / "crafting", embedder=embedder, min_reliability=0.6, policy=ALL) as library:
         learned = {}
         for item, count in [("iron_ingot", 5), ("iron_pickaxe", 1)]:
             task = crafting_task(item, count, split="train")
@@ -343,7 +347,7 @@ def test_agents_with_the_real_library(tmp_path, embedder):
     shop, replay = get_world("shop"), get_agent("replay")
     train = next(t for t in load_tasks("shop", "train") if t.workflow == "cancel_by_email")
     test = next(t for t in load_tasks("shop", "test") if t.workflow == "cancel_by_email")
-    with SkillLibrary(tmp_path / "shop", embedder=embedder, min_reliability=0.6) as library:
+    with SkillLibrary(tmp_path / "shop", embedder=embedder, min_reliability=0.6, policy=ALL) as library:
         shop.reset(0, train)
         episode = replay.solve(train, shop)
         result = library.learn(episode.to_trace(train, Outcome(success=True, verifier="shop.verify")))

@@ -12,9 +12,18 @@ from skill_library.governance import canary
 from skill_library.governance.significance import fisher_worse_p
 from skill_library.governance.suite import Suite
 from skill_library.models import Skill
-from tests.governance_world import V1, V3, WHEN, Shelf, actors, factory
+from tests.governance_world import V1, V3, WHEN, Shelf, actors, factory, governed_library
 
 TASK = "restock 4 pear on the fruit shelf"
+
+
+@pytest.fixture
+def library(tmp_path, embedder):
+    """These tests govern: the default policy (read_only), not the suite's opt-in to ``all``."""
+    lib = governed_library(tmp_path / "lib", embedder)
+    yield lib
+    lib.close()
+
 
 
 RELAXED = Suite(id="relaxed", tasks=[

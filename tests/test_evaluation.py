@@ -9,7 +9,7 @@ import pytest
 from skill_library.errors import LifecycleError
 from skill_library.governance.suite import Suite, SuiteError
 from skill_library.models import Skill
-from tests.governance_world import V1, V2, V3, WHEN, actors, factory
+from tests.governance_world import V1, V2, V3, WHEN, actors, factory, governed_library
 
 SUITE = {
     "id": "shelf",
@@ -22,6 +22,15 @@ SUITE = {
          "goal": {"plum": 9}},
     ],
 }
+
+
+@pytest.fixture
+def library(tmp_path, embedder):
+    """These tests govern: the default policy (read_only), not the suite's opt-in to ``all``."""
+    lib = governed_library(tmp_path / "lib", embedder)
+    yield lib
+    lib.close()
+
 
 
 def test_suite_files_json_yaml_jsonl_and_a_content_hash(tmp_path):
@@ -156,3 +165,35 @@ def test_evaluating_needs_the_propose_permission(library):
     with pytest.raises(PermissionDenied, match="ro.*skill.propose"):
         library.evaluate("stock_item", draft.version, Suite.model_validate(SUITE), factory, actor=reader)
     assert library.evaluations("stock_item") == []
+
+
+def test_a_new_skill_is_evaluated_on_a_benchmark_suite_with_its_world_factory(library):
+    from benchmarks.worlds.base import TASKS_DIR
+    from benchmarks.worlds.crafting import factory as crafting
+
+    every = Suite.load(TASKS_DIR / "crafting.jsonl")
+    logs = Suite(id="crafting-logs", tasks=[t.model_copy(update={"critical": True}) for t in every.tasks
+                                            if t.workflow == "obtain:log"][:2])
+    proposer, _ = actors(library)
+    code = "def chop_logs(count: int):\n    return mine(block='log', count=count)\n"
+    draft = library.propose(Skill.from_function(code, when="chop {count} logs", tools=["mine"]), actor=proposer)
+    result = library.evaluate("chop_logs", draft.version, logs, crafting, actor=proposer)
+    assert result.active_version is None and all(r.active is None for r in result.results)
+    assert result.passed, result.reasons
+    assert [r.candidate.calls[0].name for r in result.results] == ["mine", "mine"]
+    assert library.get("chop_logs", draft.version).status == "evaluated"
+
+
+def test_a_passed_read_only_version_is_approved_by_the_policy_and_a_side_effect_one_waits(library):
+    from skill_library.governance import ToolSpec
+
+    draft, proposer, _ = two_versions(library, candidate=V3)
+    relaxed = Suite(id="relaxed", tasks=[t for t in SUITE["tasks"] if not t.get("critical")])
+    assert library.evaluate("stock_item", draft.version, relaxed, factory, actor=proposer).passed
+    assert library.get("stock_item", draft.version).status == "evaluated"  # restock: undeclared, side effects
+    library.register_tools({"restock": ToolSpec(side_effects=False)})
+    other = library.propose(Skill.from_function(V3 + "\n", when=WHEN, tools=["restock"]), actor=proposer)
+    assert library.evaluate("stock_item", other.version, relaxed, factory, actor=proposer).passed
+    assert library.get("stock_item", other.version).status == "approved"
+    event = library.audit("stock_item")[-1]
+    assert (event.to_status, event.actor) == ("approved", "system") and "auto-approved" in event.reason

@@ -10,6 +10,10 @@ from benchmarks import __main__ as cli
 from benchmarks import report
 from benchmarks.harness import RunConfig, run_benchmark, train_order
 from benchmarks.worlds import load_tasks
+from skill_library.governance import Policy
+
+#: these tests learn skills that activate: they opt in to auto-approval
+ALL = Policy(auto_approve="all")
 
 
 def small_suite():
@@ -200,7 +204,7 @@ def test_model_tokens_spent_on_learning_are_recorded(tmp_path, embedder):
     from skill_library.library import SkillLibrary
 
     task = small_suite()[0]
-    with SkillLibrary(tmp_path / "lib", embedder=embedder) as library:
+    with SkillLibrary(tmp_path / "lib", embedder=embedder, policy=ALL) as library:
         record = run_task(get_agent("explorer"), get_world("crafting"), task, library,
                           seed=0, learning=True, generalizer=Metered())
     assert record["learn"]["status"] == "saved" and record["learn_tokens"] == 340

@@ -14,6 +14,10 @@ from hypothesis import strategies as st
 from skill_library.induction import DataflowGeneralizer
 from skill_library.induction.admission import choose_indexed, normalized_code
 from skill_library.models import Example, Outcome, ToolCall, Trace
+from skill_library.governance import Policy
+
+#: these tests learn skills that activate: they opt in to auto-approval
+ALL = Policy(auto_approve="all")
 
 VERIFIED = Outcome(success=True, verifier="db-check")
 
@@ -252,7 +256,7 @@ def test_a_skill_looks_before_it_acts_when_reads_are_declared(tmp_path, embedder
                         result={"built": "widget", "inventory": {"widget": 2, "wood": 3}}),
                ToolCall(name="inventory", result={"widget": 2, "wood": 3})],
     )
-    with SkillLibrary(tmp_path / "lib", embedder=embedder, read_only_tools={"inventory"}) as library:
+    with SkillLibrary(tmp_path / "lib", embedder=embedder, read_only_tools={"inventory"}, policy=ALL) as library:
         skill = library.learn(trace).skill
         assert skill.name == "build_widget"
         assert "state.get('widget', 0) >= count" in skill.code
@@ -270,7 +274,7 @@ def test_a_skill_looks_before_it_acts_when_reads_are_declared(tmp_path, embedder
         stock["widget"] = 0
         made = library.run(skill.name, {"count": 3}, tools)
         assert made.ok and [c.name for c in made.trace.calls] == ["inventory", "build", "inventory"]
-    with SkillLibrary(tmp_path / "plain", embedder=embedder) as library:  # nothing declared
+    with SkillLibrary(tmp_path / "plain", embedder=embedder, policy=ALL) as library:  # nothing declared
         code = library.learn(trace).skill.code
         assert "state" not in code and "\n    inventory()" in code
 
@@ -278,7 +282,7 @@ def test_a_skill_looks_before_it_acts_when_reads_are_declared(tmp_path, embedder
 def _learn_in_process(spec: dict, worker: int) -> None:
     from skill_library import SkillLibrary
 
-    with SkillLibrary(**spec) as library:
+    with SkillLibrary(**spec, policy=ALL) as library:
         for n in range(3):
             order = f"#W{5000 + worker * 10 + n}"
             result = library.learn(cancel_trace(f"W{worker}", f"w{worker}n{n}@example.org", order, "too slow"))
@@ -322,7 +326,7 @@ def test_rebuilding_and_retiring_need_no_model_once_texts_are_embedded(tmp_path,
     from skill_library import SkillLibrary
 
     path = tmp_path / "lib"
-    with SkillLibrary(path, embedder=embedder) as library:
+    with SkillLibrary(path, embedder=embedder, policy=ALL) as library:
         library.learn_many([cancel_trace(f"P{n}", f"p{n}@example.org", f"#W{70 + n}", "late", persona=n % 2 == 0)
                             for n in range(4)] + [orders_trace(["AB1", "AB2"])])
         expected = library.index.entries()

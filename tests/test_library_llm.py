@@ -13,6 +13,10 @@ from skill_library.cli import app
 from skill_library.errors import LLMError
 from skill_library.induction import DataflowGeneralizer, LLMGeneralizer
 from skill_library.models import Outcome, ToolCall, Trace
+from skill_library.governance import Policy
+
+#: these tests learn skills that activate: they opt in to auto-approval
+ALL = Policy(auto_approve="all")
 
 TRACE = Trace(
     task="archive the invoices of acme",
@@ -73,7 +77,7 @@ def test_the_llm_as_a_library_setting(tmp_path, embedder, llm_env):
     from skill_library.library import SkillLibrary
 
     llm_env.add(json_reply(REPLY))
-    with SkillLibrary(tmp_path / "lib", embedder=embedder, generalizer="llm") as lib:
+    with SkillLibrary(tmp_path / "lib", embedder=embedder, generalizer="llm", policy=ALL) as lib:
         assert isinstance(lib.default_generalizer(), LLMGeneralizer)
         assert lib.learn(TRACE).skill.provenance.generalizer == "llm"
     assert len(llm_env.requests) == 1

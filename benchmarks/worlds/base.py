@@ -237,3 +237,21 @@ def load_tasks(world: str, split: Split | None = None, path: Path | None = None)
                 if split is None or task.split == split:
                     tasks.append(task)
     return tasks
+
+
+def evaluation_factory(world_class: type[World]) -> Callable[[Any], Any]:
+    """A tools factory for ``SkillLibrary.evaluate`` / ``skills evaluate --world``: each suite
+    task gets a fresh ``world_class()`` reset for it, the world's tools and schemas, and the
+    world's verifier as the check of the final state."""
+    from skill_library.governance.suite import TaskEnvironment
+
+    def factory(task: Any) -> TaskEnvironment:
+        world = world_class()
+        fields = task.model_dump(exclude={"critical"})
+        fields.update(world=fields.get("world") or world.name, split=fields.get("split") or "test")
+        bench_task = Task.model_validate(fields)
+        world.reset(bench_task.seed, bench_task)
+        return TaskEnvironment(tools=world.tools(), tool_schemas=world.tool_schemas(),
+                               check=lambda run: world.verify(bench_task))
+
+    return factory

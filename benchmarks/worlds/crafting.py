@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from benchmarks.worlds.base import GoldAction, Task, ToolError, Verdict, World
+from benchmarks.worlds.base import GoldAction, Task, ToolError, Verdict, World, evaluation_factory
 
 # block -> pickaxe tier needed (0 = by hand)
 MINEABLE: dict[str, int] = {
@@ -350,3 +350,7 @@ def plan(goal: dict[str, int]) -> list[GoldAction]:
         for item, count in goal.items():
             ensure(item, count)
     raise RuntimeError(f"planner could not reach {goal}")
+
+
+#: the tools factory of ``skills evaluate --world benchmarks.worlds.crafting:factory``
+factory = evaluation_factory(CraftingWorld)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from benchmarks.worlds.base import GoldAction, Task, ToolError, Verdict, World, deep_copy
+from benchmarks.worlds.base import GoldAction, Task, ToolError, Verdict, World, deep_copy, evaluation_factory
 
 FIRST_NAMES = [
     "Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas",
@@ -516,3 +516,7 @@ def _diff(expected: Any, actual: Any, path: str) -> list[str]:
 def gold(*actions: tuple[str, dict[str, Any]]) -> list[GoldAction]:
     """Shorthand: ``gold(("get_order_details", {"order_id": "#W1"}), ...)``."""
     return [GoldAction(name=name, arguments=arguments) for name, arguments in actions]
+
+
+#: the tools factory of ``skills evaluate --world benchmarks.worlds.shop:factory``
+factory = evaluation_factory(ShopWorld)

@@ -7,8 +7,8 @@ with no library is an error unless ``skills init`` or ``--create``. Every read c
 takes ``--json``. Commands live in one module per group: ``admin`` (init, reindex),
 ``skills`` (add, list, show, history, retire, outcomes, traces), ``learning`` (learn,
 fetch, run, feedback), ``integrations`` (serve-mcp, export, import) and ``memory``
-(procedures, prompt, plot, patterns, explain, forget, opt-out) and ``console`` (ui,
-the review console); ``_common``
+(procedures, prompt, plot, patterns, explain, forget, opt-out), ``rollout`` (evaluate,
+canary, canaries, promote) and ``console`` (ui, the review console); ``_common``
 holds the shared options, ``open_library`` and the one error mapper.
 """
 
@@ -18,7 +18,7 @@ from typing import Optional
 
 import typer
 
-from skill_library.cli import _common, admin, console, integrations, learning, memory, skills
+from skill_library.cli import _common, admin, console, integrations, learning, memory, rollout, skills
 from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, load_tools
 
 __all__ = ["app", "load_tools", "main"]
@@ -28,7 +28,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Procedural memory for agents: learn, store, fetch and run verified skills.",
 )
-for _group in (admin, skills, learning, integrations, memory, console):
+for _group in (admin, skills, learning, integrations, memory, rollout, console):
     _group.register(app)
 
 

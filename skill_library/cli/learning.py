@@ -33,6 +33,11 @@ from skill_library.cli._common import (
 from skill_library.library import GeneralizerName
 from skill_library.serialize import match_json, run_json, skill_json
 
+#: the session (and cohort) a command acts in: a canary serves a share of sessions, and
+#: fetch, run and feedback given one session use the same version (governance.canary)
+SessionOption = typer.Option(None, "--session", help="Session id: canaries route by it; run/feedback keep its version.")
+CohortOption = typer.Option(None, "--cohort", help="A named cohort (a canary may serve it).")
+
 LEARN_HELP = """Learn a skill from a verified trace: SkillLibrary.learn(trace).
 
 TRACE_FILE is JSON in one of three forms:
@@ -168,6 +173,8 @@ def fetch(
     ),
     subject: Optional[str] = typer.Option(None, "--subject", help="Whose usage pattern may prefetch a skill."),
     state: Optional[str] = typer.Option(None, "--state", help="The subject's current state or last skill."),
+    session: Optional[str] = SessionOption,
+    cohort: Optional[str] = CohortOption,
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -175,7 +182,7 @@ def fetch(
     with open_library(directory) as lib:
         matches = lib.fetch(task, k, min_reliability=min_reliability, min_similarity=min_similarity,
                             tools=split_names(tools) if tools is not None else None,
-                            subject=subject, state=state)
+                            subject=subject, state=state, session=session, cohort=cohort)
     if as_json:
         emit([match_json(m) for m in matches])
         return
@@ -201,12 +208,14 @@ def feedback(
     success: bool = typer.Option(..., "--success/--failure", help="The outcome to record."),
     version: Optional[int] = typer.Option(None, help="Version (default: active)."),
     trace_id: Optional[str] = typer.Option(None, help="Trace that produced the outcome (`run` prints it)."),
+    session: Optional[str] = SessionOption,
+    cohort: Optional[str] = CohortOption,
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Record an outcome: SkillLibrary.feedback(name, succeeded)."""
     with open_library(directory) as lib:
-        skill = lib.feedback(name, success, version=version, trace_id=trace_id)
+        skill = lib.feedback(name, success, version=version, trace_id=trace_id, session=session, cohort=cohort)
     if as_json:
         emit(skill_json(skill))
     else:
@@ -232,6 +241,11 @@ def run(
     cpu_seconds: Optional[float] = CpuSecondsOption,
     wall_seconds: Optional[float] = WallSecondsOption,
     memory_mb: Optional[int] = MemoryMbOption,
+    version: Optional[int] = typer.Option(
+        None, "--version", help="Version to run (default: the session's, else the active one)."
+    ),
+    session: Optional[str] = SessionOption,
+    cohort: Optional[str] = CohortOption,
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -247,7 +261,8 @@ def run(
     tool_map = load_tools(tools) if tools else {}
     limits = limits_from(max_tool_calls, cpu_seconds, wall_seconds, memory_mb)
     with open_library(directory) as lib:
-        result = lib.run(name, parsed, tool_map, limits=limits, record=record)
+        result = lib.run(name, parsed, tool_map, limits=limits, record=record, version=version,
+                         session=session, cohort=cohort)
     if as_json:
         emit(run_json(result))
     elif result.ok:

@@ -174,7 +174,8 @@ def route(library: "SkillLibrary", matches: Sequence[Match], *, session: str | N
     if not canaries:
         if session is not None:
             for m in matches:
-                remember(library, session, m.skill.name, m.skill.version)
+                if m.skill.kind == "code":
+                    remember(library, session, m.skill.name, m.skill.version)
         return list(matches)
     wanted = [
         (m.skill.name, canaries[m.skill.name].version)
@@ -188,7 +189,7 @@ def route(library: "SkillLibrary", matches: Sequence[Match], *, session: str | N
         skill = records.get((m.skill.name, canary.version)) if canary is not None else None
         if skill is not None and skill.status == "canary":
             m = m.model_copy(update={"skill": skill})
-        if session is not None:
+        if session is not None and m.skill.kind == "code":  # procedures have no versions to pin
             remember(library, session, m.skill.name, m.skill.version)
         out.append(m)
     return out

@@ -23,7 +23,9 @@ The verdict:
   :data:`NEW_SKILL_MIN_SUCCESS_RATE` of the tasks.
 
 A passed evaluation of a ``draft`` moves it to ``evaluated`` through the lifecycle's
-``transition`` (audited, with the evaluation id as evidence); approval then requires the
+``transition`` (audited, with the evaluation id as evidence) and, when the tenant's policy
+needs no human for it (skill_library.governance.rules.needs_human: ``auto_approve`` and the
+tools' side effects), the ``system`` actor approves it at once. Approval requires the
 latest evaluation to have passed.
 """
 
@@ -192,13 +194,21 @@ def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | s
         ).inserted_primary_key[0]
     evaluation = Evaluation(id=int(row_id), **body)
     if passed and candidate.status == "draft":
+        from skill_library.governance import rules
+        from skill_library.governance.actors import system_actor
         from skill_library.governance.lifecycle import transition
 
-        transition(
+        evidence = {"evaluation_id": evaluation.id, "suite_id": suite.id, "suite_hash": suite.content_hash,
+                    "passed": True}
+        evaluated = transition(
             library, name, version, "evaluated", actor=actor,
             reason=f"passed evaluation {evaluation.id} on suite {suite.id} ({suite.content_hash[:12]})",
-            evidence={"evaluation_id": evaluation.id, "suite_id": suite.id, "suite_hash": suite.content_hash},
+            evidence=evidence,
         )
+        if not rules.needs_human(library, evaluated):  # the tenant's policy approves it
+            transition(library, name, version, "approved", actor=system_actor(),
+                       reason=f"auto-approved after evaluation {evaluation.id}: the tenant's policy allows it",
+                       evidence=evidence)
     return evaluation
 
 

@@ -237,7 +237,7 @@ def decide(
             return _merge_or_refuse(skill, proof, "replays this trace")
     base = [
         s for s in code_skills
-        if (family(candidate.name, [s.name]) or same_task(s)) and s.status != "retired"
+        if (family(candidate.name, [s.name]) or same_task(s)) and s.status not in ("retired", "rejected")
     ]
     for skill in base:
         traces = example_traces(skill)
@@ -266,11 +266,11 @@ def decide(
 
 
 def _merge_or_refuse(skill: Skill, report: VerificationReport, why: str) -> Decision:
-    if skill.status == "retired":
+    if skill.status in ("retired", "rejected"):
         return Decision(
             "rejected", skill=skill, report=report,
-            reasons=[f"skill {skill.name!r} for this workflow was retired; learning does not "
-                     "revive it (add a new version explicitly to do so)"],
+            reasons=[f"skill {skill.name!r} for this workflow was {skill.status}; learning does "
+                     "not revive it (add or propose a new version explicitly to do so)"],
         )
     return Decision("merged", skill=skill, report=report,
                     reasons=[f"{skill.name!r} v{skill.version} {why}"])

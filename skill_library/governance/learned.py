@@ -1,0 +1,86 @@
+"""Learning under governance: a learned version is proposed by the generalizer actor, its
+replay verification is its evaluation (the system actor records it), and the tenant's
+policy decides whether it is approved and activated at once (by the system actor) or held
+for a human (``LearnResult.status == "held"``): skill_library.governance.rules. Whatever
+the policy, a trace that looks instructed by a tool result holds the version
+(skill_library.governance.instructed), with the reasons in its audit trail. A held
+revision leaves the active version active."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from skill_library.governance import audit, rules
+from skill_library.governance import policy as policy_store
+from skill_library.governance import tools as tool_store
+from skill_library.governance.actors import GENERALIZER_ID, SYSTEM_ID, require
+from skill_library.governance.instructed import instructed_calls
+from skill_library.governance.lifecycle import apply, sql_of, tenant_of
+from skill_library.governance.policy import Policy
+from skill_library.models import Skill, Trace, VerificationReport
+from skill_library.record_store import skills_table
+
+if TYPE_CHECKING:
+    from skill_library.library import SkillLibrary
+
+
+@dataclass
+class Admitted:
+    """What governance made of one learned version."""
+
+    skill: Skill
+    activated: bool
+    revision: bool  # the name had a version before this one
+    reasons: list[str] = field(default_factory=list)
+
+
+def admit_learned(library: "SkillLibrary", version: Skill, trace: Trace,
+                  report: VerificationReport | None) -> Admitted:
+    """Store ``version`` as the generalizer's draft, record its replay as its evaluation,
+    and approve and activate it when nothing needs a human; one transaction. No index
+    write (the learning batch syncs the index)."""
+    generalizer = library.resolve_actor(GENERALIZER_ID)
+    system = library.resolve_actor(SYSTEM_ID)
+    require(generalizer, "skill.propose", f"propose the learned skill {version.name!r}")
+    store = sql_of(library)
+    tenant = tenant_of(library)
+    instructed = instructed_calls(trace)
+    provenance = version.provenance.model_copy(update={"created_by": generalizer.id})
+    draft = version.model_copy(update={"provenance": provenance, "status": "draft"})
+
+    def work(conn: sa.Connection) -> Admitted:
+        revision = conn.execute(sa.select(skills_table.c.name)
+                                .where(skills_table.c.name == draft.name)).first() is not None
+        stored, _ = store.insert_version(conn, draft, status="draft")
+        evidence: dict[str, Any] = {"trace": trace.id, "generalizer": provenance.generalizer}
+        if instructed:
+            evidence[rules.INSTRUCTED_KEY] = instructed
+        audit.write(conn, tenant, stored.name, stored.version, None, "draft", actor=generalizer.id,
+                    reason=f"learned from trace {trace.id}", evidence=evidence)
+        policy = policy_store.load(conn, tenant) or Policy()
+        specs = tool_store.load(conn, tenant)
+        waiting = rules.needs_human(library, stored, conn=conn, policy=policy, specs=specs)
+        replay = {"passed": True, "kind": "replay", "trace": trace.id,
+                  "message": report.message if report else ""}
+        if waiting:
+            replay["held"] = waiting
+        stored = apply(conn, library, stored.name, stored.version, "evaluated", actor=system,
+                       reason="replay verification passed" + ("; held for a human approval" if waiting else ""),
+                       evidence=replay)
+        if waiting:
+            reason = (f"{stored.name!r} v{stored.version} is held for approval: {'; '.join(waiting)}; "
+                      f"a user with skill.approve approves it with `skills approve {stored.name} "
+                      f"{stored.version}` and activates it with `skills promote {stored.name} "
+                      f"{stored.version}`")
+            return Admitted(stored, activated=False, revision=revision, reasons=[reason])
+        stored = apply(conn, library, stored.name, stored.version, "approved", actor=system,
+                       reason=f"auto-approved: the tenant's policy is auto_approve={policy.auto_approve!r}")
+        stored = apply(conn, library, stored.name, stored.version, "active", actor=system,
+                       reason="activated after auto-approval")
+        return Admitted(stored, activated=True, revision=revision)
+
+    result: Admitted = store.retrying(work)
+    return result

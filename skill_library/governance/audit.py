@@ -5,7 +5,7 @@ can have). Append-only; ``library.audit(name)`` lists them oldest first."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import sqlalchemy as sa
@@ -71,7 +71,13 @@ def read(conn: sa.Connection, tenant: str, name: str | None = None,
     if version is not None:
         query = query.where(audit_table.c.version == version)
     rows = conn.execute(query.order_by(audit_table.c.id)).mappings().all()
-    return [AuditEvent.model_validate(dict(r)) for r in rows]
+    events = []
+    for row in rows:
+        data = dict(row)
+        if data["at"].tzinfo is None:  # SQLite keeps no zone; every time here is UTC
+            data["at"] = data["at"].replace(tzinfo=timezone.utc)
+        events.append(AuditEvent.model_validate(data))
+    return events
 
 
 def _jsonable(value: Any) -> dict[str, Any]:

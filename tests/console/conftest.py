@@ -36,7 +36,12 @@ def restock_trace() -> Trace:
 
 
 def seed(library) -> str:
-    """Learn the restock skill and run it: two successes and a failure. Returns its name."""
+    """Learn the restock skill and run it: two successes and a failure. Returns its name.
+    The tenant's policy is widened first (an audited admin action) so the learned version
+    activates rather than waiting for approval."""
+    from skill_library.governance import Policy
+
+    library.set_policy(Policy(auto_approve="all"), actor=None)
     learned = library.learn(restock_trace())
     assert learned.skill is not None, learned.reasons
     name = learned.skill.name
@@ -57,6 +62,17 @@ def message_of(html: str) -> str:
     match = re.search(r'id="message">(.*?)</p>', html, re.S)
     assert match, "not a message page"
     return match.group(1)
+
+
+@pytest.fixture
+def library(tmp_path, embedder):
+    """A new library with the default, fail-closed policy (``auto_approve="read_only"``),
+    as a deployment the console reviews would have; closed after the test."""
+    from skill_library.library import SkillLibrary
+
+    lib = SkillLibrary(tmp_path / "lib", embedder=embedder)
+    yield lib
+    lib.close()
 
 
 @pytest.fixture

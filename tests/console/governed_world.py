@@ -60,7 +60,7 @@ def held(library) -> tuple[str, int]:
     """An evaluated v2 waiting for a human: it widens v1's tools (check) and calls restock,
     undeclared, so counted as having side effects."""
     name, version = proposed(library, V2, ["check", "restock"])
-    assert library.get(name, version).status == "evaluated"
+    assert library.get(name, version).status == "evaluated", library.audit(name)
     return name, version
 
 

@@ -25,8 +25,8 @@ def ui(
     ),
 ) -> None:
     """Serve the review console in the browser: skill_library.console.serve(library, actor_id=...)."""
-    require_extra("starlette", "console", "the review console")
-    require_extra("uvicorn", "console", "the review console")
+    for module in ("starlette", "uvicorn", "multipart", "pygments", "matplotlib"):
+        require_extra(module, "console", "the review console")
     from skill_library.console import is_loopback, serve
     from skill_library.console.auth import default_actor_id
 

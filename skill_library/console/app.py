@@ -103,9 +103,10 @@ class Console:
                **context: Any) -> Response:
         """A page: ``template`` with the shared context (actor, tenant, CSRF token, links)."""
         tenant = context.pop("tenant", None) or self.tenant_of(request)
+        notice, session.notice = session.notice, None
         shared = {
             "actor_id": self.actor_id, "tenant": tenant, "home_tenant": self.home_tenant,
-            "csrf": session.csrf, "csrf_field": CSRF_FIELD, "notice": request.query_params.get("notice"),
+            "csrf": session.csrf, "csrf_field": CSRF_FIELD, "notice": notice,
             "location": self.library.location, "link": _link, "tenants": self.known_tenants(),
         }
         return templates.TemplateResponse(request, template, {**shared, **context}, status_code=status_code)
@@ -262,6 +263,7 @@ def create_app(library: "SkillLibrary", *, actor_id: str, token: str | None = No
     return app
 
 
-def redirect(path: str, **params: Any) -> Response:
-    """A 303 back to a page after a write (its ``notice`` says what happened)."""
+def redirect(session: Session, path: str, *, notice: str, **params: Any) -> Response:
+    """A 303 back to a page after a write; that page shows ``notice`` once."""
+    session.notice = notice
     return RedirectResponse(_link(path, **params), status_code=303)

@@ -83,6 +83,9 @@ class Session:
     id: str
     csrf: str
     started: float = field(default_factory=time.time)
+    #: what the last write did, shown once on the next page (kept here, not in the URL, so a
+    #: crafted link cannot put words in the console's mouth)
+    notice: str | None = None
 
     def expired(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) - self.started > SESSION_SECONDS

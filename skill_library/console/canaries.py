@@ -30,7 +30,7 @@ def promote(console: Console, request: Request, session: Session) -> Response:
     library = console.view(tenant)
     name, version = request.path_params["name"], int(request.path_params["version"])
     skill = library.promote(name, version, actor=console.actor_id)
-    return redirect("/canaries", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
+    return redirect(session, "/canaries", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
 
 
 @page(write=True)
@@ -46,7 +46,7 @@ def rollback(console: Console, request: Request, session: Session) -> Response:
     name, version = request.path_params["name"], int(request.path_params["version"])
     transition(library, name, version, "approved", actor=library.resolve_actor(console.actor_id),
                reason=str(form.get("reason", "")).strip() or "canary rolled back from the console")
-    return redirect("/canaries", tenant=tenant, notice=f"rolled back the canary {name} v{version}")
+    return redirect(session, "/canaries", tenant=tenant, notice=f"rolled back the canary {name} v{version}")
 
 
 def routes() -> list[Route]:

@@ -87,7 +87,7 @@ def approve(console: Console, request: Request, session: Session) -> Response:
     name, version = _target(request)
     skill = library.approve(name, version, actor=console.actor_id,
                                           reason=str(form.get("reason", "")).strip())
-    return redirect("/review", tenant=tenant, notice=f"approved {name} v{version}: now {skill.status}")
+    return redirect(session, "/review", tenant=tenant, notice=f"approved {name} v{version}: now {skill.status}")
 
 
 @page(write=True)
@@ -102,7 +102,7 @@ def reject(console: Console, request: Request, session: Session) -> Response:
     if not reason:
         raise ValueError(f"say why {name} v{version} is rejected: a reason is required")
     library.reject(name, version, actor=console.actor_id, reason=reason)
-    return redirect("/review", tenant=tenant, notice=f"rejected {name} v{version}")
+    return redirect(session, "/review", tenant=tenant, notice=f"rejected {name} v{version}")
 
 
 @page(write=True)
@@ -120,9 +120,9 @@ def release(console: Console, request: Request, session: Session) -> Response:
         except ValueError:
             raise ValueError(f"share must be a percentage, got {share_text!r}") from None
         library.canary(name, version, actor=console.actor_id, share=share)
-        return redirect("/canaries", tenant=tenant, notice=f"{name} v{version} is a canary")
+        return redirect(session, "/canaries", tenant=tenant, notice=f"{name} v{version} is a canary")
     skill = library.promote(name, version, actor=console.actor_id)
-    return redirect("/review", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
+    return redirect(session, "/review", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
 
 
 def routes() -> list[Route]:

@@ -39,7 +39,7 @@ def forget(console: Console, request: Request, session: Session) -> Response:
     subject = _subject(form.get("subject"))
     console.require(library, f"forget subject {subject!r}", CONSOLE_PERMISSIONS["forget"])
     deleted = library.forget(subject)
-    return redirect("/subjects", subject=subject, tenant=tenant,
+    return redirect(session, "/subjects", subject=subject, tenant=tenant,
                     notice=f"forgot {subject}: {deleted['transitions']} transition(s), "
                            f"{len(deleted['procedures'])} procedure(s) deleted")
 
@@ -53,7 +53,7 @@ def opt_out(console: Console, request: Request, session: Session) -> Response:
     subject = _subject(form.get("subject"))
     console.require(library, f"opt subject {subject!r} out", CONSOLE_PERMISSIONS["opt_out"])
     library.opt_out(subject)
-    return redirect("/subjects", subject=subject, tenant=tenant,
+    return redirect(session, "/subjects", subject=subject, tenant=tenant,
                     notice=f"{subject} is opted out: nothing about them is recorded or used")
 
 

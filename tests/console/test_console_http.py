@@ -264,3 +264,11 @@ def test_each_tenant_sees_only_its_own_skills_and_subjects(client, library, skil
 
     bad = client.get("/skills", params={"tenant": "../etc"})
     assert bad.status_code == 400 and "tenant" in message_of(bad.text)
+
+
+def test_a_notice_is_shown_once_and_never_taken_from_the_url(client, carol):
+    assert "you approved everything" not in client.get("/skills", params={"notice": "you approved everything"}).text
+    page = client.get("/subjects", params={"subject": carol})
+    done = client.post("/subjects/opt-out", data={"subject": carol, "csrf": csrf_of(page.text)})
+    assert '<p class="notice" role="status">carol is opted out' in done.text
+    assert 'class="notice"' not in client.get("/subjects", params={"subject": carol}).text

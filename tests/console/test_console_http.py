@@ -233,11 +233,16 @@ def test_serve_refuses_non_loopback_and_warns_with_allow_remote(library, monkeyp
 
 # -- tenants -----------------------------------------------------------------------------
 @pytest.mark.skipif(not hasattr(__import__("skill_library.library").library.SkillLibrary, "for_tenant"),
-                    reason="tenancy (issue 10, branch wt-tenancy) has not been merged here")
+                    reason="tenancy (issue 10, branch wt-tenancy; on main) is not merged into this branch")
 def test_each_tenant_sees_only_its_own_skills_and_subjects(client, library, skill_name):
+    from skill_library.governance import Actor
     from skill_library.models import Skill
 
     acme = library.for_tenant("acme")
+    admin = Actor(id=ACTOR, kind="user", permissions=frozenset({"skill.admin"}))
+    for tenant in (library, acme):  # actors are registered per tenant
+        if not any(a.id == ACTOR for a in tenant.actors.list()):
+            tenant.actors.add(admin)
     acme.add(Skill.from_function("def shout(text: str) -> str:\n    return text.upper()\n",
                                  when="turn a message into capital letters"))
     acme.patterns.record_transition("carol", "browsing", "support", session="a1")

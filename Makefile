@@ -13,6 +13,8 @@ export MKL_NUM_THREADS := 1
 export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install test lint demo bench clean
+CHROMIUM := /usr/bin/chromium
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,15 +22,22 @@ $(PY):
 $(STAMP): pyproject.toml Makefile | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,plot,mcp,postgres]' --config-settings editable_mode=compat
+	$(PY) -m pip install --quiet -e '.[dev,plot,mcp,postgres,console,browser]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# the review console's browser tests drive Debian's Chromium (Playwright downloads no
+# browser here); installed once, only when missing
+$(CHROMIUM):
+	$(SUDO) apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q chromium chromium-driver
+
 # lint and type checks first (rules and strictness: pyproject.toml), then the tests; the
 # shared-deployment tests start a throwaway PostgreSQL cluster and a Chroma server on
-# loopback once per session and stop both at its end (tests/conftest.py)
-test: $(STAMP)
+# loopback once per session and stop both at its end (tests/conftest.py); the console's
+# browser tests need Chromium
+test: $(STAMP) $(CHROMIUM)
 	$(PY) -m ruff check skill_library sandbox benchmarks
 	$(PY) -m mypy
 	$(PY) -m pytest -q

@@ -1,0 +1,277 @@
+"""The review console over HTTP (Starlette's TestClient against the ASGI app): login
+token, sessions, CSRF, every page and action, and errors shown as plain messages."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ACTOR, TOKEN, csrf_of, message_of
+from typer.testing import CliRunner
+
+from skill_library.cli import app as cli_app
+from skill_library.console import is_loopback, login_url
+from skill_library.console.auth import COOKIE_NAME
+
+
+# -- login, sessions ---------------------------------------------------------------------
+def test_every_page_needs_a_session(anonymous):
+    for path in ("/skills", "/skills/anything", "/review", "/canaries", "/subjects"):
+        response = anonymous.get(path)
+        assert response.status_code == 401, path
+        assert "open the login URL" in message_of(response.text)
+
+
+def test_the_login_token_works_once_and_sets_a_strict_httponly_cookie(anonymous):
+    assert anonymous.get("/login?token=wrong").status_code == 403
+    assert anonymous.get("/login").status_code == 403
+    response = anonymous.get(f"/login?token={TOKEN}", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/skills"
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE_NAME}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert TOKEN not in cookie  # the session id is not the login token
+    assert anonymous.get("/skills").status_code == 200
+    anonymous.cookies.clear()
+    spent = anonymous.get(f"/login?token={TOKEN}")
+    assert spent.status_code == 403 and "already used" in message_of(spent.text)
+    assert anonymous.get("/skills").status_code == 401
+
+
+def test_a_random_token_is_made_when_none_is_given(library):
+    from skill_library.console import create_app
+
+    first = create_app(library, actor_id=ACTOR).state.console.sessions.token
+    second = create_app(library, actor_id=ACTOR).state.console.sessions.token
+    assert first != second and len(first) >= 40
+    assert login_url("127.0.0.1", 8765, first) == f"http://127.0.0.1:8765/login?token={first}"
+
+
+def test_logout_ends_the_session(client):
+    page = client.get("/skills")
+    assert client.post("/logout", data={"csrf": csrf_of(page.text)}).status_code == 200
+    assert client.get("/skills").status_code == 401
+
+
+# -- the Skills page ---------------------------------------------------------------------
+def test_skills_page_lists_name_version_status_reliability_runs_last_outcome(client, skill_name):
+    html = client.get("/skills").text
+    row = html[html.index(f">{skill_name}</a>"):]
+    row = row[: row.index("</tr>")]
+    assert ">v1<" in row and "active" in row
+    assert ">0.67<" in row  # Laplace (3 + 1) / (4 + 2): the learning success plus two of three runs
+    assert "<td>4</td>" in row and "success" in row  # four outcomes, the last one a success
+    assert f'acting as <b id="actor">{ACTOR}</b>' in html
+
+
+def test_skills_search_runs_fetch_and_filters_and_sorts(client, library, skill_name):
+    from skill_library.models import Skill
+
+    library.add(Skill.from_function("def shout(text: str) -> str:\n    return text.upper()\n",
+                                    when="turn a message into capital letters"))
+    found = client.get("/skills", params={"q": "restock 7 apples"}).text
+    assert f">{skill_name}</a>" in found and "similarity" in found
+    first_row = found[found.index("<tbody>"):].split("</tr>")[0]
+    assert f">{skill_name}</a>" in first_row  # the best match comes first
+    by_name = client.get("/skills", params={"sort": "name", "order": "desc"}).text
+    assert by_name.index(">shout</a>") < by_name.index(f">{skill_name}</a>")
+    by_name = client.get("/skills", params={"sort": "name", "order": "asc"}).text
+    assert by_name.index(f">{skill_name}</a>") < by_name.index(">shout</a>")
+    none_retired = client.get("/skills", params={"status": "retired"}).text
+    assert "No skill is retired." in none_retired and ">shout</a>" not in none_retired
+    library.retire("shout")
+    retired = client.get("/skills", params={"status": "retired"}).text
+    assert ">shout</a>" in retired and f">{skill_name}</a>" not in retired
+
+
+def test_skills_page_empty_state_and_bad_filters_are_plain_messages(client):
+    assert "holds no skills yet" in client.get("/skills").text
+    bad = client.get("/skills", params={"status": "bogus"})
+    assert bad.status_code == 400 and "status must be one of" in message_of(bad.text)
+    bad = client.get("/skills", params={"sort": "nope"})
+    assert bad.status_code == 400 and "sort must be one of" in message_of(bad.text)
+    assert "Traceback" not in bad.text
+
+
+# -- a skill's page ----------------------------------------------------------------------
+def test_skill_page_shows_code_when_examples_parameters_versions_chart_and_traces(client, library, skill_name):
+    response = client.get(f"/skills/{skill_name}")
+    assert response.status_code == 200
+    html = response.text
+    skill = library.get(skill_name)
+    assert skill.when in html
+    assert '<div class="code"><pre>' in html and '<span class="k">def</span>' in html  # pygments
+    assert f'<span class="nf">{skill_name}</span>' in html
+    assert 'id="parameters"' in html and "<code>count</code>" in html
+    [example] = library.examples(skill_name)
+    assert example.text in html
+    assert f'src="/skills/{skill_name}/chart.png' in html
+    assert 'id="versions"' in html
+    assert html.count('<details class="trace">') == 4  # the learned trace and three runs
+    assert html.count("· v1 ·") == 4  # each with the version it ran
+    assert "restock 4 apples in the fruit aisle" in html and "<code>restock</code>" in html
+    css = client.get("/static/code.css")
+    assert css.status_code == 200 and ".code .k" in css.text
+    assert client.get("/static/console.css").status_code == 200
+
+
+def test_the_chart_is_a_png_of_the_outcomes(client, skill_name):
+    from skill_library.console.charts import reliability_series
+
+    response = client.get(f"/skills/{skill_name}/chart.png")
+    assert response.status_code == 200 and response.headers["content-type"] == "image/png"
+    assert response.content.startswith(b"\x89PNG\r\n\x1a\n") and len(response.content) > 5000
+    outcomes = [{"version": 1, "success": s} for s in (True, True, False, True)]
+    assert [round(y, 3) for _, y, _ in reliability_series(outcomes)[1]] == [0.667, 0.75, 0.6, 0.667]
+
+
+def test_unknown_skill_and_version_are_plain_404_and_400(client, skill_name):
+    missing = client.get("/skills/no_such_skill")
+    assert missing.status_code == 404 and message_of(missing.text) == "no skill named &#39;no_such_skill&#39;"
+    bad = client.get(f"/skills/{skill_name}", params={"version": "9"})
+    assert bad.status_code == 400 and "has no version 9" in message_of(bad.text)
+    assert client.get("/no/such/page").status_code == 404
+
+
+def test_an_unexpected_error_is_a_plain_500_without_traceback(client, library, monkeypatch):
+    def broken(**_):
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(library, "list", broken)
+    response = client.get("/skills")
+    assert response.status_code == 500
+    assert message_of(response.text) == "internal error (RuntimeError); see the server log"
+    assert "secret internals" not in response.text and "Traceback" not in response.text
+
+
+# -- Subjects ----------------------------------------------------------------------------
+@pytest.fixture
+def carol(library):
+    """Six transitions of carol; the console's actor is an administrator (forget and
+    opt-out need skill.admin)."""
+    if hasattr(library, "actors"):
+        from skill_library.governance import Actor
+
+        library.actors.add(Actor(id=ACTOR, kind="user", permissions=frozenset({"skill.admin"})))
+    for n in range(6):
+        library.patterns.record_transition("carol", "browsing", "checkout", session=f"s{n}")
+    return "carol"
+
+
+def test_subjects_page_explains_patterns_and_what_they_influence(client, carol):
+    assert "Name a subject" in client.get("/subjects").text
+    html = client.get("/subjects", params={"subject": carol}).text
+    assert 'id="patterns"' in html and "checkout (1.00, 6)" in html
+    assert "<b>nothing</b>" in html  # checkout is a state, not a skill: it influences nothing
+    assert "No procedures extracted for carol." in html
+    assert 'id="forget"' in html and 'id="opt-out"' in html
+    empty = client.get("/subjects", params={"subject": "nobody"}).text
+    assert "No usage patterns recorded for nobody." in empty
+
+
+def test_forget_needs_the_csrf_token(client, library, carol):
+    page = client.get("/subjects", params={"subject": carol})
+    for data in ({"subject": carol}, {"subject": carol, "csrf": "forged"}):
+        refused = client.post("/subjects/forget", data=data)
+        assert refused.status_code == 403 and "CSRF token" in message_of(refused.text)
+    assert library.explain(carol)["patterns"]  # nothing was deleted
+    cross_site = client.post("/subjects/forget", data={"subject": carol, "csrf": csrf_of(page.text)},
+                             headers={"Origin": "http://evil.example"})
+    assert cross_site.status_code == 403 and "another site" in message_of(cross_site.text)
+    assert library.explain(carol)["patterns"]
+    done = client.post("/subjects/forget", data={"subject": carol, "csrf": csrf_of(page.text)})
+    assert done.status_code == 200 and "forgot carol: 6 transition(s), 0 procedure(s) deleted" in done.text
+    assert library.explain(carol)["patterns"] == []
+
+
+def test_opt_out_stops_recording(client, library, carol):
+    page = client.get("/subjects", params={"subject": carol})
+    done = client.post("/subjects/opt-out", data={"subject": carol, "csrf": csrf_of(page.text)})
+    assert done.status_code == 200 and "carol is opted out" in done.text
+    assert library.explain(carol)["opted_out"] is True
+    assert 'id="opt-out"' not in done.text and "opted out</span>" in done.text
+    recorded = library.patterns.record_transition(carol, "browsing", "checkout", session="later")
+    assert recorded.recorded is False and "opted out" in recorded.reason
+    blank = client.post("/subjects/opt-out", data={"subject": " ", "csrf": csrf_of(page.text)})
+    assert blank.status_code == 400 and "name a subject" in message_of(blank.text)
+
+
+# -- serving -----------------------------------------------------------------------------
+def test_loopback_hosts_are_told_apart():
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.20")
+
+
+def test_cli_ui_refuses_a_non_loopback_host_without_the_flag(tmp_path):
+    result = CliRunner().invoke(cli_app, ["ui", "--dir", str(tmp_path / "lib"), "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert "refusing to serve the console on 0.0.0.0" in result.output and "--allow-remote" in result.output
+
+
+def test_cli_ui_refuses_an_unregistered_actor(tmp_path):
+    folder = str(tmp_path / "lib")
+    assert CliRunner().invoke(cli_app, ["init", "--dir", folder]).exit_code == 0
+    result = CliRunner().invoke(cli_app, ["ui", "--dir", folder, "--actor", "nobody"])
+    assert result.exit_code == 1 and "actor 'nobody' is not registered" in result.output
+
+
+def test_serve_refuses_non_loopback_and_warns_with_allow_remote(library, monkeypatch):
+    import uvicorn
+
+    from skill_library.console import serve
+    from skill_library.governance import Actor
+
+    library.actors.add(Actor(id=ACTOR, kind="user", permissions=frozenset({"skill.approve"})))
+
+    with pytest.raises(ValueError, match="not a loopback address"):
+        serve(library, actor_id=ACTOR, host="0.0.0.0")
+    served, lines = [], []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(options))
+    serve(library, actor_id=ACTOR, host="0.0.0.0", port=9999, allow_remote=True, announce=lines.append)
+    assert lines[0].startswith("warning: serving on 0.0.0.0")
+    assert "acting as alice" in lines[1]
+    assert lines[2].startswith("open this URL to log in (it works once): http://0.0.0.0:9999/login?token=")
+    assert served == [{"host": "0.0.0.0", "port": 9999, "log_level": "warning"}]
+
+
+# -- tenants -----------------------------------------------------------------------------
+def test_each_tenant_sees_only_its_own_skills_and_subjects(client, library, skill_name):
+    from skill_library.governance import Actor
+    from skill_library.models import Skill
+
+    acme = library.for_tenant("acme")
+    admin = Actor(id=ACTOR, kind="user", permissions=frozenset({"skill.admin"}))
+    for tenant in (library, acme):  # actors are registered per tenant
+        if not any(a.id == ACTOR for a in tenant.actors.list()):
+            tenant.actors.add(admin)
+    acme.add(Skill.from_function("def shout(text: str) -> str:\n    return text.upper()\n",
+                                 when="turn a message into capital letters"))
+    acme.patterns.record_transition("carol", "browsing", "support", session="a1")
+    library.patterns.record_transition("carol", "browsing", "checkout", session="d1")
+
+    home = client.get("/skills").text
+    assert f">{skill_name}</a>" in home and ">shout</a>" not in home
+    theirs = client.get("/skills", params={"tenant": "acme"}).text
+    assert ">shout</a>" in theirs and f">{skill_name}</a>" not in theirs
+    assert 'href="/skills/shout?tenant=acme"' in theirs  # links keep the tenant
+    assert '<option value="acme">' in home  # the tenant box suggests the known tenants
+    assert ">shout</a>" not in client.get("/skills", params={"q": "capital letters"}).text
+    assert client.get("/skills/shout").status_code == 404
+    assert client.get("/skills/shout", params={"tenant": "acme"}).status_code == 200
+    assert client.get(f"/skills/{skill_name}", params={"tenant": "acme"}).status_code == 404
+    assert client.get("/skills/shout/chart.png").status_code == 404
+
+    page = client.get("/subjects", params={"subject": "carol", "tenant": "acme"})
+    assert "support (1.00, 1)" in page.text and "checkout" not in page.text
+    done = client.post("/subjects/forget", data={"subject": "carol", "tenant": "acme", "csrf": csrf_of(page.text)})
+    assert done.status_code == 200 and "forgot carol: 1 transition(s)" in done.text
+    assert acme.explain("carol")["patterns"] == []
+    assert library.explain("carol")["patterns"][0]["distribution"] == {"checkout": {"probability": 1.0, "count": 1}}
+
+    bad = client.get("/skills", params={"tenant": "../etc"})
+    assert bad.status_code == 400 and "tenant" in message_of(bad.text)
+
+
+def test_a_notice_is_shown_once_and_never_taken_from_the_url(client, carol):
+    assert "you approved everything" not in client.get("/skills", params={"notice": "you approved everything"}).text
+    page = client.get("/subjects", params={"subject": carol})
+    done = client.post("/subjects/opt-out", data={"subject": carol, "csrf": csrf_of(page.text)})
+    assert '<p class="notice" role="status">carol is opted out' in done.text
+    assert 'class="notice"' not in client.get("/subjects", params={"subject": carol}).text

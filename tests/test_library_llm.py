@@ -121,7 +121,10 @@ def test_cli_learn_with_llm(tmp_path, llm_env, embedder):
     llm_env.add(json_reply(REPLY))
     path = tmp_path / "trace.json"
     path.write_text(TRACE.model_dump_json())
-    result = CliRunner().invoke(app, ["learn", str(path), "--llm", "--json", "--create"], env={"SKILLS_DIR": str(tmp_path / "lib")})
+    env = {"SKILLS_DIR": str(tmp_path / "lib")}
+    # the learned skill must activate: the library opts in to auto-approval
+    assert CliRunner().invoke(app, ["init", "--auto-approve", "all"], env=env).exit_code == 0
+    result = CliRunner().invoke(app, ["learn", str(path), "--llm", "--json", "--create"], env=env)
     assert result.exit_code == 0, result.output
     learned = json.loads(result.output)
     assert learned["status"] == "saved" and learned["skill"]["provenance"]["generalizer"] == "llm"

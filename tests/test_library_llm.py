@@ -122,8 +122,9 @@ def test_cli_learn_with_llm(tmp_path, llm_env, embedder):
     path = tmp_path / "trace.json"
     path.write_text(TRACE.model_dump_json())
     env = {"SKILLS_DIR": str(tmp_path / "lib")}
-    assert CliRunner().invoke(app, ["init", "--auto-approve", "all"], env=env).exit_code == 0  # it must activate
-    result = CliRunner().invoke(app, ["learn", str(path), "--llm", "--json"], env=env)
+    # the learned skill must activate: the library opts in to auto-approval
+    assert CliRunner().invoke(app, ["init", "--auto-approve", "all"], env=env).exit_code == 0
+    result = CliRunner().invoke(app, ["learn", str(path), "--llm", "--json", "--create"], env=env)
     assert result.exit_code == 0, result.output
     learned = json.loads(result.output)
     assert learned["status"] == "saved" and learned["skill"]["provenance"]["generalizer"] == "llm"

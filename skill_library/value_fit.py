@@ -29,7 +29,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 #: Weight of the share of the skill's distinctive parameters whose shape the task holds.
@@ -110,12 +111,19 @@ class TaskValues:
 
     shaped: str
     spans: tuple[tuple[int, int], ...]
+    # encoded shapes -> penalty, for this task (entries of one skill mostly share shapes)
+    penalties: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, task: str) -> "TaskValues":
         shaped = shape(task)
         spans = tuple(m.span() for m in _TOKEN_RE.finditer(shaped) if is_distinctive(m.group(0)))
         return cls(shaped, spans)
+
+
+@lru_cache(maxsize=1024)
+def _pattern(value_shape: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![{_EDGE}]){re.escape(value_shape)}(?![{_EDGE}])")
 
 
 def fit(task: TaskValues, shapes: Mapping[str, Sequence[str]]) -> tuple[float, float]:
@@ -125,8 +133,7 @@ def fit(task: TaskValues, shapes: Mapping[str, Sequence[str]]) -> tuple[float, f
     for options in shapes.values():
         hit = False
         for value_shape in options:
-            pattern = rf"(?<![{_EDGE}]){re.escape(value_shape)}(?![{_EDGE}])"
-            for m in re.finditer(pattern, task.shaped):
+            for m in _pattern(value_shape).finditer(task.shaped):
                 covered.append(m.span())
                 hit = True
         present += hit
@@ -146,8 +153,11 @@ class _Hit(Protocol):
 
 def score(task: TaskValues, hit: _Hit) -> float:
     """The similarity of ``hit`` less its value-fit penalties (none without shapes)."""
-    shapes = decode(hit.shapes)
-    if shapes is None:
+    if not hit.shapes:
         return hit.similarity
-    share, loose = fit(task, shapes)
-    return hit.similarity - FIT_WEIGHT * (1.0 - share) - UNEXPLAINED_WEIGHT * loose
+    penalty = task.penalties.get(hit.shapes)
+    if penalty is None:
+        shapes = decode(hit.shapes)
+        share, loose = fit(task, shapes) if shapes is not None else (1.0, 0.0)
+        penalty = task.penalties[hit.shapes] = FIT_WEIGHT * (1.0 - share) + UNEXPLAINED_WEIGHT * loose
+    return hit.similarity - penalty

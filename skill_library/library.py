@@ -446,8 +446,6 @@ class SkillLibrary:
         wanted_kinds = set(kinds) if kinds is not None else None
         index = index if index is not None else self.index
         n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
-        if values is not None:  # candidates re-scored by their value fit
-            n = max(n, value_fit.FIT_POOL_ENTRIES)
         needs: dict[str, frozenset[str] | None] = {}
         while True:
             found = index.query(embedding, n)  # fewer than n: the index has no more

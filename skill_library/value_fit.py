@@ -17,8 +17,9 @@ cosine similarity of the few candidates the index returned:
 
 Only penalties: a task that fits perfectly keeps its similarity, and so does an entry with
 no shapes (one indexed before shapes were kept: ``reindex(force=True)`` adds them). Only
-the candidates the index returned are scored, never the library, so fetch stays one index
-query; the similarity floor and ``Match.similarity``
+the candidates the index returned are scored (fetch's over-fetch: ``max(4k, k + 8)``
+texts, more when they do not hold ``k`` skills), never the library, so fetch stays one
+index query; the similarity floor and ``Match.similarity``
 stay the plain cosine similarity.
 
 Measured on the users suite (``python -m benchmarks users``): see the README.
@@ -37,8 +38,6 @@ from typing import Any, Protocol
 FIT_WEIGHT = 0.2
 #: Weight of the share of the task's distinctive values no parameter of the skill takes.
 UNEXPLAINED_WEIGHT = 0.2
-#: fetch asks the index for at least this many entries to re-score (the candidates).
-FIT_POOL_ENTRIES = 20
 #: Digit runs at least this long keep their length in a shape (a zip is ``99999``, an
 #: item id ``9999999999``); shorter ones are all ``9`` (a street number, a count).
 LONG_DIGITS = 5

@@ -16,7 +16,7 @@ cosine similarity of the few candidates the index returned:
   takes an order id and a payment method).
 
 Only penalties: a task that fits perfectly keeps its similarity, and so does an entry with
-no shapes (one indexed before shapes were kept: ``reindex(force=True)`` adds them). Only
+no shapes (one indexed before shapes were kept: ``reindex()`` adds them). Only
 the candidates the index returned are scored (fetch's over-fetch: ``max(4k, k + 8)``
 texts, more when they do not hold ``k`` skills), never the library, so fetch stays one
 index query; the similarity floor and ``Match.similarity``

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import learning, ranking
+from skill_library import learning, ranking, value_fit
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -639,8 +639,11 @@ class SkillLibrary:
         its best-matching text (its ``when`` or one of its masked example tasks) is at
         least ``min_similarity`` (default :data:`DEFAULT_MIN_SIMILARITY`; pass -1 for
         none), and, when ``tools`` is given, every tool it and the skills it calls need is
-        among them. Ordered by similarity, ties by reliability then name. Procedures
-        (kind ``instruction``) qualify by confidence instead of reliability.
+        among them. Ordered by similarity less the value-fit penalties (the task lacks
+        values of the shapes the skill's parameters took, or holds values it takes none
+        of: :mod:`skill_library.value_fit`), ties by reliability then name; ``similarity``
+        stays the plain cosine. Procedures (kind ``instruction``) qualify by confidence
+        instead of reliability.
 
         With ``subject`` and ``state`` (a skill name or a product state), the skill the
         subject's usage pattern predicts next (:data:`PREFETCH_MIN_N` transitions back it)
@@ -663,7 +666,8 @@ class SkillLibrary:
         floor = self.min_similarity if min_similarity is None else min_similarity
         embedding = self.embedder.embed([description.query_text(task)])[0]
         matches = self._fetch_vector(embedding, k, threshold, kinds, floor=floor,
-                                     tools=None if tools is None else frozenset(tools))
+                                     tools=None if tools is None else frozenset(tools),
+                                     values=value_fit.TaskValues.of(task))
         if subject is not None and state is not None:
             matches.extend(self._prefetch(subject, state, matches, threshold))
         if session is not None or cohort is not None:
@@ -696,6 +700,7 @@ class SkillLibrary:
         *,
         floor: float = -1.0,
         tools: frozenset[str] | None = None,
+        values: value_fit.TaskValues | None = None,
     ) -> builtins.list[Match]:
         wanted_kinds = set(kinds) if kinds is not None else None
         index = index if index is not None else self.index
@@ -703,6 +708,12 @@ class SkillLibrary:
         needs: dict[str, frozenset[str] | None] = {}
         while True:
             found = index.query(embedding, n)  # fewer than n: the index has no more
+            below = bool(found) and found[-1].similarity < floor  # the rest is further away
+            scores: dict[str, float] = {}
+            if values is not None:
+                fitted = {id(h): value_fit.score(values, h) for h in found}
+                found = sorted(found, key=lambda h: -fitted[id(h)])
+                scores = {h.name: fitted[id(h)] for h in reversed(found)}  # each skill's best
             hits = [
                 h for h in best_per_skill(found)
                 if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
@@ -725,9 +736,8 @@ class SkillLibrary:
                     if need is None or not need <= tools:
                         continue
                 matches.append(ranking.make_match(skill, hit.similarity))
-            below = bool(found) and found[-1].similarity < floor  # the rest is further away
             if len(matches) >= k or len(found) < n or below:
-                return ranking.rank(matches)[:k]
+                return ranking.rank(matches, scores)[:k]
             n *= FETCH_GROWTH
 
     def _tools_needed(

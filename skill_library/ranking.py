@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from skill_library.models import Match, Skill
 
@@ -27,9 +27,14 @@ def make_match(skill: Skill, similarity: float) -> Match:
     )
 
 
-def rank(matches: Iterable[Match]) -> list[Match]:
-    """Order by similarity (ties within ``SIMILARITY_TIE``), then reliability, then name."""
+def rank(matches: Iterable[Match], scores: Mapping[str, float] | None = None) -> list[Match]:
+    """Order by similarity (ties within ``SIMILARITY_TIE``), then reliability, then name.
+
+    ``scores`` (skill name -> score) replace the similarity of the skills they name: fetch
+    passes the similarities adjusted by value fit (:mod:`skill_library.value_fit`).
+    """
+    scores = scores or {}
     return sorted(
         matches,
-        key=lambda m: (-round(m.similarity / SIMILARITY_TIE), -m.reliability, m.skill.name),
+        key=lambda m: (-round(scores.get(m.skill.name, m.similarity) / SIMILARITY_TIE), -m.reliability, m.skill.name),
     )

@@ -103,6 +103,7 @@ class IndexEntry:
     kind: str
     when: str  # the embedded text
     key: str = ""
+    shapes: str = ""  # value_fit.encode of the example's params ("": none known)
 
     @property
     def id(self) -> str:
@@ -117,6 +118,7 @@ class IndexHit:
     version: int
     kind: str
     similarity: float
+    shapes: str | None = None  # the entry's value shapes (value_fit.encode), if kept
 
 
 class VectorIndex:
@@ -263,6 +265,7 @@ class VectorIndex:
                     version=int(meta["version"]),
                     kind=str(meta["kind"]),
                     similarity=1.0 - float(distance),
+                    shapes=meta.get("shapes") or None,  # type: ignore[arg-type]
                 )
                 for id_, meta, distance in zip(ids, metas, distances)
             ]
@@ -278,7 +281,7 @@ class VectorIndex:
             self._retry(lambda: self._collection.upsert(
                 ids=[e.id for e in batch],  # noqa: B023 (called at once)
                 embeddings=vectors,  # noqa: B023
-                metadatas=[{"name": e.name, "version": e.version, "kind": e.kind} for e in batch],  # noqa: B023
+                metadatas=[_metadata(e) for e in batch],  # noqa: B023
                 documents=[e.when for e in batch],  # noqa: B023
             ))
 
@@ -416,6 +419,13 @@ def server_collection_exists(server: IndexServer) -> bool:
     return True
 
 
+def _metadata(entry: IndexEntry) -> dict[str, str | int]:
+    meta: dict[str, str | int] = {"name": entry.name, "version": entry.version, "kind": entry.kind}
+    if entry.shapes:
+        meta["shapes"] = entry.shapes
+    return meta
+
+
 def entries_for(
     skills: Iterable[object], examples: Mapping[str, Sequence[object]] | None = None
 ) -> list[IndexEntry]:
@@ -425,6 +435,7 @@ def entries_for(
     (:func:`~skill_library.induction.description.index_text`; an example less the chatter
     that varies between the skill's examples), each distinct text once.
     """
+    from skill_library import value_fit
     from skill_library.induction import description
 
     out: list[IndexEntry] = []
@@ -433,7 +444,8 @@ def entries_for(
         found = list((examples or {}).get(name, ()))
         # the when's placeholders read like the first example's values did
         text = description.index_text(when, found[0].params if found else None)  # type: ignore[attr-defined]
-        out.append(IndexEntry(name=name, version=version, kind=kind, when=text))
+        shapes = value_fit.encode(found[0].params) if found else ""  # type: ignore[attr-defined]
+        out.append(IndexEntry(name=name, version=version, kind=kind, when=text, shapes=shapes))
         seen = {text}
         shared = description.shared_sentences([e.text for e in found])  # type: ignore[attr-defined]
         for example, masked in zip(found, shared):
@@ -444,7 +456,8 @@ def entries_for(
                 continue
             seen.add(text)
             key = f"{name}#{example.trace_id}"  # type: ignore[attr-defined]
-            out.append(IndexEntry(name=name, version=version, kind=kind, when=text, key=key))
+            shapes = value_fit.encode(example.params)  # type: ignore[attr-defined]
+            out.append(IndexEntry(name=name, version=version, kind=kind, when=text, key=key, shapes=shapes))
     return out
 
 

@@ -132,3 +132,25 @@ def test_add_verified_grants_a_success_only_on_a_stored_verified_trace(tmp_path)
     with SkillLibrary(lib) as library:
         assert library.outcomes("tally_votes")[0]["trace_id"] == proven.id
         assert library.audit("tally_votes")[0].evidence == {"verified": True, "trace": proven.id}
+
+
+def test_nobody_acts_as_or_replaces_the_librarys_own_actors(tmp_path, embedder):
+    import pytest
+
+    from skill_library import SkillLibrary
+    from skill_library.errors import PermissionDenied
+    from skill_library.governance import Actor
+
+    lib = tmp_path / "lib"
+    assert invoke("init", env_dir=lib)[0] == 0
+    for claimed in ("system", "generalizer"):
+        code, out = invoke("policy", "set", "--auto-approve", "all", env_dir=lib, actor=claimed)
+        assert code == 1 and "the library's own" in out and len(out.strip().splitlines()) == 1
+    with SkillLibrary(lib, embedder=embedder, create=False) as library:
+        with pytest.raises(PermissionDenied, match="library's own"):
+            library.actors.add(Actor(id="system", kind="system", permissions=frozenset({"skill.admin"})))
+        with pytest.raises(PermissionDenied, match="library's own"):
+            library.actors.add(Actor(id="cron", kind="system", permissions=frozenset({"skill.approve"})))
+        with pytest.raises(PermissionDenied, match="cannot be removed"):
+            library.actors.remove("generalizer", by=None)
+        assert {a.id: a.kind for a in library.actors.list()}["system"] == "system"

@@ -80,8 +80,19 @@ DirOption = typer.Option(
     None, "--dir", envvar="SKILLS_DIR", help="Library folder (default: ./.skills)."
 )
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of text.")
+def _claimable_actor(value: Optional[str]) -> Optional[str]:
+    """--actor may name any registered user or service actor, never the library's own."""
+    from skill_library.errors import PermissionDenied
+    from skill_library.governance.actors import check_claimable
+
+    try:
+        return check_claimable(value)
+    except PermissionDenied as exc:
+        fail(str(exc))
+
+
 ActorOption = typer.Option(
-    None, "--actor", envvar="SKILLS_ACTOR", show_envvar=True,
+    None, "--actor", envvar="SKILLS_ACTOR", show_envvar=True, callback=_claimable_actor,
     help="The registered actor this command acts as (default: the local administrator, the OS user).",
 )
 CreateOption = typer.Option(

@@ -55,7 +55,9 @@ def serve(
     import uvicorn
 
     from skill_library.console.app import create_app
+    from skill_library.governance.actors import check_claimable
 
+    check_claimable(actor_id)  # the console acts for a person, never as the library's own actors
     library.resolve_actor(actor_id)
     if not is_loopback(host):
         if not allow_remote:

@@ -39,6 +39,20 @@ GENERALIZER_ID = "generalizer"
 SYSTEM_ID = "system"
 #: environment setting naming the actor of the CLI (also --actor)
 ACTOR_ENV = "SKILLS_ACTOR"
+#: the library's own actors: registered by the library, never by a caller, and never
+#: claimed by a person (the CLI's and the console's ``--actor`` refuse them)
+RESERVED_IDS = frozenset({GENERALIZER_ID, SYSTEM_ID})
+
+
+def check_claimable(actor_id: str | None) -> str | None:
+    """``actor_id`` when a person may act as it; :class:`PermissionDenied` for the
+    library's own actors (:data:`RESERVED_IDS`)."""
+    if actor_id is not None and actor_id in RESERVED_IDS:
+        raise PermissionDenied(
+            f"actor {actor_id!r} is the library's own ({', '.join(sorted(RESERVED_IDS))} act only "
+            "inside the library): name a registered user or service actor"
+        )
+    return actor_id
 
 
 class Actor(BaseModel, frozen=True):
@@ -176,6 +190,11 @@ class ActorRegistry:
 
         admin = self._library.resolve_actor(by)
         require(admin, "skill.admin", f"register the actor {actor.id!r}")
+        if actor.id in RESERVED_IDS or actor.kind == "system":
+            raise PermissionDenied(
+                f"actor {actor.id!r} ({actor.kind}): the {' and '.join(sorted(RESERVED_IDS))} actors "
+                "and the system kind are the library's own; nobody registers or replaces them"
+            )
         sql = self._sql()
         with sql.transaction(write=True) as conn:  # type: ignore[attr-defined]
             conn.execute(actors_table.delete().where(actors_table.c.tenant == self._tenant)
@@ -193,6 +212,8 @@ class ActorRegistry:
 
         admin = self._library.resolve_actor(by)
         require(admin, "skill.admin", f"remove the actor {actor_id!r}")
+        if actor_id in RESERVED_IDS:
+            raise PermissionDenied(f"actor {actor_id!r} is the library's own: it cannot be removed")
         sql = self._sql()
         with sql.transaction(write=True) as conn:  # type: ignore[attr-defined]
             gone = conn.execute(actors_table.delete().where(actors_table.c.tenant == self._tenant)

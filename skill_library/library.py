@@ -115,6 +115,10 @@ class SkillLibrary:
     admin ``user`` actor (the default actor of :meth:`add` and the other direct writes),
     plus the ``generalizer`` and ``system`` actors.
 
+    Governance: ``tenant=`` picks the tenant (:meth:`for_tenant` gives a view of another),
+    ``policy=`` seeds a new tenant's policy, and ``actor=`` names the registered actor of
+    calls made without ``actor=`` (default: the local administrator, the OS user).
+
     Shared deployment: ``SkillLibrary(records="postgresql+psycopg://user:pw@host/db",
     index="http://HOST:PORT[/COLLECTION]")`` keeps the records on PostgreSQL (the same
     schema, created or upgraded on first open) and the index on a Chroma server (vectors
@@ -146,8 +150,13 @@ class SkillLibrary:
         generalizer: "GeneralizerName | Generalizer" = "dataflow",
         tenant: str = DEFAULT_TENANT,
         policy: Policy | None = None,
+        actor: str | None = None,
     ) -> None:
         check_tenant(tenant)
+        from skill_library.governance.actors import check_claimable
+
+        #: the actor of calls made without ``actor=`` (None: the local administrator, the OS user)
+        self.default_actor: str | None = check_claimable(actor)
         if not 0.0 <= min_reliability <= 1.0:
             raise ValueError(f"min_reliability must be within [0, 1], got {min_reliability}")
         if isinstance(generalizer, str) and generalizer not in get_args(GeneralizerName):

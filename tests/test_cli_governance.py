@@ -154,3 +154,18 @@ def test_nobody_acts_as_or_replaces_the_librarys_own_actors(tmp_path, embedder):
         with pytest.raises(PermissionDenied, match="cannot be removed"):
             library.actors.remove("generalizer", by=None)
         assert {a.id: a.kind for a in library.actors.list()}["system"] == "system"
+
+
+def test_every_command_acts_as_the_actor_it_is_given(tmp_path):
+    lib = tmp_path / "lib"
+    skill_file = tmp_path / "tally.py"
+    skill_file.write_text(CODE)
+    assert invoke("init", env_dir=lib)[0] == 0
+    assert invoke("actors", "add", "alice", "--permissions", "skill.propose", env_dir=lib)[0] == 0
+    code, out = invoke("add", str(skill_file), "--when", "count the votes of ballots", env_dir=lib, actor="alice")
+    assert code == 1 and "alice" in out and "skill.admin" in out  # add is the administrator's path
+    code, out = invoke("add", str(skill_file), "--when", "count the votes of ballots", env_dir=lib, actor="nobody")
+    assert code == 1 and "'nobody' is not registered" in out
+    assert invoke("add", str(skill_file), "--when", "count the votes of ballots", env_dir=lib)[0] == 0
+    code, out = invoke("audit", "tally_votes", "--json", env_dir=lib)
+    assert code == 0 and [e["to_status"] for e in json.loads(out)] == ["active"]

@@ -54,7 +54,7 @@ def _deployment(
     ),
 ) -> None:
     """Procedural memory for agents: learn, store, fetch and run verified skills."""
-    _common.deployment.update(records=records, index=index, tenant=tenant)
+    _common.deployment.update(records=records, index=index, tenant=tenant, actor=None)
 
 
 def main() -> None:

@@ -57,9 +57,9 @@ DEFAULT_DIR = Path(".skills")
 RECORDS_URL_ENV = "SKILLS_RECORDS_URL"
 INDEX_URL_ENV = "SKILLS_INDEX_URL"
 
-#: the deployment and tenant chosen by the root options for this invocation (None: the
+#: the deployment, tenant and actor chosen by the root options for this invocation (None: the
 #: folder's own, the default tenant)
-deployment: dict[str, str | None] = {"records": None, "index": None, "tenant": None}
+deployment: dict[str, str | None] = {"records": None, "index": None, "tenant": None, "actor": None}
 #: longest piece of user input (an argument, a value) quoted in a message
 MAX_QUOTED_CHARS = 200
 
@@ -161,10 +161,14 @@ def command(func: F) -> F:
     every command also takes ``--tenant`` (``SKILLS_TENANT``), which :func:`open_library`
     uses (as it does the root option ``skills --tenant NAME``)."""
 
+    own_actor = "actor" in inspect.signature(func).parameters  # it passes actor= itself
+
     @functools.wraps(func)
     def wrapper(*args: Any, tenant: str | None = None, **kwargs: Any) -> Any:
         if tenant is not None:
             deployment["tenant"] = tenant
+        if not own_actor:
+            deployment["actor"] = kwargs.pop("actor", None)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for developer_only in (DeprecationWarning, PendingDeprecationWarning, ResourceWarning):
@@ -186,10 +190,14 @@ def command(func: F) -> F:
     signature = inspect.signature(func)
     option = inspect.Parameter("tenant", inspect.Parameter.KEYWORD_ONLY, default=TenantOption,
                                annotation=Optional[str])
+    added = [option]
+    if not own_actor:  # every command acts as --actor / SKILLS_ACTOR (the library's actor=)
+        added.append(inspect.Parameter("actor", inspect.Parameter.KEYWORD_ONLY, default=ActorOption,
+                                       annotation=Optional[str]))
     wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[*signature.parameters.values(), option]
+        parameters=[*signature.parameters.values(), *added]
     )
-    wrapper.__annotations__ = {**func.__annotations__, "tenant": Optional[str]}
+    wrapper.__annotations__ = {**func.__annotations__, "tenant": Optional[str], "actor": Optional[str]}
     return wrapper  # type: ignore[return-value]
 
 

@@ -64,9 +64,10 @@ def open_tenant(library: "SkillLibrary", policy: Policy | None, *, check: bool =
 
 
 def resolve_actor(library: "SkillLibrary", actor: Actor | str | None) -> Actor:
-    """The registered actor for ``actor`` (None: the local administrator, the OS user)."""
+    """The registered actor for ``actor`` (None: the library's ``actor=``, else the local
+    administrator, the OS user)."""
     if actor is None:
-        return library.actors.get(os_user())
+        return library.actors.get(library.default_actor or os_user())
     if isinstance(actor, Actor):
         registered = library.actors.get(actor.id)
         if registered.kind != actor.kind:

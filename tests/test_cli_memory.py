@@ -7,6 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from skill_library.cli import app
+from skill_library.governance.actors import os_user
 
 runner = CliRunner()
 
@@ -21,9 +22,9 @@ def test_procedures_prompt_and_plot(tmp_path, embedder):
     assert invoke("init")[0] == 0
     code, out = invoke("procedures", "add", "Quantify the worst case", "--trigger",
                        "When the user asks about an investment", "--description",
-                       "State the worst plausible loss first.", "--actor", "admin", "--json")
+                       "State the worst plausible loss first.", "--json")
     assert code == 0, out
-    assert json.loads(out)["name"] == "quantify_the_worst_case" and json.loads(out)["actor"] == "admin"
+    assert json.loads(out)["name"] == "quantify_the_worst_case" and json.loads(out)["actor"] == os_user()
     for flag in ("--success", "--success", "--failure"):
         code, out = invoke("procedures", "outcome", "quantify_the_worst_case", flag)
         assert code == 0, out

@@ -14,7 +14,7 @@ BASE = "You are a careful financial assistant."
 def pinned(library):
     a = library.add_procedure("Quantify the worst case", "When the user asks about an investment",
                               "Before recommending an investment, state the worst plausible loss in money.",
-                              actor="admin")
+                              actor=None)  # the local administrator
     b = library.add_procedure("Push equity", "When the user has a long horizon",
                               "Recommend a high equity allocation.")
     path_a = [library.procedures.get(a.name).confidence]
@@ -43,7 +43,7 @@ def test_the_pinned_example(library):
     assert "Push equity" not in prompt
     stored = library.get(a.name)
     assert (stored.kind, stored.status, stored.successes, stored.failures) == ("instruction", "active", 4, 1)
-    assert stored.provenance.created_by == "admin"
+    assert stored.provenance.created_by == library.resolve_actor(None).id  # the registered actor who added it
 
 
 def test_confidence_is_clamped(library):

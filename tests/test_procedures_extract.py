@@ -28,6 +28,14 @@ def client():
     return make
 
 
+@pytest.fixture(autouse=True)
+def optimizer(library):
+    """The extracting service: it may propose, never approve."""
+    from skill_library.governance import Actor
+
+    library.actors.add(Actor(id="optimizer", kind="service", permissions=frozenset({"skill.propose"})))
+
+
 def test_a_good_reply_becomes_a_draft(library, client):
     with ScriptedChatServer([json_reply({"procedures": [GOOD]})]) as server:
         result = library.extract_procedures(SESSION, actor="optimizer", subject="alice", client=client(server))
@@ -104,3 +112,22 @@ def test_an_opted_out_subject_is_not_extracted_from(library, client):
         assert server.requests == []
     assert result.rejected and "opted out" in result.reasons[0]
     json.dumps(result.reasons)
+
+
+def test_an_extracted_procedure_is_proposed_approved_by_a_person_and_promoted(library, client):
+    from skill_library.errors import PermissionDenied
+
+    with ScriptedChatServer([json_reply({"procedures": [GOOD]})]) as server:
+        [draft] = library.extract_procedures(SESSION, actor="optimizer", client=client(server)).drafts
+    assert "LEARNED OPERATIONAL" not in library.build_system_prompt("base")  # a draft is not applied
+    with pytest.raises(PermissionDenied, match="optimizer"):
+        library.approve(draft.name, draft.version, actor="optimizer")  # a service never approves
+    approved = library.approve(draft.name, draft.version, actor=None, reason="a good rule")
+    assert approved.status == "approved"
+    library.promote(draft.name, draft.version, actor=None)
+    assert GOOD["title"] in library.build_system_prompt("base")
+    assert [(e.to_status, e.actor) for e in library.audit(draft.name)][:2] == [("draft", "optimizer"),
+                                                                               ("evaluated", library.resolve_actor(None).id)]
+    with ScriptedChatServer([json_reply({"procedures": [GOOD]})]) as server:
+        with pytest.raises(PermissionDenied, match="stranger"):
+            library.extract_procedures(SESSION, actor="stranger", client=client(server))

@@ -15,6 +15,9 @@ RULE = {"title": "Quantify the worst case", "trigger": "When the user asks about
 def extracted(library, subject: str) -> str:
     import openai
 
+    from skill_library.governance import Actor
+
+    library.actors.add(Actor(id="optimizer", kind="service", permissions=frozenset({"skill.propose"})))
     with ScriptedChatServer([json_reply({"procedures": [RULE]})]) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0, timeout=5)
         result = library.extract_procedures([{"role": "user", "content": "worst case first, please"}],

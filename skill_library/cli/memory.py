@@ -9,6 +9,7 @@ from typing import Any, List, Optional
 import typer
 
 from skill_library.cli._common import (
+    ActorOption,
     DirOption,
     JsonOption,
     command,
@@ -39,7 +40,7 @@ def procedures_add(
     description: str = typer.Option(..., "--description", help="The directive itself."),
     confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", min=0.0, max=1.0, help="Starting confidence."),
     name: Optional[str] = typer.Option(None, "--name", help="Record name (default: from the title)."),
-    actor: Optional[str] = typer.Option(None, "--actor", help="Who adds it (recorded)."),
+    actor: Optional[str] = ActorOption,
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:

@@ -18,6 +18,8 @@ from skill_library.models import utc_now
 POLICY = "@policy"
 ACTORS = "@actors"
 TOOLS = "@tools"
+#: events about subjects (forget): they never name the subject or what was forgotten
+SUBJECTS = "@subjects"
 
 
 class AuditEvent(BaseModel, frozen=True):

@@ -220,7 +220,11 @@ def approve(library: "SkillLibrary", name: str, version: int, *, actor: Actor | 
         raise PermissionDenied(
             f"actor {who.id!r} is a {who.kind}: approvals need a user actor holding 'skill.approve'")
     skill = library.store.get(name, version)
-    if skill.status == "draft":
+    if skill.status == "draft" and skill.kind == "instruction":
+        # a procedure has no code to run against a suite: the approver's review is its evaluation
+        transition(library, name, version, "evaluated", actor=who,
+                   reason="a procedure is evaluated by the person who reviews it")
+    elif skill.status == "draft":
         raise LifecycleError(
             f"skill {name!r} v{version} is draft: it must pass an evaluation first "
             f"(`skills evaluate {name} {version} --suite FILE`) before it can be approved")

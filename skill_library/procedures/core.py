@@ -114,7 +114,18 @@ class Procedures:
         source: Source = "admin",
     ) -> Skill:
         """Store a procedure as the next version of ``name`` (default: from the title):
-        active when the local admin adds it, a draft when it was extracted."""
+        active when an admin adds it (``skill.admin``), a draft when it was extracted
+        (the extracting actor needs ``skill.propose``; a person approves and promotes it).
+        ``actor`` must be registered (None: the library's actor); the step is audited."""
+        from skill_library.governance import audit
+        from skill_library.governance.actors import require
+
+        who = self._library.resolve_actor(actor)
+        if source == "admin":
+            require(who, "skill.admin", "add an active procedure directly")
+        else:
+            require(who, "skill.propose", "propose an extracted procedure")
+        actor = who.id
         for field, value in (("title", title), ("trigger", trigger), ("description", description)):
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{field}: a procedure needs a non-empty {field}")
@@ -141,6 +152,10 @@ class Procedures:
                     initial_confidence=confidence, confidence=confidence, actor=actor,
                     subject=subject, source=source, created_at=utc_now(),
                 ))
+                audit.write(conn, self._store.tenant, stored.name, stored.version, None, status,
+                            actor=actor, reason="procedure added by an admin" if source == "admin"
+                            else "procedure extracted from a session: a draft until a person approves it",
+                            evidence={"kind": "instruction", "source": source, "confidence": confidence})
             if status == "active":
                 self._library._sync_index(index, stored)
         return stored
@@ -317,8 +332,12 @@ class Procedures:
 
     # -- transparency ---------------------------------------------------------------------
     def forget_subject(self, subject: str) -> builtins.list[str]:
-        """Delete every procedure extracted for ``subject`` (rows, index entries, text
-        vectors); returns their names."""
+        """Delete every procedure extracted for ``subject`` (rows, audit events, index
+        entries, text vectors); returns their names."""
+        from skill_library.governance import audit
+        from skill_library.governance.actors import SYSTEM_ID
+        from skill_library.governance.tables import audit_table
+
         with self._store.transaction(write=False) as conn:
             names = sorted(set(conn.execute(
                 sa.select(procedures_table.c.name).where(self._t(procedures_table))
@@ -332,5 +351,12 @@ class Procedures:
             with self._store.transaction(write=True) as conn:
                 conn.execute(procedures_table.delete().where(self._t(procedures_table))
                              .where(procedures_table.c.name.in_(names)))
+                # their audit trail names them too; one event says that something was
+                # forgotten, never whose or what
+                conn.execute(audit_table.delete().where(audit_table.c.tenant == self._store.tenant)
+                             .where(audit_table.c.name.in_(names)))
+                audit.write(conn, self._store.tenant, audit.SUBJECTS, None, None, "forgotten",
+                            actor=SYSTEM_ID, reason="a subject's procedures were forgotten at their request",
+                            evidence={"procedures": len(names)})
             self._store.purge(names)
         return names

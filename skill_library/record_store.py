@@ -799,17 +799,7 @@ class SQLRecordStore(RecordStore):
     def set_status(self, name: str, status: SkillStatus) -> Skill:
         with self._write() as conn:
             version = self._active_version(conn, name)
-            conn.execute(
-                versions_table.update()
-                .where(self._t(versions_table))
-                .where(versions_table.c.name == name)
-                .where(versions_table.c.version == version)
-                .values(status=status)
-            )
-            conn.execute(
-                skills_table.update().where(self._t(skills_table)).where(skills_table.c.name == name)
-                .values(updated_at=utc_now())
-            )
+            self.write_status(conn, name, version, status)
             return self._get(conn, name, version)
 
     def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:

@@ -924,15 +924,7 @@ def _check_addable(skill: Skill) -> None:
             raise SkillPolicyError(
                 f"skill {skill.name!r} breaks the sandbox policy and could never run: {exc}"
             ) from None
-    if skill.status != "active":
-        raise ValueError(
-            f"status: add() stores active versions; {skill.name!r} has status {skill.status!r}"
-        )
-    if skill.successes or skill.failures:
-        raise ValueError(
-            f"successes/failures: a new version starts with no outcomes; {skill.name!r} carries "
-            f"{skill.successes}/{skill.failures} (use verified=True or feedback())"
-        )
+    ingest.check_state(skill)
 
 
 def _check_args(skill: Skill, args: dict[str, Any]) -> None:

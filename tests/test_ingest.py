@@ -142,3 +142,34 @@ def test_check_many_compiles_many_sources_per_child():
         verdicts = box.check_many(codes)
         assert [i for i, v in enumerate(verdicts) if v is not None] == [10]
         assert box.stats()["runs"] <= 2  # one child up to the bad source, one for the rest
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_store_add_versions_writes_what_add_version_writes(kind, tmp_path, request):
+    import os
+
+    from skill_library.record_store import SQLRecordStore
+
+    if kind == "sqlite":
+        urls = [f"sqlite:///{tmp_path / name}.db" for name in ("one", "many")]
+    else:
+        pg = request.getfixturevalue("pg_server")
+        urls = [pg.create_database(f"ingest{os.getpid()}_{name}") for name in ("one", "many")]
+    one, many = (SQLRecordStore(url) for url in urls)
+    try:
+        first = [skill(n, w) for n, w in list(WHENS.items())[:3]]
+        later = [skill("book_flight", WHENS["book_flight"] + " soon")] + [
+            skill(n, w) for n, w in list(WHENS.items())[3:]
+        ]
+        for store in (one, many):
+            store.add_versions(first, initial_success=True)
+        expected = [one.add_version(s, initial_success=True) for s in later]
+        got = many.add_versions(later, initial_success=True)
+        assert [s.model_dump() for s in got] == [s.model_dump() for s in expected]
+        for name in WHENS:
+            assert [s.model_dump() for s in many.history(name)] == [s.model_dump() for s in one.history(name)]
+            assert [(o["version"], o["success"]) for o in many.outcome_log(name)] == [
+                (o["version"], o["success"]) for o in one.outcome_log(name)]
+    finally:
+        one.close()
+        many.close()

@@ -14,7 +14,7 @@ from .models import CallRecord, Limits, PolicyViolation, RunResult, SandboxError
 
 if TYPE_CHECKING:
     from .host import Sandbox
-    from .policy import DEFAULT_MODULES, VETTED_MODULES, check_source
+    from .policy import DEFAULT_MODULES, VETTED_MODULES, check_source, check_sources
 
 __all__ = [
     "Sandbox",
@@ -25,6 +25,7 @@ __all__ = [
     "PolicyViolation",
     "ToolError",
     "check_source",
+    "check_sources",
     "DEFAULT_MODULES",
     "VETTED_MODULES",
 ]
@@ -32,6 +33,7 @@ __all__ = [
 _LAZY = {
     "Sandbox": "host",
     "check_source": "policy",
+    "check_sources": "policy",
     "DEFAULT_MODULES": "policy",
     "VETTED_MODULES": "policy",
 }

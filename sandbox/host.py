@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -55,6 +55,10 @@ MEMORY_LIMIT_SHARE = 0.9
 RETIRE_SECONDS = 1.0
 #: Compile-cache fills larger than this are not sent to the zygote (it reads at most this).
 CONTROL_MESSAGE_BYTES = 1 << 20
+#: Sandbox.check_many compiles at most this many sources in one child ...
+CHECK_MANY_SOURCES = 256
+#: ... of at most this many characters together (what one run may compile)
+CHECK_MANY_BYTES = 4 * MAX_SOURCE_CHARS
 #: Error types only the host reports; a worker that names one is naming a skill class.
 HOST_ONLY_TYPES = frozenset({"LimitExceeded", "WorkerCrashed", "SandboxClosed",
                              "ProtocolError", "SandboxUnavailable"})
@@ -774,7 +778,62 @@ class Sandbox:
         problem = source_size_problem(code)
         if problem is not None:
             raise _policy_violation("PolicyViolation", problem, None)
-        request = protocol.encode({"op": "check", "sources": [code], "limits": asdict(self.limits)})
+        result = self._compile_in_child([code])
+        if result.ok:
+            return
+        err = result.error
+        if err is not None and err.type in ("PolicyViolation", "SyntaxError"):
+            raise _policy_violation(err.type, err.message, err.line)
+        what = f"{err.type}: {err.message}" if err is not None else "unknown failure"
+        raise _policy_violation("PolicyViolation", f"source could not be checked ({what})", None)
+
+    def check_many(self, codes: Sequence[str]) -> list[PolicyViolation | None]:
+        """:meth:`check` for each of ``codes``: the violation of each, or None where it
+        compiles. One child compiles a run of up to :data:`CHECK_MANY_SOURCES` sources
+        (:data:`CHECK_MANY_BYTES` together) and stops at the first that fails; the rest go
+        to the next child. A run that fails otherwise (a limit) is checked source by
+        source, so each source gets the answer :meth:`check` gives it."""
+        out: list[PolicyViolation | None] = [None] * len(codes)
+        pending: list[int] = []
+        for i, code in enumerate(codes):
+            if not isinstance(code, str):
+                out[i] = PolicyViolation(f"code must be a str, got {type(code).__name__}")
+                continue
+            problem = source_size_problem(code)
+            if problem is not None:
+                out[i] = _policy_violation("PolicyViolation", problem, None)
+            else:
+                pending.append(i)
+        at = 0
+        while at < len(pending):
+            chunk: list[int] = []
+            size = 0
+            for i in pending[at : at + CHECK_MANY_SOURCES]:
+                length = len(codes[i])
+                if chunk and size + length > CHECK_MANY_BYTES:
+                    break
+                chunk.append(i)
+                size += length
+            result = self._compile_in_child([codes[i] for i in chunk])
+            err = result.error
+            if result.ok:
+                at += len(chunk)
+            elif (err is not None and err.type in ("PolicyViolation", "SyntaxError")
+                  and err.source_index is not None and 0 <= err.source_index < len(chunk)):
+                out[chunk[err.source_index]] = _policy_violation(err.type, err.message, err.line)
+                at += err.source_index + 1
+            else:
+                for i in chunk:
+                    try:
+                        self.check(codes[i])
+                    except PolicyViolation as exc:
+                        out[i] = exc
+                at += len(chunk)
+        return out
+
+    def _compile_in_child(self, sources: list[str]) -> RunResult:
+        """Compile ``sources`` under the policy in one fresh child; its result."""
+        request = protocol.encode({"op": "check", "sources": sources, "limits": asdict(self.limits)})
         for attempt in range(2):
             worker = self._pool.acquire()
             finished = False
@@ -793,13 +852,8 @@ class Sandbox:
                 if not finished:
                     worker.kill()
                 self._pool.release(worker, retire=retire or not finished)
-            if result.ok:
-                return
-            err = result.error
-            if err is not None and err.type in ("PolicyViolation", "SyntaxError"):
-                raise _policy_violation(err.type, err.message, err.line)
-            what = f"{err.type}: {err.message}" if err is not None else "unknown failure"
-            raise _policy_violation("PolicyViolation", f"source could not be checked ({what})", None)
+            return result
+        raise AssertionError("unreachable")
 
     def hardening(self) -> dict[str, Any]:
         """What process hardening a worker reported it applied (starts one if needed)."""

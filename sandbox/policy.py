@@ -24,6 +24,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from RestrictedPython import compile_restricted_exec
@@ -441,3 +442,43 @@ def check_source(code: str, allowed_modules: tuple[str, ...] | None = None) -> N
         fresh = PolicyViolation(outcome.message, outcome.line)
         fresh.kind = getattr(outcome, "kind", "PolicyViolation")  # type: ignore[attr-defined]
         raise fresh
+
+
+def check_sources(
+    codes: Sequence[str], allowed_modules: tuple[str, ...] | None = None
+) -> list[PolicyViolation | None]:
+    """:func:`check_source` for many sources: each one's violation, or None where it
+    compiles, in order. Sources not checked before are compiled in as few sandboxed
+    children as :meth:`Sandbox.check_many` needs (a few hundred per child), not one each."""
+    modules = tuple(sorted(DEFAULT_MODULES if allowed_modules is None else validate_modules(allowed_modules)))
+    out: list[PolicyViolation | None] = [None] * len(codes)
+    unknown: dict[str, list[int]] = {}  # source digest -> positions (a source is checked once)
+    for i, code in enumerate(codes):
+        if not isinstance(code, str):
+            out[i] = PolicyViolation(f"code must be a str, got {type(code).__name__}")
+            continue
+        problem = source_size_problem(code)
+        if problem is not None:
+            out[i] = _violation("PolicyViolation", problem, None)
+            continue
+        digest = source_digest(code)
+        hit, outcome = _check_cache.get((digest, modules))
+        if hit:
+            out[i] = outcome
+        else:
+            unknown.setdefault(digest, []).append(i)
+    if unknown:
+        firsts = [positions[0] for positions in unknown.values()]
+        verdicts = _checker(modules).check_many([codes[i] for i in firsts])  # type: ignore[attr-defined]
+        for (digest, positions), verdict in zip(unknown.items(), verdicts):
+            _check_cache.put((digest, modules), verdict)
+            for i in positions:
+                out[i] = verdict
+    return [None if v is None else _fresh(v) for v in out]
+
+
+def _fresh(outcome: PolicyViolation) -> PolicyViolation:
+    """A new exception equal to a remembered one (a cached exception is never re-raised)."""
+    fresh = PolicyViolation(outcome.message, outcome.line)
+    fresh.kind = getattr(outcome, "kind", "PolicyViolation")  # type: ignore[attr-defined]
+    return fresh

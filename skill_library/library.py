@@ -15,7 +15,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import learning, ranking, value_fit
+from skill_library import ingest, learning, ranking, value_fit
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -78,7 +78,7 @@ FETCH_GROWTH = 4
 #: learn_many embeds and admits this many traces at a time.
 LEARN_BATCH = 64
 #: skills embedded and written to the index per batch in :meth:`SkillLibrary.add_many`
-ADD_BATCH = 256
+ADD_BATCH = ingest.ADD_BATCH
 #: least confidence of a procedure fetch returns (procedures are filtered by confidence)
 PROCEDURE_FETCH_CONFIDENCE = 0.55
 #: fetch(subject=, state=) adds the predicted next skill only when at least this many of the
@@ -504,74 +504,21 @@ class SkillLibrary:
         """:meth:`add` for many skills at once, with batched embedding and index writes.
 
         Duplicates are checked against the index and against earlier skills of the same
-        batch; results come back in input order.
+        batch; results come back in input order. Every skill is checked before any is
+        stored (a refused one stores nothing). Embedding overlaps the checks and the
+        writes (:mod:`skill_library.ingest`).
         """
-        import numpy as np
+        from skill_library.governance.actors import require
 
-        from skill_library.governance import workflow
-
-        for skill in skills:
-            if not isinstance(skill, Skill):
-                raise TypeError(f"add_many() takes Skills, got {type(skill).__name__}")
-            _check_addable(skill)
-            if verified and skill.provenance.trace_ids:
-                self._check_verified(skill)
+        ingest.check_types(skills)
+        if verified:
+            for skill in skills:
+                if skill.provenance.trace_ids:
+                    self._check_verified(skill)
         admin = self.resolve_actor(None)
-        results: list[AddResult] = []
-        batch_size = ADD_BATCH
-        bar = _ProgressBar(progress, "adding skills", len(skills))
-        with bar, self._index.writing() as index:
-            for start in range(0, len(skills), batch_size):
-                batch = skills[start : start + batch_size]
-                vectors = self._text_vectors.embed([description.index_text(s.when) for s in batch])
-                neighbours = index.query_many(vectors, min(2, index.count()))
-                # Earlier batches are in the index already; this batch is checked in memory.
-                accepted: list[tuple[Skill, list[float]]] = []
-                accepted_names: list[str] = []
-                accepted_vectors = np.empty((len(batch), len(vectors[0]) if vectors else 0))
-                verdicts: list[tuple[str, float] | None] = []
-                for skill, vector, hits in zip(batch, vectors, neighbours):
-                    duplicate = next(
-                        (
-                            (h.name, h.similarity)
-                            for h in hits
-                            if h.name != skill.name and h.similarity > DUPLICATE_SIMILARITY
-                        ),
-                        None,
-                    )
-                    if duplicate is None and accepted_names:
-                        sims = accepted_vectors[: len(accepted_names)] @ np.asarray(vector)
-                        best = int(np.argmax(sims))
-                        if sims[best] > DUPLICATE_SIMILARITY and accepted_names[best] != skill.name:
-                            duplicate = (accepted_names[best], float(sims[best]))
-                    verdicts.append(duplicate)
-                    if duplicate is None:
-                        accepted_vectors[len(accepted_names)] = vector
-                        accepted.append((skill, vector))
-                        accepted_names.append(skill.name)
-                saved = iter(workflow.add_active(
-                    self, [s for s, _ in accepted], initial_success=verified, actor=admin,
-                    reason="added directly by the local administrator"))
-                for duplicate in verdicts:
-                    if duplicate is None:
-                        results.append(AddResult(status="added", skill=next(saved)))
-                    else:
-                        results.append(
-                            AddResult(status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1])
-                        )
-                # one index entry per name: a name added twice in a batch keeps its newest
-                latest: dict[str, tuple[Skill, list[float]]] = {}
-                for result, (_, vector) in zip(
-                    [r for r in results[-len(batch):] if r.skill is not None], accepted
-                ):
-                    assert result.skill is not None
-                    latest[result.skill.name] = (result.skill, vector)
-                index.upsert(
-                    entries_for([s for s, _ in latest.values()]),
-                    [v for _, v in latest.values()],
-                )
-                bar.advance(len(batch))
-        return results
+        require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
+        with _ProgressBar(progress, "adding skills", len(skills)) as bar:
+            return ingest.add_many(self, skills, verified=verified, actor=admin, advance=bar.advance)
 
     def _duplicate_of(
         self, embedding: Sequence[float], name: str, index: VectorIndex
@@ -1359,15 +1306,7 @@ def check_policy(skill: Skill) -> None:
 
 def _check_addable(skill: Skill) -> None:
     check_policy(skill)
-    if skill.status != "active":
-        raise ValueError(
-            f"status: add() stores active versions; {skill.name!r} has status {skill.status!r}"
-        )
-    if skill.successes or skill.failures:
-        raise ValueError(
-            f"successes/failures: a new version starts with no outcomes; {skill.name!r} carries "
-            f"{skill.successes}/{skill.failures} (use verified=True or feedback())"
-        )
+    ingest.check_state(skill)
 
 
 def _check_args(skill: Skill, args: dict[str, Any]) -> None:

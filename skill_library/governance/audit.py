@@ -64,6 +64,20 @@ def write(
                       reason=reason, evidence=body)
 
 
+def write_many(conn: sa.Connection, tenant: str, events: list[dict[str, Any]], *, actor: str) -> None:
+    """Append several events by ``actor`` on ``conn`` in one statement (bulk adds); each
+    dict holds name, version, from_status, to_status, reason and optionally evidence."""
+    if not events:
+        return
+    at = utc_now()
+    conn.execute(audit_table.insert(), [
+        {"tenant": tenant, "name": e["name"], "version": e["version"], "from_status": e["from_status"],
+         "to_status": e["to_status"], "actor": actor, "at": at, "reason": e.get("reason", ""),
+         "evidence": _jsonable(e.get("evidence") or {})}
+        for e in events
+    ])
+
+
 def read(conn: sa.Connection, tenant: str, name: str | None = None,
          version: int | None = None) -> list[AuditEvent]:
     """The events of ``tenant`` (of ``name``, of its ``version``), oldest first."""

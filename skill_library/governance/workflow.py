@@ -150,16 +150,16 @@ def add_active(library: "SkillLibrary", skills: Sequence[Skill], *, initial_succ
     tenant = tenant_of(library)
 
     def work(conn: sa.Connection) -> list[Skill]:
-        stored = []
-        for skill in skills:
-            new, replaced = store.insert_version(conn, skill, status="active",
-                                                 initial_success=initial_success)
-            for old in replaced:
-                audit.write(conn, tenant, new.name, old, "active", "superseded", actor=actor.id,
-                            reason=f"superseded by v{new.version}")
-            audit.write(conn, tenant, new.name, new.version, None, "active", actor=actor.id,
-                        reason=reason, evidence=_verified_evidence(skill, initial_success))
-            stored.append(new)
+        stored, superseded = store.insert_versions(conn, skills, initial_success=initial_success)
+        events: list[dict[str, Any]] = []
+        for skill, new, replaced in zip(skills, stored, superseded):
+            events.extend({"name": new.name, "version": old, "from_status": "active",
+                           "to_status": "superseded", "reason": f"superseded by v{new.version}"}
+                          for old in replaced)
+            events.append({"name": new.name, "version": new.version, "from_status": None,
+                           "to_status": "active", "reason": reason,
+                           "evidence": _verified_evidence(skill, initial_success)})
+        audit.write_many(conn, tenant, events, actor=actor.id)
         return stored
 
     result: list[Skill] = store.retrying(work)

@@ -1,0 +1,247 @@
+"""The ingest pipeline behind ``SkillLibrary.add_many``: many skills into records and index.
+
+Every skill is checked first (the sandbox policy for all sources at once, in a few
+sandboxed children: :func:`sandbox.check_sources`), so a bad skill stores nothing. Then,
+batch by batch of :data:`ADD_BATCH` skills, two stages overlap: the caller's thread
+embeds batch n+1 while a writer thread stores batch n (its duplicate check against the
+index and the batch, its records in one transaction, then its index entries). torch and
+Chroma's core release the GIL while they work, so the stages run on two cores.
+
+Results and stored state are those of adding the batches one after another: the writer
+takes the batches in order, so each batch's duplicate check sees every earlier batch in
+the index. Records are written before their index entries, inside the library's write
+lock and index generation, so the index stays derived data: a crash between the two
+leaves it out of step, and it is rebuilt from the records on next open. Functions take
+the library they work for; the facade delegates here.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from skill_library.errors import SkillPolicyError
+from skill_library.induction import description
+from skill_library.models import AddResult, Skill
+from skill_library.text_vectors import pack, text_digest, unpack
+from skill_library.vector_index import VectorIndex, entries_for
+
+if TYPE_CHECKING:
+    from skill_library.governance.actors import Actor
+    from skill_library.library import SkillLibrary
+
+#: skills embedded, checked for duplicates and written per batch
+ADD_BATCH = 256
+#: embedded batches that may wait for the writer (bounds the vectors held in memory)
+PIPELINE_DEPTH = 2
+
+_DONE = object()
+
+
+def check_types(skills: Sequence[object]) -> None:
+    """TypeError unless every item is a Skill."""
+    for skill in skills:
+        if not isinstance(skill, Skill):
+            raise TypeError(f"add_many() takes Skills, got {type(skill).__name__}")
+
+
+def check_addable_many(skills: Sequence[Skill]) -> None:
+    """Refuse the first skill (in input order) :meth:`SkillLibrary.add` would refuse: a
+    source the sandbox policy refuses (SkillPolicyError), not active or carrying outcomes
+    (ValueError). All sources are checked in one call (:func:`sandbox.check_sources`)."""
+    from sandbox import check_sources
+
+    with_code = [s for s in skills if s.code is not None]
+    verdicts = dict(zip((id(s) for s in with_code), check_sources([s.code for s in with_code])))  # type: ignore[misc]
+    for skill in skills:
+        violation = verdicts.get(id(skill))
+        if violation is not None:
+            raise SkillPolicyError(
+                f"skill {skill.name!r} breaks the sandbox policy and could never run: {violation}"
+            )
+        check_state(skill)
+
+
+def check_state(skill: Skill) -> None:
+    """A new version is active and has no outcomes (ValueError otherwise)."""
+    if skill.status != "active":
+        raise ValueError(
+            f"status: add() stores active versions; {skill.name!r} has status {skill.status!r}"
+        )
+    if skill.successes or skill.failures:
+        raise ValueError(
+            f"successes/failures: a new version starts with no outcomes; {skill.name!r} carries "
+            f"{skill.successes}/{skill.failures} (use verified=True or feedback())"
+        )
+
+
+def add_many(
+    lib: "SkillLibrary",
+    skills: Sequence[Skill],
+    *,
+    verified: bool,
+    actor: "Actor",
+    advance: Callable[[int], None],
+) -> list[AddResult]:
+    """Check and add ``skills``; results in input order. ``advance(n)`` is told of each
+    stored batch (from the writer thread).
+
+    The checks (:func:`check_addable_many`; mostly waiting on sandboxed compiles) run while
+    the first batches are embedded; the writer takes the write lock and stores its first
+    batch only once every skill has passed, so a refused skill stores nothing and leaves
+    the index as it was."""
+    check_types(skills)
+    checker = _Checker(skills)
+    checker.start()
+    texts = [description.index_text(s.when) for s in skills]
+    model = lib._text_vectors.model_name
+    # vectors the records already hold, read before the writer starts: from here on only
+    # the writer thread uses the record store and the index
+    digests = [text_digest(t) for t in texts]
+    known = lib.store.load_vectors(model, list(dict.fromkeys(digests)))
+    # a text of several skills is embedded once, in the first batch that has it
+    repeated = {d for d, n in Counter(digests).items() if n > 1}
+    writer = _Writer(lib, checker, model, verified, actor, advance)
+    writer.start()
+    try:
+        for start in range(0, len(skills), ADD_BATCH):
+            if writer.error is not None:
+                break
+            batch_digests = digests[start : start + ADD_BATCH]
+            missing = {d: t for t, d in zip(texts[start : start + ADD_BATCH], batch_digests)
+                       if d not in known}
+            fresh: dict[str, bytes] = {}
+            if missing:
+                computed = lib.embedder.embed(list(missing.values()))
+                fresh = {d: pack(v) for d, v in zip(missing, computed)}
+                known.update((d, v) for d, v in fresh.items() if d in repeated)
+            vectors = [unpack(fresh[d]) if d in fresh else unpack(known[d]) for d in batch_digests]
+            writer.put((skills[start : start + ADD_BATCH], vectors, fresh))
+    finally:
+        writer.finish()
+    if writer.error is not None:
+        raise writer.error
+    return writer.results
+
+
+class _Checker(threading.Thread):
+    """:func:`check_addable_many` beside the embedding; :meth:`outcome` waits for it."""
+
+    def __init__(self, skills: Sequence[Skill]) -> None:
+        super().__init__(name="skill-library-ingest-check", daemon=True)
+        self.skills = skills
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            check_addable_many(self.skills)
+        except BaseException as exc:  # handed to the caller's thread
+            self.error = exc
+
+    def outcome(self) -> BaseException | None:
+        self.join()
+        return self.error
+
+
+class _Writer(threading.Thread):
+    """The second stage: per embedded batch, in order, duplicate check, records, index."""
+
+    def __init__(self, lib: "SkillLibrary", checker: _Checker, model: str, verified: bool,
+                 actor: "Actor", advance: Callable[[int], None]) -> None:
+        super().__init__(name="skill-library-ingest", daemon=True)
+        self.lib = lib
+        self.checker = checker
+        self.model = model
+        self.verified = verified
+        self.actor = actor
+        self.advance = advance
+        self.results: list[AddResult] = []
+        self.error: BaseException | None = None
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=PIPELINE_DEPTH)
+
+    def put(self, item: tuple[Sequence[Skill], list[list[float]], dict[str, bytes]]) -> None:
+        self._queue.put(item)
+
+    def finish(self) -> None:
+        """Write what is queued (nothing more after an error), then stop."""
+        self._queue.put(_DONE)
+        self.join()
+
+    def run(self) -> None:
+        self.error = self.checker.outcome()
+        if self.error is not None:
+            self._drain()
+            return
+        try:
+            with self.lib._index.writing() as index:
+                while True:
+                    item = self._queue.get()
+                    if item is _DONE:
+                        return
+                    self.write(index, *item)
+        except BaseException as exc:  # handed to the caller's thread
+            self.error = exc
+            self._drain()
+
+    def _drain(self) -> None:
+        """Take what the embedding thread still queues (it never waits on a full queue)."""
+        while self._queue.get() is not _DONE:
+            pass
+
+    def write(self, index: VectorIndex, batch: Sequence[Skill], vectors: list[list[float]],
+              fresh: dict[str, bytes]) -> None:
+        import numpy as np
+
+        from skill_library.library import DUPLICATE_SIMILARITY
+
+        lib = self.lib
+        if fresh:
+            lib.store.save_vectors(self.model, fresh)
+        neighbours = index.query_many(vectors, min(2, index.count()))
+        # Earlier batches are in the index already; this batch is checked in memory.
+        accepted: list[tuple[Skill, list[float]]] = []
+        accepted_names: list[str] = []
+        accepted_vectors = np.empty((len(batch), len(vectors[0]) if vectors else 0))
+        verdicts: list[tuple[str, float] | None] = []
+        for skill, vector, hits in zip(batch, vectors, neighbours):
+            duplicate = next(
+                (
+                    (h.name, h.similarity)
+                    for h in hits
+                    if h.name != skill.name and h.similarity > DUPLICATE_SIMILARITY
+                ),
+                None,
+            )
+            if duplicate is None and accepted_names:
+                sims = accepted_vectors[: len(accepted_names)] @ np.asarray(vector)
+                best = int(np.argmax(sims))
+                if sims[best] > DUPLICATE_SIMILARITY and accepted_names[best] != skill.name:
+                    duplicate = (accepted_names[best], float(sims[best]))
+            verdicts.append(duplicate)
+            if duplicate is None:
+                accepted_vectors[len(accepted_names)] = vector
+                accepted.append((skill, vector))
+                accepted_names.append(skill.name)
+        from skill_library.governance import workflow
+
+        # records and their audit events in one transaction, as add() writes them
+        stored = workflow.add_active(lib, [s for s, _ in accepted], initial_success=self.verified,
+                                     actor=self.actor, reason="added directly by the local administrator")
+        saved = iter(stored)
+        for duplicate in verdicts:
+            if duplicate is None:
+                # model_construct: the stored skill was validated when it was read
+                self.results.append(AddResult.model_construct(status="added", skill=next(saved)))
+            else:
+                self.results.append(AddResult.model_construct(
+                    status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1]
+                ))
+        # one index entry per name: a name added twice in a batch keeps its newest
+        latest: dict[str, tuple[Skill, list[float]]] = {}
+        for skill, (_, vector) in zip(stored, accepted):
+            latest[skill.name] = (skill, vector)
+        index.upsert(entries_for([s for s, _ in latest.values()]), [v for _, v in latest.values()])
+        self.advance(len(batch))

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from skill_library import fetching
 from skill_library.errors import SkillNotFoundError
 from skill_library.induction import description
 from skill_library.models import Example, LearnResult, Skill, Trace
@@ -215,8 +216,8 @@ def related_skills(
             except SkillNotFoundError:
                 pass
     if index is not None:
-        for match in lib._fetch_vector(task_vector, RELATED_SKILLS, lib.min_reliability,
-                                        None, index):
+        for match in fetching.search(lib, task_vector, RELATED_SKILLS, lib.min_reliability,
+                                   None, index):
             related.setdefault(match.skill.name, match.skill)
     return list(related.values())
 

@@ -8,23 +8,27 @@ index is derived and rebuilt from it whenever it is missing, damaged or out of s
 from __future__ import annotations
 
 import builtins
-import json
 import os
-import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import ingest, learning, ranking, value_fit
+from skill_library import execution, fetching, ingest, learning, value_fit
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
     LLMError,
     RecordStoreCorruptError,
     SkillLibraryError,
-    SkillNotFoundError,
     SkillPolicyError,
-    SkillUsageError,
+)
+from skill_library.fetching import (  # noqa: F401  (settings named here before)
+    ENTRIES_PER_SKILL_GUESS,
+    FETCH_GROWTH,
+    FETCH_MIN_EXTRA,
+    FETCH_OVERFETCH,
+    PREFETCH_MIN_N,
+    PROCEDURE_FETCH_CONFIDENCE,
 )
 from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
@@ -35,19 +39,17 @@ from skill_library.models import (
     LearnResult,
     Match,
     Outcome,
-    RunError,
     Skill,
     SkillKind,
     SkillRun,
     SkillStatus,
-    ToolCall,
     Trace,
 )
 from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
 from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
 from skill_library.text_vectors import StoredVectors
-from skill_library.vector_index import VectorIndex, best_per_skill, entries_for
+from skill_library.vector_index import VectorIndex, entries_for
 
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
@@ -66,24 +68,10 @@ DEFAULT_MIN_RELIABILITY = 0.6
 #: fetch returns no skill less cosine-similar than this to the task (its best text).
 #: Chosen with benchmarks/calibrate_fetch.py on this repository's suites (README, "Fetch").
 DEFAULT_MIN_SIMILARITY = 0.2
-#: fetch asks the index for max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) skills' worth of
-#: entries (ENTRIES_PER_SKILL_GUESS texts each), and FETCH_GROWTH times more while
-#: filtering, or several texts of one skill, leave fewer than k skills. One text per skill
-#: is the fast guess (a larger first query cost ~1 ms at every fetch, measured with
-#: benchmarks/perf_fetch.py); skills with many examples take the growth step when needed.
-FETCH_OVERFETCH = 4
-FETCH_MIN_EXTRA = 8
-ENTRIES_PER_SKILL_GUESS = 1
-FETCH_GROWTH = 4
 #: learn_many embeds and admits this many traces at a time.
 LEARN_BATCH = 64
 #: skills embedded and written to the index per batch in :meth:`SkillLibrary.add_many`
 ADD_BATCH = ingest.ADD_BATCH
-#: least confidence of a procedure fetch returns (procedures are filtered by confidence)
-PROCEDURE_FETCH_CONFIDENCE = 0.55
-#: fetch(subject=, state=) adds the predicted next skill only when at least this many of the
-#: subject's transitions from ``state`` back the prediction
-PREFETCH_MIN_N = 5
 #: the generalizers a library can be told to use by name
 GeneralizerName = Literal["dataflow", "llm"]
 
@@ -602,7 +590,7 @@ class SkillLibrary:
         instead of reliability.
 
         With ``subject`` and ``state`` (a skill name or a product state), the skill the
-        subject's usage pattern predicts next (:data:`PREFETCH_MIN_N` transitions back it)
+        subject's usage pattern predicts next (:data:`skill_library.fetching.PREFETCH_MIN_N` transitions back it)
         is added after the matches, flagged ``prefetch=True``, when it is fetchable and not
         already among them.
 
@@ -621,100 +609,17 @@ class SkillLibrary:
         threshold = self.min_reliability if min_reliability is None else min_reliability
         floor = self.min_similarity if min_similarity is None else min_similarity
         embedding = self.embedder.embed([description.query_text(task)])[0]
-        matches = self._fetch_vector(embedding, k, threshold, kinds, floor=floor,
-                                     tools=None if tools is None else frozenset(tools),
-                                     values=value_fit.TaskValues.of(task))
+        matches = fetching.search(self, embedding, k, threshold, kinds, floor=floor,
+                                  tools=None if tools is None else frozenset(tools),
+                                  values=value_fit.TaskValues.of(task))
         if subject is not None and state is not None:
-            matches.extend(self._prefetch(subject, state, matches, threshold))
+            matches.extend(fetching.prefetch(self, subject, state, matches, threshold))
         if session is not None or cohort is not None:
             from skill_library.governance import canary
 
             matches = canary.route(self, matches, session=session, cohort=cohort,
                                    generation=self._index.seen_generation)
         return matches
-
-    def _prefetch(self, subject: str, state: str, matches: Sequence[Match], threshold: float) -> builtins.list[Match]:
-        predicted = self.patterns.predict(subject, state, min_n=PREFETCH_MIN_N)
-        if predicted is None or predicted in {m.skill.name for m in matches}:
-            return []
-        try:
-            skill = self.store.get(predicted)
-        except SkillNotFoundError:
-            return []  # a product state, not a skill
-        if skill.kind != "code" or not ranking.qualifies(skill, threshold):
-            return []
-        match = ranking.make_match(skill, 0.0)
-        return [match.model_copy(update={"prefetch": True})]
-
-    def _fetch_vector(
-        self,
-        embedding: Sequence[float],
-        k: int,
-        threshold: float,
-        kinds: Sequence[SkillKind] | None,
-        index: VectorIndex | None = None,
-        *,
-        floor: float = -1.0,
-        tools: frozenset[str] | None = None,
-        values: value_fit.TaskValues | None = None,
-    ) -> builtins.list[Match]:
-        wanted_kinds = set(kinds) if kinds is not None else None
-        index = index if index is not None else self.index
-        n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
-        needs: dict[str, frozenset[str] | None] = {}
-        while True:
-            found = index.query(embedding, n)  # fewer than n: the index has no more
-            below = bool(found) and found[-1].similarity < floor  # the rest is further away
-            scores: dict[str, float] = {}
-            if values is not None:
-                fitted = {id(h): value_fit.score(values, h) for h in found}
-                found = sorted(found, key=lambda h: -fitted[id(h)])
-                scores = {h.name: fitted[id(h)] for h in reversed(found)}  # each skill's best
-            hits = [
-                h for h in best_per_skill(found)
-                if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
-            ]
-            records = self.store.get_many([(h.name, h.version) for h in hits])
-            confidence = (self.procedures.confidences([h.name for h in hits if h.kind == "instruction"])
-                          if any(h.kind == "instruction" for h in hits) else {})
-            matches = []
-            for hit in hits:
-                skill = records.get((hit.name, hit.version))
-                if skill is None:
-                    continue
-                if skill.kind == "instruction":
-                    if skill.status != "active" or confidence.get(skill.name, 0.0) < PROCEDURE_FETCH_CONFIDENCE:
-                        continue
-                elif not ranking.qualifies(skill, threshold):
-                    continue
-                if tools is not None:
-                    need = self._tools_needed(skill, needs)
-                    if need is None or not need <= tools:
-                        continue
-                matches.append(ranking.make_match(skill, hit.similarity))
-            if len(matches) >= k or len(found) < n or below:
-                return ranking.rank(matches, scores)[:k]
-            n *= FETCH_GROWTH
-
-    def _tools_needed(
-        self, skill: Skill, memo: dict[str, frozenset[str] | None]
-    ) -> frozenset[str] | None:
-        """Every tool ``skill`` and the skills it calls declare; None if one is missing."""
-        if skill.name in memo:
-            return memo[skill.name]
-        memo[skill.name] = frozenset(skill.tools)  # a cycle ends here
-        need = set(skill.tools)
-        for dep in skill.depends_on:
-            try:
-                sub = self._tools_needed(self.store.get(dep), memo)
-            except SkillNotFoundError:
-                sub = None
-            if sub is None:
-                memo[skill.name] = None
-                return None
-            need |= sub
-        memo[skill.name] = frozenset(need)
-        return memo[skill.name]
 
     def feedback(
         self,
@@ -1044,7 +949,7 @@ class SkillLibrary:
             from skill_library.governance import canary
 
             canary.remember(self, session, skill.name, skill.version)
-        run = self._execute(skill, args, tools, tool_schemas=tool_schemas, limits=limits)
+        run = execution.execute(self, skill, args, tools, tool_schemas=tool_schemas, limits=limits)
         if not run.ok:
             outcome: Outcome | None = Outcome(
                 success=False, verifier="sandbox", evidence=str(run.error) if run.error else run.limit
@@ -1075,79 +980,6 @@ class SkillLibrary:
             self._after_outcome(skill.name)
         return run
 
-    def _execute(
-        self,
-        skill: Skill,
-        args: Mapping[str, Any] | None,
-        tools: Mapping[str, Callable[..., Any]] | None,
-        *,
-        tool_schemas: Mapping[str, dict[str, Any]] | None = None,
-        limits: "Limits | None" = None,
-    ) -> SkillRun:
-        """Run this exact version in the sandbox; nothing is recorded and no outcome judged
-        (``run`` adds both; evaluation uses it to run candidate versions of any status)."""
-        name = skill.name
-        if skill.kind != "code" or not skill.code:
-            raise SkillLibraryError(f"skill {name!r} is an instruction skill and cannot be run")
-        args = dict(args or {})
-        _check_args(skill, args)
-        sources, declared = self._closure(skill)
-        provided = dict(tools or {})
-        missing = [t for t in declared if t not in provided]
-        if missing:
-            raise SkillUsageError(
-                f"skill {name!r} needs the tool(s) {', '.join(missing)}, which were not given "
-                "(pass them in tools=, or the CLI's --tools MODULE)"
-            )
-        allowed = {t: provided[t] for t in declared if t in provided}
-        # closed by default: a skill may not pass arguments a tool's schema does not list
-        schemas = {
-            t: {**s, "additionalProperties": s.get("additionalProperties", False)}
-            for t, s in (tool_schemas or {}).items()
-            if t in allowed
-        }
-        result = self.sandbox.run(
-            sources,
-            entry=skill.name,
-            args=args,
-            tools=allowed,
-            tool_schemas=schemas or None,
-            limits=limits,
-        )
-        calls = [
-            ToolCall(
-                name=c.name,
-                arguments=c.arguments,
-                result=c.result,
-                error=c.error,
-                duration_ms=c.duration_ms,
-            )
-            for c in result.calls
-        ]
-        error = None
-        if not result.ok and result.error is not None:
-            error = RunError(
-                type=result.error.type, message=result.error.message, line=result.error.line
-            )
-        trace = Trace(
-            task=_task_text(skill, args),
-            params=args,
-            calls=calls,
-            result=result.value if result.ok else None,
-            source=f"skill:{skill.name}@{skill.version}",
-        )
-        return SkillRun(
-            name=skill.name,
-            version=skill.version,
-            ok=result.ok,
-            value=result.value if result.ok else None,
-            error=error,
-            limit=result.limit,
-            stdout=result.stdout,
-            duration_ms=result.duration_ms,
-            trace=trace,
-        )
-
     def _session_version(self, name: str, session: str | None, cohort: str | None) -> int | None:
         """The version ``fetch`` gave ``session`` (or its canary route); None: the active one."""
         from skill_library.governance import canary
@@ -1160,31 +992,6 @@ class SkillLibrary:
 
         if name in canary.running(self):
             canary.after_outcome(self, name)
-
-    def _closure(self, skill: Skill) -> tuple[builtins.list[str], builtins.list[str]]:
-        """Sources of ``skill`` and its dependencies, and every tool they declare."""
-        sources: builtins.list[str] = []
-        tools: builtins.list[str] = []
-        seen: set[str] = set()
-        stack = [skill]
-        while stack:
-            current = stack.pop()
-            if current.name in seen:
-                continue
-            seen.add(current.name)
-            if current.code:
-                sources.append(current.code)
-            tools.extend(t for t in current.tools if t not in tools)
-            for dep in current.depends_on:
-                if dep not in seen:
-                    try:
-                        dep_skill = self.get(dep)
-                    except SkillNotFoundError:
-                        raise SkillLibraryError(
-                            f"skill {current.name!r} depends on {dep!r}, which does not exist"
-                        ) from None
-                    stack.append(dep_skill)
-        return sources, tools
 
     # -- integrations: thin delegates to skill_library.integrations ---------------------
     def render(self, matches: Sequence[Match], *, max_tokens: int = 800) -> str:
@@ -1307,49 +1114,6 @@ def check_policy(skill: Skill) -> None:
 def _check_addable(skill: Skill) -> None:
     check_policy(skill)
     ingest.check_state(skill)
-
-
-def _check_args(skill: Skill, args: dict[str, Any]) -> None:
-    """Arguments against the skill's parameter schema; messages never echo the values."""
-    from sandbox.schema import schema_errors
-
-    properties = (skill.parameters or {}).get("properties", {})
-    unknown = sorted(set(args) - set(properties))
-    if unknown:
-        raise SkillUsageError(f"skill {skill.name!r} has no parameter(s) {', '.join(unknown)}")
-    missing = [p for p in (skill.parameters or {}).get("required", []) if p not in args]
-    if missing:
-        raise SkillUsageError(f"skill {skill.name!r} needs argument(s) {', '.join(missing)}")
-    types_only = {
-        "type": "object",
-        "properties": {
-            k: {"type": v["type"]} for k, v in properties.items() if isinstance(v, dict) and "type" in v
-        },
-    }
-    problems = schema_errors(args, types_only)
-    if problems:
-        raise SkillUsageError(f"skill {skill.name!r}: {'; '.join(problems)}")
-
-
-_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _task_text(skill: Skill, args: Mapping[str, Any]) -> str:
-    """``skill.when`` with each ``{name}`` placeholder replaced by that argument's value.
-
-    Plain substitution, not ``str.format``: ``when`` may come from a model and may hold
-    any braces (``{x[0]}``, ``{x.__class__}``), which must neither raise nor reach into
-    the arguments' attributes.
-    """
-
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in args:
-            return match.group(0)
-        found = args[name]
-        return found if isinstance(found, str) else json.dumps(found, default=str)
-
-    return _PLACEHOLDER_RE.sub(value, skill.when)
 
 
 class _ProgressBar:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 
+from skill_library import execution
 from skill_library import record_store as rs
 from skill_library.errors import SkillLibraryError, SkillUsageError
 from skill_library.governance.lifecycle import sql_of, tenant_of
@@ -308,7 +309,7 @@ def _run_task(library: "SkillLibrary", skill: Skill, task: SuiteTask, tools: Too
     tokens_before = env.tokens() if env.tokens is not None else None
     started = time.perf_counter()
     try:
-        run: SkillRun | None = library._execute(skill, args, env.tools, tool_schemas=env.tool_schemas)
+        run: SkillRun | None = execution.execute(library, skill, args, env.tools, tool_schemas=env.tool_schemas)
         error = None
     except SkillUsageError as exc:
         run, error = None, str(exc)

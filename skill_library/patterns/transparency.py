@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def explain(library: "SkillLibrary", subject: str) -> dict[str, Any]:
     """Patterns and procedures concerning ``subject``, each with what it may influence."""
-    from skill_library.library import PREFETCH_MIN_N
+    from skill_library.fetching import PREFETCH_MIN_N
     from skill_library.procedures import PROMPT_THRESHOLD
 
     opted_out = library.patterns.opted_out(subject)

@@ -1,0 +1,161 @@
+"""Executing one skill version: its sources and its dependencies' in the sandbox, with only
+the tools they declare, arguments checked against its parameter schema, and the calls it
+made returned as a :class:`Trace` (nothing is recorded here: ``SkillLibrary.run`` records
+the trace and judges the outcome)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from skill_library.errors import SkillLibraryError, SkillNotFoundError, SkillUsageError
+from skill_library.models import RunError, Skill, SkillRun, ToolCall, Trace
+
+if TYPE_CHECKING:
+    from sandbox import Limits
+    from skill_library.library import SkillLibrary
+
+
+def execute(
+    library: "SkillLibrary",
+    skill: Skill,
+    args: Mapping[str, Any] | None,
+    tools: Mapping[str, Callable[..., Any]] | None,
+    *,
+    tool_schemas: Mapping[str, dict[str, Any]] | None = None,
+    limits: "Limits | None" = None,
+) -> SkillRun:
+    """Run this exact version of a skill in ``library``'s sandbox with its dependencies;
+    nothing is recorded and no outcome judged (``SkillLibrary.run`` adds both; evaluation
+    uses it to run candidate versions of any status)."""
+    name = skill.name
+    if skill.kind != "code" or not skill.code:
+        raise SkillLibraryError(f"skill {name!r} is an instruction skill and cannot be run")
+    args = dict(args or {})
+    check_args(skill, args)
+    sources, declared = closure(library, skill)
+    provided = dict(tools or {})
+    missing = [t for t in declared if t not in provided]
+    if missing:
+        raise SkillUsageError(
+            f"skill {name!r} needs the tool(s) {', '.join(missing)}, which were not given "
+            "(pass them in tools=, or the CLI's --tools MODULE)"
+        )
+    allowed = {t: provided[t] for t in declared if t in provided}
+    # closed by default: a skill may not pass arguments a tool's schema does not list
+    schemas = {
+        t: {**s, "additionalProperties": s.get("additionalProperties", False)}
+        for t, s in (tool_schemas or {}).items()
+        if t in allowed
+    }
+    result = library.sandbox.run(
+        sources,
+        entry=skill.name,
+        args=args,
+        tools=allowed,
+        tool_schemas=schemas or None,
+        limits=limits,
+    )
+    calls = [
+        ToolCall(
+            name=c.name,
+            arguments=c.arguments,
+            result=c.result,
+            error=c.error,
+            duration_ms=c.duration_ms,
+        )
+        for c in result.calls
+    ]
+    error = None
+    if not result.ok and result.error is not None:
+        error = RunError(
+            type=result.error.type, message=result.error.message, line=result.error.line
+        )
+    trace = Trace(
+        task=task_text(skill, args),
+        params=args,
+        calls=calls,
+        result=result.value if result.ok else None,
+        source=f"skill:{skill.name}@{skill.version}",
+    )
+    return SkillRun(
+        name=skill.name,
+        version=skill.version,
+        ok=result.ok,
+        value=result.value if result.ok else None,
+        error=error,
+        limit=result.limit,
+        stdout=result.stdout,
+        duration_ms=result.duration_ms,
+        trace=trace,
+    )
+
+
+def closure(library: "SkillLibrary", skill: Skill) -> tuple[list[str], list[str]]:
+    """Sources of ``skill`` and its dependencies, and every tool they declare."""
+    sources: list[str] = []
+    tools: list[str] = []
+    seen: set[str] = set()
+    stack = [skill]
+    while stack:
+        current = stack.pop()
+        if current.name in seen:
+            continue
+        seen.add(current.name)
+        if current.code:
+            sources.append(current.code)
+        tools.extend(t for t in current.tools if t not in tools)
+        for dep in current.depends_on:
+            if dep not in seen:
+                try:
+                    dep_skill = library.get(dep)
+                except SkillNotFoundError:
+                    raise SkillLibraryError(
+                        f"skill {current.name!r} depends on {dep!r}, which does not exist"
+                    ) from None
+                stack.append(dep_skill)
+    return sources, tools
+
+
+def check_args(skill: Skill, args: dict[str, Any]) -> None:
+    """Arguments against the skill's parameter schema; messages never echo the values."""
+    from sandbox.schema import schema_errors
+
+    properties = (skill.parameters or {}).get("properties", {})
+    unknown = sorted(set(args) - set(properties))
+    if unknown:
+        raise SkillUsageError(f"skill {skill.name!r} has no parameter(s) {', '.join(unknown)}")
+    missing = [p for p in (skill.parameters or {}).get("required", []) if p not in args]
+    if missing:
+        raise SkillUsageError(f"skill {skill.name!r} needs argument(s) {', '.join(missing)}")
+    types_only = {
+        "type": "object",
+        "properties": {
+            k: {"type": v["type"]} for k, v in properties.items() if isinstance(v, dict) and "type" in v
+        },
+    }
+    problems = schema_errors(args, types_only)
+    if problems:
+        raise SkillUsageError(f"skill {skill.name!r}: {'; '.join(problems)}")
+
+
+_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def task_text(skill: Skill, args: Mapping[str, Any]) -> str:
+    """``skill.when`` with each ``{name}`` placeholder replaced by that argument's value.
+
+    Plain substitution, not ``str.format``: ``when`` may come from a model and may hold
+    any braces (``{x[0]}``, ``{x.__class__}``), which must neither raise nor reach into
+    the arguments' attributes.
+    """
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in args:
+            return match.group(0)
+        found = args[name]
+        return found if isinstance(found, str) else json.dumps(found, default=str)
+
+    return _PLACEHOLDER_RE.sub(value, skill.when)

@@ -1,0 +1,123 @@
+"""Finding skills for a query vector: the index query, growing while filtering leaves too
+few, the per-skill best text, the status/reliability/confidence/tools filters, value-fit
+re-scoring and ranking; and next-skill prefetch from a subject's usage pattern.
+``SkillLibrary.fetch`` embeds the task and calls :func:`search`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from skill_library import ranking, value_fit
+from skill_library.errors import SkillNotFoundError
+from skill_library.models import Match, Skill, SkillKind
+from skill_library.vector_index import VectorIndex, best_per_skill
+
+if TYPE_CHECKING:
+    from skill_library.library import SkillLibrary
+
+#: fetch asks the index for max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) skills' worth of
+#: entries (ENTRIES_PER_SKILL_GUESS texts each), and FETCH_GROWTH times more while
+#: filtering, or several texts of one skill, leave fewer than k skills. One text per skill
+#: is the fast guess (a larger first query cost ~1 ms at every fetch, measured with
+#: benchmarks/perf_fetch.py); skills with many examples take the growth step when needed.
+FETCH_OVERFETCH = 4
+FETCH_MIN_EXTRA = 8
+ENTRIES_PER_SKILL_GUESS = 1
+FETCH_GROWTH = 4
+#: least confidence of a procedure fetch returns (procedures are filtered by confidence)
+PROCEDURE_FETCH_CONFIDENCE = 0.55
+#: fetch(subject=, state=) adds the predicted next skill only when at least this many of the
+#: subject's transitions from ``state`` back the prediction
+PREFETCH_MIN_N = 5
+
+
+def search(
+    library: "SkillLibrary",
+    embedding: Sequence[float],
+    k: int,
+    threshold: float,
+    kinds: Sequence[SkillKind] | None,
+    index: VectorIndex | None = None,
+    *,
+    floor: float = -1.0,
+    tools: frozenset[str] | None = None,
+    values: value_fit.TaskValues | None = None,
+) -> list[Match]:
+    """The ``k`` best qualifying skills for a query ``embedding`` (see ``SkillLibrary.fetch``):
+    asks the index for a few entries per wanted skill and more while filtering leaves
+    fewer than ``k``; ``values`` re-scores the candidates by value fit."""
+    wanted_kinds = set(kinds) if kinds is not None else None
+    index = index if index is not None else library.index
+    n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
+    needs: dict[str, frozenset[str] | None] = {}
+    while True:
+        found = index.query(embedding, n)  # fewer than n: the index has no more
+        below = bool(found) and found[-1].similarity < floor  # the rest is further away
+        scores: dict[str, float] = {}
+        if values is not None:
+            fitted = {id(h): value_fit.score(values, h) for h in found}
+            found = sorted(found, key=lambda h: -fitted[id(h)])
+            scores = {h.name: fitted[id(h)] for h in reversed(found)}  # each skill's best
+        hits = [
+            h for h in best_per_skill(found)
+            if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
+        ]
+        records = library.store.get_many([(h.name, h.version) for h in hits])
+        confidence = (library.procedures.confidences([h.name for h in hits if h.kind == "instruction"])
+                      if any(h.kind == "instruction" for h in hits) else {})
+        matches = []
+        for hit in hits:
+            skill = records.get((hit.name, hit.version))
+            if skill is None:
+                continue
+            if skill.kind == "instruction":
+                if skill.status != "active" or confidence.get(skill.name, 0.0) < PROCEDURE_FETCH_CONFIDENCE:
+                    continue
+            elif not ranking.qualifies(skill, threshold):
+                continue
+            if tools is not None:
+                need = tools_needed(library, skill, needs)
+                if need is None or not need <= tools:
+                    continue
+            matches.append(ranking.make_match(skill, hit.similarity))
+        if len(matches) >= k or len(found) < n or below:
+            return ranking.rank(matches, scores)[:k]
+        n *= FETCH_GROWTH
+
+
+def tools_needed(
+    library: "SkillLibrary", skill: Skill, memo: dict[str, frozenset[str] | None]
+) -> frozenset[str] | None:
+    """Every tool ``skill`` and the skills it calls declare; None if one is missing."""
+    if skill.name in memo:
+        return memo[skill.name]
+    memo[skill.name] = frozenset(skill.tools)  # a cycle ends here
+    need = set(skill.tools)
+    for dep in skill.depends_on:
+        try:
+            sub = tools_needed(library, library.store.get(dep), memo)
+        except SkillNotFoundError:
+            sub = None
+        if sub is None:
+            memo[skill.name] = None
+            return None
+        need |= sub
+    memo[skill.name] = frozenset(need)
+    return memo[skill.name]
+
+
+def prefetch(library: "SkillLibrary", subject: str, state: str, matches: Sequence[Match],
+             threshold: float) -> list[Match]:
+    """The skill ``subject``'s usage pattern predicts after ``state``, flagged
+    ``prefetch=True``, when :data:`PREFETCH_MIN_N` transitions back it and it is fetchable."""
+    predicted = library.patterns.predict(subject, state, min_n=PREFETCH_MIN_N)
+    if predicted is None or predicted in {m.skill.name for m in matches}:
+        return []
+    try:
+        skill = library.store.get(predicted)
+    except SkillNotFoundError:
+        return []  # a product state, not a skill
+    if skill.kind != "code" or not ranking.qualifies(skill, threshold):
+        return []
+    match = ranking.make_match(skill, 0.0)
+    return [match.model_copy(update={"prefetch": True})]

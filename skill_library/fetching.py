@@ -24,6 +24,8 @@ FETCH_OVERFETCH = 4
 FETCH_MIN_EXTRA = 8
 ENTRIES_PER_SKILL_GUESS = 1
 FETCH_GROWTH = 4
+#: how often one fetch reopens the index when another writer changed the records meanwhile
+FETCH_REFRESHES = 3
 #: least confidence of a procedure fetch returns (procedures are filtered by confidence)
 PROCEDURE_FETCH_CONFIDENCE = 0.55
 #: fetch(subject=, state=) adds the predicted next skill only when at least this many of the
@@ -47,11 +49,26 @@ def search(
     asks the index for a few entries per wanted skill and more while filtering leaves
     fewer than ``k``; ``values`` re-scores the candidates by value fit."""
     wanted_kinds = set(kinds) if kinds is not None else None
-    index = index if index is not None else library.index
+    # the library's own index is checked against the records optimistically: the
+    # generation is read in the same read as the records the hits name, and a change
+    # (another writer) reopens the index and asks again
+    synced = library._index if index is None else None
+    if synced is not None:
+        index = synced.opened()
+    assert index is not None
+    refreshes = 0
     n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
     needs: dict[str, frozenset[str] | None] = {}
     while True:
-        found = index.query(embedding, n)  # fewer than n: the index has no more
+        try:
+            found = index.query(embedding, n)  # fewer than n: the index has no more
+        except Exception:
+            if synced is None or refreshes >= FETCH_REFRESHES:
+                raise
+            # the unchecked index may be gone (another process rebuilt it): check, ask again
+            refreshes += 1
+            index = synced.current()
+            continue
         below = bool(found) and found[-1].similarity < floor  # the rest is further away
         scores: dict[str, float] = {}
         if values is not None:
@@ -62,7 +79,15 @@ def search(
             h for h in best_per_skill(found)
             if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
         ]
-        records = library.store.get_many([(h.name, h.version) for h in hits])
+        keys = [(h.name, h.version) for h in hits]
+        if synced is None:
+            records = library.store.get_many(keys)
+        else:
+            records, generation = library.store.get_many_and_generation(keys)
+            if generation != synced.seen_generation and refreshes < FETCH_REFRESHES:
+                refreshes += 1
+                index = synced.current()  # reopened and checked against the records
+                continue
         confidence = (library.procedures.confidences([h.name for h in hits if h.kind == "instruction"])
                       if any(h.kind == "instruction" for h in hits) else {})
         matches = []

@@ -130,6 +130,12 @@ class SyncedIndex:
         """The records generation last read or written here (what :meth:`current` checked)."""
         return self._generation
 
+    def opened(self) -> VectorIndex:
+        """The index as last opened here, unchecked (the caller compares the generation it
+        reads with the records to :attr:`seen_generation`, as fetch does); opened and
+        checked by :meth:`current` when it is not open yet."""
+        return self._index if self._index is not None else self.current()
+
     def current(self) -> VectorIndex:
         """The index, opened on first use and reopened when another writer changed it."""
         generation = self.store.index_generation()

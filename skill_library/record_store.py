@@ -233,6 +233,12 @@ class RecordStore(abc.ABC):
     def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Skill]:
         """The given (name, version) records that exist, in one round trip."""
 
+    def get_many_and_generation(
+        self, keys: Sequence[tuple[str, int]]
+    ) -> tuple[dict[tuple[str, int], Skill], int]:
+        """:meth:`get_many` and :meth:`index_generation` read together (fetch's one read)."""
+        return self.get_many(keys), self.index_generation()
+
     @abc.abstractmethod
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
         """The active-pointer version of every skill, by name."""
@@ -856,20 +862,30 @@ class SQLRecordStore(RecordStore):
     def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Skill]:
         if not keys:
             return {}
+        with self._read() as conn:
+            return self._get_many(conn, keys)
+
+    def get_many_and_generation(
+        self, keys: Sequence[tuple[str, int]]
+    ) -> tuple[dict[tuple[str, int], Skill], int]:
+        with self._read() as conn:
+            found = self._get_many(conn, keys) if keys else {}
+            return found, self._index_generation(conn)
+
+    def _get_many(self, conn: Connection, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Skill]:
         wanted = set(keys)
         names = sorted({n for n, _ in wanted})
         found = {}
-        with self._read() as conn:
-            for start in range(0, len(names), IN_QUERY_BATCH):
-                rows = conn.execute(
-                    _versions().where(self._t(versions_table)).where(
-                        versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
-                    )
-                ).mappings()
-                for row in rows:
-                    key = (row["name"], row["version"])
-                    if key in wanted:
-                        found[key] = _row_to_skill(row)
+        for start in range(0, len(names), IN_QUERY_BATCH):
+            rows = conn.execute(
+                _versions().where(self._t(versions_table)).where(
+                    versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
+                )
+            ).mappings()
+            for row in rows:
+                key = (row["name"], row["version"])
+                if key in wanted:
+                    found[key] = _row_to_skill(row)
         return found
 
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
@@ -1126,10 +1142,13 @@ class SQLRecordStore(RecordStore):
 
     def index_generation(self) -> int:
         with self._read() as conn:
-            value = conn.execute(
-                sa.select(meta_table.c.value).where(self._t(meta_table))
-                .where(meta_table.c.key == "index_generation")
-            ).scalar()
+            return self._index_generation(conn)
+
+    def _index_generation(self, conn: Connection) -> int:
+        value = conn.execute(
+            sa.select(meta_table.c.value).where(self._t(meta_table))
+            .where(meta_table.c.key == "index_generation")
+        ).scalar()
         return int(value) if value is not None else 0
 
     def bump_index_generation(self) -> int:

@@ -29,6 +29,7 @@ from .models import CallRecord, Limits, PolicyViolation, RunResult, SandboxError
 from .policy import (
     DEFAULT_MODULES,
     MAX_SOURCE_CHARS,
+    precheck,
     source_size_problem,
     validate_modules,
 )
@@ -773,11 +774,9 @@ class Sandbox:
     def check(self, code: str) -> None:
         """Compile ``code`` under the policy in a sandboxed child (with this Sandbox's
         limits); raise ``PolicyViolation(message, line)`` if it does not compile."""
-        if not isinstance(code, str):
-            raise PolicyViolation(f"code must be a str, got {type(code).__name__}")
-        problem = source_size_problem(code)
-        if problem is not None:
-            raise _policy_violation("PolicyViolation", problem, None)
+        refused = precheck(code)
+        if refused is not None:
+            raise refused
         result = self._compile_in_child([code])
         if result.ok:
             return
@@ -796,13 +795,8 @@ class Sandbox:
         out: list[PolicyViolation | None] = [None] * len(codes)
         pending: list[int] = []
         for i, code in enumerate(codes):
-            if not isinstance(code, str):
-                out[i] = PolicyViolation(f"code must be a str, got {type(code).__name__}")
-                continue
-            problem = source_size_problem(code)
-            if problem is not None:
-                out[i] = _policy_violation("PolicyViolation", problem, None)
-            else:
+            out[i] = precheck(code)
+            if out[i] is None:
                 pending.append(i)
         at = 0
         while at < len(pending):

@@ -315,6 +315,14 @@ def source_size_problem(source: str) -> str | None:
     return None
 
 
+def precheck(code: object) -> PolicyViolation | None:
+    """What refuses ``code`` before it is parsed (not a str, too large), or None."""
+    if not isinstance(code, str):
+        return PolicyViolation(f"code must be a str, got {type(code).__name__}")
+    problem = source_size_problem(code)
+    return _violation("PolicyViolation", problem, None) if problem is not None else None
+
+
 def _violation(kind: str, message: str, line: int | None) -> PolicyViolation:
     exc = PolicyViolation(message, line)
     exc.kind = kind  # type: ignore[attr-defined]
@@ -454,12 +462,9 @@ def check_sources(
     out: list[PolicyViolation | None] = [None] * len(codes)
     unknown: dict[str, list[int]] = {}  # source digest -> positions (a source is checked once)
     for i, code in enumerate(codes):
-        if not isinstance(code, str):
-            out[i] = PolicyViolation(f"code must be a str, got {type(code).__name__}")
-            continue
-        problem = source_size_problem(code)
-        if problem is not None:
-            out[i] = _violation("PolicyViolation", problem, None)
+        refused = precheck(code)
+        if refused is not None:
+            out[i] = refused
             continue
         digest = source_digest(code)
         hit, outcome = _check_cache.get((digest, modules))

@@ -36,11 +36,12 @@ $(CHROMIUM):
 # lint and type checks first (rules and strictness: pyproject.toml), then the tests; the
 # shared-deployment tests start a throwaway PostgreSQL cluster and a Chroma server on
 # loopback once per session and stop both at its end (tests/conftest.py); the console's
-# browser tests need Chromium
+# browser tests need Chromium; SKILLS_TESTS_STRICT=1: a missing server or browser fails
+# the run instead of skipping its tests (tests/missing_parts.py)
 test: $(STAMP) $(CHROMIUM)
 	$(PY) -m ruff check skill_library sandbox benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	SKILLS_TESTS_STRICT=1 $(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(PY) -m ruff check skill_library sandbox benchmarks

@@ -23,11 +23,14 @@ DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 @pytest.fixture
 def browser(tmp_path):
+    from missing_parts import skip_or_fail
+
     if not shutil.which(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
-        pytest.skip(f"{CHROMIUM} is missing (make test installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+        skip_or_fail(f"{CHROMIUM} is missing (Debian's chromium; make test installs it)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        skip_or_fail("playwright is missing (the browser extra; make test installs it)")
     profile = tmp_path / "chromium-profile"
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(

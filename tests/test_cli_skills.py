@@ -186,3 +186,17 @@ def test_an_index_rebuild_is_a_one_line_notice_not_a_raw_warning(shelf):
     assert "IndexRebuiltWarning" not in out and "warnings.warn" not in out
     data = "\n".join(line for line in out.splitlines() if not line.startswith("notice:"))
     assert json.loads(data)[0]["name"] == LONG_NAME
+
+
+def test_output_holding_brackets_prints_literally(tmp_path, lib):
+    """User text (a `when`, a name in an error) is printed as it is, never read as rich
+    markup: a closing tag in it once crashed the command after it had stored the skill."""
+    path = tmp_path / "b.py"
+    path.write_text("def bracketed(x: int) -> int:\n    return x\n")
+    when = "copy [/x] and [bold]x[/bold] as written"
+    code, out = invoke("add", str(path), "--when", when, lib=lib)
+    assert code == 0, out
+    code, out = invoke("show", "bracketed", lib=lib)
+    assert code == 0 and when in out, out
+    code, out = invoke("show", "no_[/such]_skill", lib=lib)
+    assert code == 1 and "error: " in out and "no_[/such]_skill" in out, out

@@ -33,3 +33,19 @@ def test_command_has_help_and_is_documented(name):
     command = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
     assert (command.help or "").strip(), f"`skills {name}` has no help text"
     assert re.search(rf"skills {name}\b", cli_section()), f"`skills {name}` is not in the README's CLI section"
+
+
+def _help_paths(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [path]
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        paths += _help_paths(sub, (*path, name))
+    return paths
+
+
+@pytest.mark.parametrize("path", _help_paths(typer.main.get_command(app)), ids=lambda p: " ".join(p) or "skills")
+def test_every_help_page_renders(path):
+    """The root, every group and every command print their help (a help text holding rich
+    markup, as ``[/COLLECTION]`` once did, made ``skills --help`` crash for every new user)."""
+    result = CliRunner().invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output

@@ -45,7 +45,7 @@ def _deployment(
     ),
     index: Optional[str] = typer.Option(
         None, "--index", envvar=INDEX_URL_ENV, show_envvar=True,
-        help="Chroma server index URL of a shared deployment (http://HOST:PORT[/COLLECTION]; "
+        help="Chroma server index URL of a shared deployment (http://HOST:PORT\\[/COLLECTION]; "
         "token: SKILLS_INDEX_TOKEN).",
     ),
     tenant: Optional[str] = typer.Option(

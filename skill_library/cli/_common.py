@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.text import Text
 
 from skill_library.errors import (
     IndexCorruptError,
@@ -43,8 +44,15 @@ if TYPE_CHECKING:
     from sandbox import Limits
     from skill_library.library import SkillLibrary
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)  # one-line errors, never wrapped
+# Output is literal: skill names, `when` texts, file names and error messages hold user text, so
+# a "[/x]" in them must print as it is, never be read as rich markup (styles go through Text).
+console = Console(markup=False)
+err_console = Console(stderr=True, soft_wrap=True, markup=False)  # one-line errors, never wrapped
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of plain and ``(text, style)`` parts, none of it read as markup."""
+    return Text.assemble(*parts)
 
 EXIT_ERROR = 1
 EXIT_UNUSABLE = 2
@@ -121,13 +129,13 @@ def short(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """Print ``error: message`` on one line of stderr and exit with ``code``."""
-    err_console.print(f"[red]error:[/red] {message}", markup=True, highlight=False)
+    err_console.print(styled(("error:", "red"), f" {message}"), highlight=False)
     raise typer.Exit(code)
 
 
 def notice(message: str) -> None:
     """A one-line notice on stderr (what a warning becomes in the CLI)."""
-    err_console.print(f"[yellow]notice:[/yellow] {message}", highlight=False)
+    err_console.print(styled(("notice:", "yellow"), f" {message}"), highlight=False)
 
 
 def validation_message(exc: ValidationError) -> str:

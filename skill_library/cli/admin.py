@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from skill_library.cli._common import DEFAULT_DIR, DirOption, JsonOption, command, console, emit, open_library
+from skill_library.cli._common import DEFAULT_DIR, DirOption, JsonOption, command, console, emit, open_library, styled
 
 
 @command
@@ -31,7 +31,7 @@ def init(
     if as_json:
         emit({"path": str(path), "skills": count})
     else:
-        console.print(f"library ready in [bold]{path}[/bold] ({count} skill(s))")
+        console.print(styled("library ready in ", (str(path), "bold"), f" ({count} skill(s))"))
 
 
 @command

@@ -29,6 +29,7 @@ from skill_library.cli._common import (
     open_library,
     short,
     split_names,
+    styled,
 )
 from skill_library.library import GeneralizerName
 from skill_library.serialize import match_json, run_json, skill_json
@@ -148,12 +149,12 @@ def learn(
         emit(result.model_dump(mode="json"))
     elif result.status in ("saved", "merged", "revised") and result.skill is not None:
         console.print(
-            f"{result.status} [bold]{result.skill.name}[/bold] v{result.skill.version}: {result.skill.when}",
+            styled(f"{result.status} ", (result.skill.name, "bold"), f" v{result.skill.version}: {result.skill.when}"),
             highlight=False,
         )
     else:
         why = "; ".join(result.reasons or [str(result.duplicate_of)])
-        console.print(f"[yellow]{result.status}[/yellow]: {short(why, 500)}", highlight=False)
+        console.print(styled((result.status, "yellow"), f": {short(why, 500)}"), highlight=False)
     if result.status == "rejected":
         raise typer.Exit(EXIT_REFUSED)
 
@@ -275,8 +276,8 @@ def run(
     else:
         limit = f" (hit the {result.limit} limit)" if result.limit else ""
         console.print(
-            f"[red]failed[/red]{limit}: {short(str(result.error), 500)}; "
-            + (f"trace {result.trace.id}" if record else "not recorded"),
+            styled(("failed", "red"), f"{limit}: {short(str(result.error), 500)}; "
+                   + (f"trace {result.trace.id}" if record else "not recorded")),
             highlight=False,
         )
     if not result.ok:

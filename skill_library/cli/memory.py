@@ -17,6 +17,7 @@ from skill_library.cli._common import (
     emit,
     fail,
     open_library,
+    styled,
 )
 from skill_library.errors import require_extra
 from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
@@ -51,8 +52,8 @@ def procedures_add(
     if as_json:
         emit(_procedure_json(procedure))
     else:
-        console.print(f"added procedure [bold]{procedure.name}[/bold] v{procedure.version} "
-                      f"(confidence {procedure.confidence:.2f})")
+        console.print(styled("added procedure ", (procedure.name, "bold"), f" v{procedure.version} "
+                             f"(confidence {procedure.confidence:.2f})"))
 
 
 @procedures_app.command("list")
@@ -82,7 +83,7 @@ def procedures_show(
     if as_json:
         emit(_procedure_json(procedure))
         return
-    console.print(f"[bold]{procedure.title}[/bold] ({procedure.name} v{procedure.version}, {procedure.status})")
+    console.print(styled((procedure.title, "bold"), f" ({procedure.name} v{procedure.version}, {procedure.status})"))
     console.print(f"Trigger: {procedure.trigger}", highlight=False)
     console.print(procedure.description, highlight=False)
     console.print(f"confidence {procedure.confidence:.2f}; {procedure.successes} ok / "

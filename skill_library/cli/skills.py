@@ -25,6 +25,7 @@ from skill_library.cli._common import (
     open_library,
     short,
     split_names,
+    styled,
 )
 from skill_library.models import Skill, SkillStatus
 from skill_library.serialize import outcome_json, skill_json, trace_json
@@ -108,13 +109,13 @@ def add(
     elif result.added and result.skill is not None:
         tools_text = ", ".join(result.skill.tools) or "none"
         console.print(
-            f"added [bold]{result.skill.name}[/bold] v{result.skill.version} (tools: {tools_text})",
+            styled("added ", (result.skill.name, "bold"), f" v{result.skill.version} (tools: {tools_text})"),
             highlight=False,
         )
     else:
         console.print(
-            f"[yellow]not added:[/yellow] duplicate of [bold]{result.duplicate_of}[/bold] "
-            f"(similarity {result.similarity or 0:.3f})"
+            styled(("not added:", "yellow"), " duplicate of ", (str(result.duplicate_of), "bold"),
+                   f" (similarity {result.similarity or 0:.3f})")
         )
     if not result.added:
         raise typer.Exit(EXIT_REFUSED)

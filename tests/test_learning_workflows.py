@@ -63,6 +63,45 @@ def test_traces_of_one_workflow_give_one_skill_with_all_the_evidence(library):
     assert [m.skill.name for m in matches] == [skill.name]
 
 
+# a long shared request, so the two lookups' tasks read alike (similarity over 0.9)
+LATER = " Cancel the pending order before it ships, and send the order confirmation of the cancellation to me."
+
+
+def cancel_by_name_trace(first: str, last: str, zip_code: str, order: str, reason: str) -> Trace:
+    """The cancel workflow with the customer looked up by name and zip, not by email."""
+    return Trace(
+        task=f"I'm {first} {last}, {zip_code}. I am patient but busy. "
+             f"Please cancel order {order} because it was {reason}.{LATER}",
+        params={"first_name": first, "last_name": last, "zip": zip_code, "order_id": order, "reason": reason},
+        calls=[
+            ToolCall(name="find_user_id_by_name_zip",
+                     arguments={"first_name": first, "last_name": last, "zip": zip_code}, result="u_" + order[-3:]),
+            ToolCall(name="get_order_details", arguments={"order_id": order},
+                     result={"order_id": order, "status": "pending"}),
+            ToolCall(name="cancel_pending_order", arguments={"order_id": order, "reason": reason},
+                     result={"status": "cancelled"}),
+        ],
+        outcome=VERIFIED,
+    )
+
+
+def test_a_trace_that_reads_alike_but_takes_other_inputs_is_another_workflow(library):
+    """The same request with the customer looked up another way is no "duplicate" of the
+    reliable email skill: it is saved as its own workflow, and further traces merge into it."""
+    for n, (person, email) in enumerate([("Dana Whitfield", "dana.w@example.org"), ("Ravi Osei", "ravi@example.net")]):
+        trace = cancel_trace(person, email, f"#W100{n}", "no longer needed")
+        library.learn(trace.model_copy(update={"task": trace.task + LATER}))
+    email_skill = library.get("cancel_pending_order_by_email")
+    assert email_skill.successes == 2
+    by_name = library.learn(cancel_by_name_trace("Mia", "Chen", "60614", "#W3003", "too slow"))
+    assert by_name.status == "saved", by_name.reasons
+    assert by_name.skill.name == "cancel_pending_order_by_name_zip"
+    again = library.learn(cancel_by_name_trace("Lee", "Park", "10001", "#W4004", "ordered by mistake"))
+    assert (again.status, again.skill.name) == ("merged", by_name.skill.name)
+    assert library.get("cancel_pending_order_by_email").successes == 2  # no evidence moved to it
+    assert sorted(s.name for s in library.list()) == ["cancel_pending_order_by_email", "cancel_pending_order_by_name_zip"]
+
+
 def test_merged_evidence_survives_a_reindex_and_the_index_holds_each_text(library):
     library.learn(cancel_trace("Dana Whitfield", "dana.w@example.org", "#W1001", "no longer needed"))
     library.learn(cancel_trace("Mia Chen", "mia@example.com", "#W3003", "too slow", persona=False))

@@ -12,8 +12,9 @@ nearest to the trace's task:
   candidate built from the skill's example traces together with the new one becomes the
   next version if it replays every one of them; a skill that has dropped out (reliability
   under the fetch threshold) is replaced by the new candidate when no joint one is found;
-* **duplicate** when a reliable skill for the same task exists and no joint candidate
-  could be found (nothing stored);
+* **duplicate** when a reliable skill for the same task, taking the same parameters, exists
+  and no joint candidate could be found (nothing stored); a skill that reads alike but
+  takes other inputs (the customer's email, not a name and zip) is another workflow;
 * **save** otherwise, under a free name.
 
 The decision and the writes it leads to happen in one critical section (the library's
@@ -143,6 +144,11 @@ def replays(
     return report if report.passed else None
 
 
+def same_inputs(skill: Skill, candidate: Candidate) -> bool:
+    """Whether ``skill`` takes the parameters ``candidate`` takes (the workflow's inputs)."""
+    return set((skill.parameters or {}).get("properties", {})) == set(candidate.parameters.get("properties", {}))
+
+
 def family(name: str, names: Sequence[str]) -> list[str]:
     """``name`` and the ``name_2``, ``name_3`` ... among ``names``."""
     pattern = re.compile(re.escape(name) + r"(_\d+)?")
@@ -235,9 +241,12 @@ def decide(
         proof = replays(skill, candidate, trace, sandbox, related, read_only)
         if proof is not None:
             return _merge_or_refuse(skill, proof, "replays this trace")
+    # a skill that reads alike but takes other inputs (an email, not a name and zip) is
+    # another workflow: neither revised into, nor replaced, nor a reason to refuse
+    alike = [s for s in code_skills if same_task(s) and same_inputs(s, candidate)]
     base = [
         s for s in code_skills
-        if (family(candidate.name, [s.name]) or same_task(s)) and s.status not in ("retired", "rejected")
+        if (family(candidate.name, [s.name]) or s in alike) and s.status not in ("retired", "rejected")
     ]
     for skill in base:
         traces = example_traces(skill)
@@ -256,7 +265,7 @@ def decide(
                          "the new version is learned from this trace"],
             )
     for skill in code_skills:
-        if skill.status == "active" and skill.reliability >= min_reliability and same_task(skill):
+        if skill.status == "active" and skill.reliability >= min_reliability and skill in alike:
             return Decision(
                 "duplicate", skill=skill, report=report,
                 reasons=[f"{skill.name!r} v{skill.version} already does this "

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from skill_library import prototypes
 from skill_library.embeddings import Embedder
 from skill_library.errors import IndexCorruptError, RecordsBehindIndexError
 from skill_library.models import Skill
@@ -98,6 +99,13 @@ class SyncedIndex:
             finally:
                 self._lock_depth = 0
                 lock.release()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's write lock (re-entrant) around work that must not interleave
+        with another writer's, such as adding records an index rebuild reads."""
+        with self._lock():
+            yield
 
     @property
     def where(self) -> str:
@@ -181,7 +189,8 @@ class SyncedIndex:
             if self._index is None:
                 self._index = self._open_or_recreate()
             try:
-                self._index.rebuild(self.expected_entries(skills), progress=progress)
+                wanted = prototypes.fill(self.expected_entries(skills), self.store, self.embedder.model_name)
+                self._index.rebuild(wanted, progress=progress)
             except BaseException:
                 self._drop()
                 raise
@@ -268,7 +277,8 @@ class SyncedIndex:
         """What the index must hold, read from the records: every text of every active skill."""
         if skills is None:
             skills = self.store.list(status="active")
-        return entries_for(skills, self.store.examples([s.name for s in skills]))
+        examples = self.store.examples([s.name for s in skills])
+        return entries_for(skills, examples, prototypes.vectored(self.store, self.embedder.model_name, examples))
 
     def _open_checked(self) -> VectorIndex:
         wanted = self.expected_entries()

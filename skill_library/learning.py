@@ -19,6 +19,7 @@ from skill_library import fetching
 from skill_library.errors import SkillNotFoundError
 from skill_library.induction import description
 from skill_library.models import Example, LearnResult, Skill, Trace
+from skill_library.text_vectors import pack
 from skill_library.vector_index import VectorIndex, best_per_skill
 
 if TYPE_CHECKING:
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 RELATED_SKILLS = 3
 #: Index entries read when looking for a skill of the same workflow as a new trace.
 WORKFLOW_QUERY_ENTRIES = 24
+#: Statuses whose trace is kept as a skill's evidence (its task vector is stored for the
+#: skill's prototype: skill_library.prototypes).
+EVIDENCE_STATUSES = frozenset({"saved", "merged", "revised", "held"})
 
 
 def learn_batch(
@@ -76,6 +80,11 @@ def learn_batch(
             for n, (candidate, report, related) in prepared.items():
                 out[n] = admit(lib, candidate, report, checked[n], related, generalizer,
                                      index, known, pending)
+            # the task vectors of the traces kept as evidence: the skills' prototypes
+            lib.store.save_task_vectors(lib.embedder.model_name, {
+                checked[n].id: pack(vectors[n]) for n in prepared
+                if (r := out[n]) is not None and r.status in EVIDENCE_STATUSES
+            })
             lib._sync_index_many(index, sorted(pending), known)
     return [r for r in out if r is not None]
 

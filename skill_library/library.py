@@ -13,7 +13,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import execution, fetching, ingest, learning, value_fit
+from skill_library import execution, fetching, ingest, learning, prototypes, value_fit
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -557,9 +557,13 @@ class SkillLibrary:
 
         Refuses when the records are damaged (:class:`RecordStoreCorruptError`) or older
         than the index (:class:`RecordsBehindIndexError`): rebuilding from them would lose
-        skills. ``force=True`` rebuilds from the records as they are."""
-        with _ProgressBar(progress, "embedding skills", len(self._index.expected_entries())) as bar:
-            return self._index.rebuild(progress=bar.advance, force=force)
+        skills. ``force=True`` rebuilds from the records as they are. Example traces that
+        lack a task vector (a library learned before prototypes) are embedded first, so
+        every skill with enough of them gets its prototype (skill_library.prototypes)."""
+        with self._index.locked():
+            prototypes.backfill(self.store, self.embedder, [s.name for s in self.store.list(status="active")])
+            with _ProgressBar(progress, "embedding skills", len(self._index.expected_entries())) as bar:
+                return self._index.rebuild(progress=bar.advance, force=force)
 
     # -- fetch and feedback -------------------------------------------------------------
     def fetch(
@@ -854,14 +858,16 @@ class SkillLibrary:
         if skill.status != "active":
             index.delete(skill.name)
             return
-        wanted = entries_for([skill], self.store.examples([skill.name]))
+        examples = self.store.examples([skill.name])
+        model = self._text_vectors.model_name
+        wanted = entries_for([skill], examples, prototypes.vectored(self.store, model, examples))
         have = index.texts_of(skill.name)
-        changed = [e for e in wanted if have.get(e.id) != (e.when, e.version)]
+        changed = prototypes.fill([e for e in wanted if have.get(e.id) != (e.when, e.version)], self.store, model)
         known = dict(known or {})
-        missing = [e.when for e in changed if e.when not in known]
+        missing = [e.when for e in changed if e.vector is None and e.when not in known]
         if missing:
             known.update(zip(missing, self._text_vectors.embed(missing)))
-        vectors = [known[e.when] for e in changed]
+        vectors = [e.vector if e.vector is not None else known[e.when] for e in changed]
         stale = [i for i in have if i not in {e.id for e in wanted}]
         if stale:
             index.delete_ids(stale)
@@ -879,16 +885,18 @@ class SkillLibrary:
         for name in names:
             if name not in {s.name for s in active}:
                 index.delete(name)
-        wanted = entries_for(active, self.store.examples([s.name for s in active]))
+        examples = self.store.examples([s.name for s in active])
+        model = self._text_vectors.model_name
+        wanted = entries_for(active, examples, prototypes.vectored(self.store, model, examples))
         have = index.texts_of_many([s.name for s in active])
-        changed = [e for e in wanted if have.get(e.id) != (e.when, e.version)]
-        missing = list(dict.fromkeys(e.when for e in changed if e.when not in known))
+        changed = prototypes.fill([e for e in wanted if have.get(e.id) != (e.when, e.version)], self.store, model)
+        missing = list(dict.fromkeys(e.when for e in changed if e.vector is None and e.when not in known))
         if missing:
             known.update(zip(missing, self._text_vectors.embed(missing)))
         keep = {e.id for e in wanted}
         index.delete_ids([i for i in have if i not in keep])
         if changed:
-            index.upsert(changed, [known[e.when] for e in changed])
+            index.upsert(changed, [e.vector if e.vector is not None else known[e.when] for e in changed])
 
     def examples(self, name: str) -> builtins.list[Example]:
         """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""

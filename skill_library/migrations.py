@@ -152,6 +152,7 @@ MIGRATIONS: list[Migration] = [
     Migration("tenants: a tenant column in every record and its keys", _add_tenants),
     Migration("governance: audit_events, actors, tool_specs, policies, canaries; superseded", _governance),
     Migration("evaluations: candidate vs active on a suite", _create(evaluations_table)),
+    Migration("task_vectors: the vectors of example traces' tasks, for prototypes", _create(rs.task_vectors_table)),
 ]
 
 

@@ -40,7 +40,7 @@ from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH, check_tenan
 from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, ThreadWriteLock, WriteLock
 
 #: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 #: how long a SQLite writer waits for another one's lock before giving up
@@ -141,6 +141,19 @@ examples_table = sa.Table(
     sa.Column("indexed", sa.Boolean, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
+)
+
+# The vector of a trace's task in the form fetch embeds a query, per model: a skill's
+# *prototype* index entry is the mean of its example traces' vectors (skill_library.prototypes).
+# Kept in the tenant's records beside the traces they come from (a task may hold personal
+# data, so these never enter the shared text_vectors cache) and deleted with them.
+task_vectors_table = sa.Table(
+    "task_vectors",
+    metadata,
+    _tenant_column(),
+    sa.Column("trace_id", sa.String(64), primary_key=True),
+    sa.Column("model", sa.String(200), primary_key=True),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
 )
 
 profiles_table = sa.Table(
@@ -312,6 +325,18 @@ class RecordStore(abc.ABC):
     @abc.abstractmethod
     def save_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
         """Store text vectors of ``model`` (digest -> packed vector; existing ones kept)."""
+
+    @abc.abstractmethod
+    def load_task_vectors(self, model: str, trace_ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored task vectors of ``model`` for the traces ``trace_ids`` that have one."""
+
+    @abc.abstractmethod
+    def task_vector_ids(self, model: str, trace_ids: Sequence[str]) -> set[str]:
+        """Which of ``trace_ids`` have a task vector of ``model`` (no vectors read)."""
+
+    @abc.abstractmethod
+    def save_task_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
+        """Store task vectors of ``model`` (trace id -> packed vector; existing ones kept)."""
 
     @abc.abstractmethod
     def names(self, *, prefix: str | None = None) -> builtins.list[str]:
@@ -1012,6 +1037,42 @@ class SQLRecordStore(RecordStore):
             rows = [{"model": model, "digest": d, "vector": v} for d, v in vectors.items() if d not in have]
             if rows:
                 conn.execute(vectors_table.insert(), rows)
+
+    def _task_vector_rows(self, model: str, trace_ids: Sequence[str], *columns: Any) -> builtins.list[Any]:
+        unique = sorted(set(trace_ids))
+        rows: builtins.list[Any] = []
+        with self._read() as conn:
+            for start in range(0, len(unique), IN_QUERY_BATCH):
+                rows.extend(conn.execute(
+                    sa.select(*columns).where(self._t(task_vectors_table))
+                    .where(task_vectors_table.c.model == model)
+                    .where(task_vectors_table.c.trace_id.in_(unique[start : start + IN_QUERY_BATCH]))
+                ))
+        return rows
+
+    def load_task_vectors(self, model: str, trace_ids: Sequence[str]) -> dict[str, bytes]:
+        rows = self._task_vector_rows(model, trace_ids, task_vectors_table.c.trace_id, task_vectors_table.c.vector)
+        return {r[0]: bytes(r[1]) for r in rows}
+
+    def task_vector_ids(self, model: str, trace_ids: Sequence[str]) -> set[str]:
+        return {r[0] for r in self._task_vector_rows(model, trace_ids, task_vectors_table.c.trace_id)}
+
+    def save_task_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
+        if not vectors:
+            return
+        with self._write() as conn:
+            have: set[str] = set()
+            keys = sorted(vectors)
+            for start in range(0, len(keys), IN_QUERY_BATCH):
+                have.update(conn.execute(
+                    sa.select(task_vectors_table.c.trace_id).where(self._t(task_vectors_table))
+                    .where(task_vectors_table.c.model == model)
+                    .where(task_vectors_table.c.trace_id.in_(keys[start : start + IN_QUERY_BATCH]))
+                ).scalars())
+            rows = [{"tenant": self.tenant, "trace_id": t, "model": model, "vector": v}
+                    for t, v in vectors.items() if t not in have]
+            if rows:
+                conn.execute(task_vectors_table.insert(), rows)
 
     def names(self, *, prefix: str | None = None) -> builtins.list[str]:
         query = sa.select(skills_table.c.name).where(self._t(skills_table)).order_by(skills_table.c.name)

@@ -96,14 +96,17 @@ def _unreachable(exc: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """One embedded text of a skill: its ``when`` (``key == name``) or an example task."""
+    """One embedded text of a skill: its ``when`` (``key == name``), an example task, or
+    its prototype (``traces`` set: the mean of their task vectors, ``when`` a label)."""
 
     name: str
     version: int
     kind: str
-    when: str  # the embedded text
+    when: str  # the embedded text (a prototype's: its label, see skill_library.prototypes)
     key: str = ""
     shapes: str = ""  # value_fit.encode of the example's params ("": none known)
+    traces: tuple[str, ...] = ()  # a prototype's traces
+    vector: tuple[float, ...] | None = field(default=None, compare=False, repr=False)  # a prototype's, once computed
 
     @property
     def id(self) -> str:
@@ -318,7 +321,8 @@ class VectorIndex:
         self._collection = self._retry(self._open_collection)
         for start in range(0, len(entries), batch_size):
             batch = entries[start : start + batch_size]
-            self.upsert(batch, self.embedder.embed([e.when for e in batch]))
+            texts = iter(self.embedder.embed([e.when for e in batch if e.vector is None]))
+            self.upsert(batch, [e.vector if e.vector is not None else next(texts) for e in batch])
             if progress is not None:
                 progress(len(batch))
 
@@ -427,15 +431,18 @@ def _metadata(entry: IndexEntry) -> dict[str, str | int]:
 
 
 def entries_for(
-    skills: Iterable[object], examples: Mapping[str, Sequence[object]] | None = None
+    skills: Iterable[object], examples: Mapping[str, Sequence[object]] | None = None,
+    vectored: set[str] | None = None,
 ) -> list[IndexEntry]:
     """Index entries for skill records (name, version, kind, when) and their examples.
 
     Each skill gets its ``when`` and each of its indexed examples, in their embedded form
     (:func:`~skill_library.induction.description.index_text`; an example less the chatter
-    that varies between the skill's examples), each distinct text once.
+    that varies between the skill's examples), each distinct text once; and its prototype
+    when enough of its example traces are in ``vectored`` (the trace ids with a task
+    vector: :mod:`skill_library.prototypes`; its vector is filled in before writing).
     """
-    from skill_library import value_fit
+    from skill_library import prototypes, value_fit
     from skill_library.induction import description
 
     out: list[IndexEntry] = []
@@ -458,6 +465,13 @@ def entries_for(
             key = f"{name}#{example.trace_id}"  # type: ignore[attr-defined]
             shapes = value_fit.encode(example.params)  # type: ignore[attr-defined]
             out.append(IndexEntry(name=name, version=version, kind=kind, when=text, key=key, shapes=shapes))
+        traces = prototypes.traces_of(found, vectored) if vectored and found else []  # type: ignore[arg-type]
+        if traces:
+            out.append(IndexEntry(
+                name=name, version=version, kind=kind, when=prototypes.document(traces),
+                key=prototypes.key(name), shapes=value_fit.encode(found[0].params),  # type: ignore[attr-defined]
+                traces=tuple(traces),
+            ))
     return out
 
 

@@ -99,7 +99,8 @@ def test_a_trace_that_reads_alike_but_takes_other_inputs_is_another_workflow(lib
     again = library.learn(cancel_by_name_trace("Lee", "Park", "10001", "#W4004", "ordered by mistake"))
     assert (again.status, again.skill.name) == ("merged", by_name.skill.name)
     assert library.get("cancel_pending_order_by_email").successes == 2  # no evidence moved to it
-    assert sorted(s.name for s in library.list()) == ["cancel_pending_order_by_email", "cancel_pending_order_by_name_zip"]
+    assert sorted(s.name for s in library.list()) == [
+        "cancel_pending_order_by_email", "cancel_pending_order_by_name_zip"]
 
 
 def test_merged_evidence_survives_a_reindex_and_the_index_holds_each_text(library):

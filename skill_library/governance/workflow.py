@@ -365,7 +365,7 @@ def review_queue(library: "SkillLibrary") -> list[Skill]:
 def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> audit.AuditEvent:
     """Remove every record of ``name`` (see ``SkillLibrary.delete``); one audit event stays."""
     from skill_library.governance.evaluation import evaluations_table
-    from skill_library.record_store import examples_table, outcomes_table, traces_table
+    from skill_library.record_store import examples_table, outcomes_table, task_vectors_table, traces_table
 
     who = resolve_actor(library, actor)
     require(who, "skill.admin", f"delete {name!r}")
@@ -387,6 +387,8 @@ def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> 
         for start in range(0, len(gone), 500):
             conn.execute(traces_table.delete().where(store.tenant_filter(traces_table))
                          .where(traces_table.c.id.in_(gone[start:start + 500])))
+            conn.execute(task_vectors_table.delete().where(store.tenant_filter(task_vectors_table))
+                         .where(task_vectors_table.c.trace_id.in_(gone[start:start + 500])))
         conn.execute(canaries_table.delete().where(canaries_table.c.tenant == tenant)
                      .where(canaries_table.c.name == name))
         conn.execute(evaluations_table.delete().where(evaluations_table.c.tenant == tenant)

@@ -385,3 +385,27 @@ def test_sentences_end_at_punctuation_and_a_space_so_emails_stay_whole():
     assert sentences(text) == ["I lost access to my old email, maya.tanaka94@example.com.", "Please cancel #W1."]
     shown = masked_example(text, {"order_id": "#W1"}, {"cancel"})
     assert "maya" not in shown and "example" not in shown and "{order_id}" in shown
+
+
+def _return_trace(task: str, params: dict, returned: list[str]) -> Trace:
+    order = {"order_id": "#W1", "items": [{"item_id": "111"}, {"item_id": "222"}]}
+    return Trace(
+        task=task, params=params,
+        calls=[ToolCall(name="get_order_details", arguments={"order_id": "#W1"}, result=order),
+               ToolCall(name="return_delivered_order_items", arguments={"order_id": "#W1", "item_ids": returned},
+                        result={"status": "return requested"})],
+        outcome=VERIFIED,
+    )
+
+
+def test_a_skill_given_every_looked_up_item_is_named_for_all_of_them():
+    """Returning the items a customer names and returning all of an order's items are two
+    workflows with the same tools: the names say which (not ``..._2``)."""
+    some = DataflowGeneralizer().generalize(_return_trace(
+        "Return item 111 of order #W1.", {"order_id": "#W1", "item_ids": ["111"]}, ["111"]))
+    every = DataflowGeneralizer().generalize(_return_trace(
+        "Return everything in order #W1.", {"order_id": "#W1"}, ["111", "222"]))
+    # the tool's own name is taken (a skill must not shadow it): the lookup is added
+    assert some.name == "return_delivered_order_items_after_get_order_details"
+    assert every.name == "return_all_delivered_order_items", every.code
+    assert "for " in every.code and "item_ids" not in every.parameters["properties"]

@@ -986,8 +986,9 @@ class _Builder:
             n: {a: json.loads(spec[1]) for a, spec in st.args if spec[0] == "const"}
             for n, st in enumerate(plan.steps)
         }
+        whole = [n for n, st in enumerate(plan.steps) if any(spec[0] == "map" for _a, spec in st.args)]
         name = description.behaviour_name(
-            steps, constants=constants, read_only=self.read_only, taken=self.taken
+            steps, constants=constants, read_only=self.read_only, taken=self.taken, whole=whole
         )
         self.taken.add(name)
         return name

@@ -102,12 +102,16 @@ def behaviour_name(
     constants: Mapping[int, Mapping[str, Any]] | None = None,
     read_only: Iterable[str] = (),
     taken: Iterable[str] = (),
+    whole: Iterable[int] = (),
 ) -> str:
     """A snake_case name for a skill from its calls: ``(tool, arguments, in_loop)`` each.
 
     ``constants`` maps a call's position to the arguments that stay constant in the skill
-    (only those can name an object: a parameter varies by definition). The name is never
-    one of the tool names nor in ``taken``.
+    (only those can name an object: a parameter varies by definition). ``whole`` holds the
+    positions of calls passed every element of a looked-up list (all of an order's items,
+    not the ones asked for): such an acting call's name says ``all``
+    (``return_all_delivered_order_items``). The name is never one of the tool names nor in
+    ``taken``.
     """
     if not calls:
         raise ValueError("a skill name needs at least one call")
@@ -117,6 +121,8 @@ def behaviour_name(
     main = acting[-1] if acting else len(calls) - 1
     tool, arguments, looped = calls[main]
     words = _words(tool)
+    if main in set(whole) and len(words) > 1 and "all" not in words:
+        words.insert(1, "all")
     fixed = (constants or {}).get(main, {})
     for key, value in fixed.items():
         if key.lower() not in OBJECT_ARGUMENTS:

@@ -259,6 +259,30 @@ def test_skills_migrate_copies_a_folder_into_the_shared_deployment(tmp_path, sha
     assert "water_plants" in listed.output and "book_flight" in listed.output
 
 
+def test_migrate_copies_procedures_and_usage_patterns(tmp_path, shared, embedder):
+    """The procedure and pattern tables (their own metadata, created on first use) move with
+    the skills; transition ids are kept (the drift marks name them) and numbering goes on."""
+    from skill_library.deploy import copy_folder_library
+
+    folder = tmp_path / "lib"
+    with SkillLibrary(folder, embedder=embedder) as lib:
+        lib.add(make_skill("water_plants", "water the plants in the garden"), verified=True)
+        lib.procedures.add("Ann likes tea", "serving ann", "Offer tea first.", subject="ann")
+        for n in range(8):
+            lib.patterns.record_transition("ann", "browsing", "checkout" if n % 4 else "search", session=f"s{n}")
+        procedures = [(p.name, p.version, p.description, p.confidence) for p in lib.procedures.list()]
+        summary = lib.patterns.summary("ann")
+    report = copy_folder_library(folder, shared.spec["records"], shared.spec["index"])
+    assert report.rows["procedures"] == 1 and report.rows["pattern_transitions"] == 8
+    with shared.open(embedder, policy=None) as lib:
+        assert [(p.name, p.version, p.description, p.confidence) for p in lib.procedures.list()] == procedures
+        assert lib.patterns.summary("ann") == summary
+        recorded = lib.patterns.record_transition("ann", "browsing", "checkout", session="s9")
+        assert recorded.recorded and recorded.id == 9  # the id sequence continues after the copy
+    with pytest.raises(Exception, match="already holds"):
+        copy_folder_library(folder, shared.spec["records"])
+
+
 def _store_of(spec: dict):
     from pathlib import Path
 

@@ -196,3 +196,51 @@ def test_evaluation_and_canary_on_the_shared_deployment_and_after_migrate(tmp_pa
         assert later.id > first[-1].id and later.passed
         [state] = lib.canaries()
         assert state.version == version and state.active_version == 1
+
+
+def _failing_sessions(folder, session, count, start, errors):
+    """A worker process: ``count`` failures reported for the canary's session."""
+    from skill_library.library import SkillLibrary
+
+    try:
+        with SkillLibrary(folder) as lib:
+            start.wait()
+            for _ in range(count):
+                lib.feedback("stock_item", False, session=session)
+    except BaseException as exc:  # reported to the test, which fails with it
+        errors.put(f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def test_four_processes_failing_one_canary_roll_it_back_once_and_lose_no_outcome(tmp_path, library):
+    """The rollback race: every process tests the canary after its own outcome, so several
+    may find it significantly worse at once. Exactly one rollback happens (one audit event
+    by ``system``), no worker fails, and every outcome is counted on some version."""
+    import multiprocessing
+
+    version = with_canary(library, share=0.5)
+    inside, outside = _sessions(version)
+    min_outcomes = library.policy.canary_min_outcomes
+    for _ in range(min_outcomes):
+        library.feedback("stock_item", True, session=outside)
+    before = sum(s.successes + s.failures for s in library.history("stock_item"))
+    context = multiprocessing.get_context("spawn")
+    start, errors = context.Event(), context.Queue()
+    per_worker = 15
+    workers = [context.Process(target=_failing_sessions,
+                               args=(str(library.location), inside, per_worker, start, errors)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    start.set()
+    for w in workers:
+        w.join(180)
+    failures = []
+    while not errors.empty():
+        failures.append(errors.get())
+    assert not failures and all(w.exitcode == 0 for w in workers), failures
+    history = library.history("stock_item")
+    assert sum(s.successes + s.failures for s in history) == before + 4 * per_worker
+    assert library.get("stock_item", version).status == "approved"
+    rollbacks = [e for e in library.audit("stock_item") if e.to_status == "approved" and e.actor == "system"]
+    assert len(rollbacks) == 1, rollbacks
+    assert library.canaries() == []

@@ -112,14 +112,15 @@ def test_prototypes_tell_apart_workflows_that_differ_in_the_customer_lookup(suit
     assert saved
 
 
+def _one_call(task: str, tool: str, arguments: dict) -> Trace:
+    return Trace(task=task, params=arguments, calls=[ToolCall(name=tool, arguments=arguments, result="ok")],
+                 outcome=Outcome(success=True, verifier="check"))
+
+
 def test_no_prototype_below_the_minimum_and_one_from_the_minimum_on(library):
     def trace(n: int) -> Trace:
-        return Trace(
-            task=f"I'm Customer{n} from 6061{n}. Please archive invoice INV-{1000 + n} of account {n}.",
-            params={"invoice_id": f"INV-{1000 + n}"},
-            calls=[ToolCall(name="archive_invoice", arguments={"invoice_id": f"INV-{1000 + n}"}, result="ok")],
-            outcome=Outcome(success=True, verifier="check"),
-        )
+        return _one_call(f"I'm Customer{n} from 6061{n}. Please archive invoice INV-{1000 + n} of account {n}.",
+                         "archive_invoice", {"invoice_id": f"INV-{1000 + n}"})
 
     name = library.learn(trace(0)).skill.name
     for n in range(1, prototypes.PROTOTYPE_MIN_TRACES):
@@ -160,12 +161,8 @@ def test_rebuild_needs_no_model_and_a_lost_vector_is_backfilled(suite, learned, 
 
 def test_task_vectors_are_the_tenants_own_and_go_with_a_deleted_skill(library, embedder):
     def trace(n: int) -> Trace:
-        return Trace(
-            task=f"Dana{n} here, dana{n}@example.org. Please restock shelf S-{n}.",
-            params={"shelf": f"S-{n}"},
-            calls=[ToolCall(name="restock_shelf", arguments={"shelf": f"S-{n}"}, result="ok")],
-            outcome=Outcome(success=True, verifier="check"),
-        )
+        return _one_call(f"Dana{n} here, dana{n}@example.org. Please restock shelf S-{n}.",
+                         "restock_shelf", {"shelf": f"S-{n}"})
 
     results = [library.learn(trace(n)) for n in range(6)]
     ids = [e.trace_id for e in library.examples(results[0].skill.name)]

@@ -292,7 +292,7 @@ class SyncedIndex:
             except Exception as exc:
                 index.close()
                 raise IndexCorruptError(str(exc)) from exc
-            if found == expected:
+            if found == expected and self._prototypes_current(index, wanted):
                 return index
             reason = "is out of step with the records" if existed else "is missing"
         except IndexCorruptError as exc:
@@ -310,7 +310,18 @@ class SyncedIndex:
                 IndexRebuiltWarning,
                 stacklevel=5,
             )
-        index.rebuild(wanted)
+        index.rebuild(prototypes.fill(wanted, self.store, self.embedder.model_name))
         self._index = index
         self._mark(self.store.index_generation())
         return index
+
+    @staticmethod
+    def _prototypes_current(index: VectorIndex, wanted: list[IndexEntry]) -> bool:
+        """Whether each prototype entry holds the traces the records give it: a merge keeps
+        its id and version but changes its document (a write that failed after the records
+        committed would otherwise leave the old mean)."""
+        expected = {e.id: e.when for e in wanted if prototypes.is_prototype(e)}
+        if not expected:
+            return True
+        found = index.documents(sorted(expected))
+        return found == expected

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from skill_library import fetching
+from skill_library import fetching, prototypes
 from skill_library.errors import SkillNotFoundError
 from skill_library.induction import description
 from skill_library.models import Example, LearnResult, Skill, Trace
@@ -81,7 +81,7 @@ def learn_batch(
                 out[n] = admit(lib, candidate, report, checked[n], related, generalizer,
                                      index, known, pending)
             # the task vectors of the traces kept as evidence: the skills' prototypes
-            lib.store.save_task_vectors(lib.embedder.model_name, {
+            prototypes.save(lib.store, lib.embedder.model_name, {
                 checked[n].id: pack(vectors[n]) for n in prepared
                 if (r := out[n]) is not None and r.status in EVIDENCE_STATUSES
             })

@@ -12,13 +12,16 @@ including how the customer is identified (an email, or a name and zip). Fetch sc
 skill by its best entry, so the prototype competes with the ``when`` and the examples under
 the same value fit and similarity floor.
 
-Privacy: the prototype is a vector, never text; it exists only for a skill with at least
-:data:`PROTOTYPE_MIN_TRACES` example traces (an average over several tasks, not the vector of
-one person's message), and its document names only the count and a digest of the trace ids.
-The per-trace vectors it is computed from are kept in the tenant's records beside the
-traces (``task_vectors``), deleted with them, and never in the shared text cache; so a
-rebuild or a new prototype needs no model, and a library whose skills lack them gets them
-from ``reindex()``.
+Privacy: the prototype is a vector, never text, and its document names only the count and
+a digest of the trace ids. It averages whole blocks of :data:`PROTOTYPE_STEP` traces (at
+least one block, at most :data:`PROTOTYPE_MAX_TRACES` traces): it changes only when a block
+fills, so two snapshots of the index differ by the mean of at least 5 traces, never by
+one person's task vector. (Five traces may still all be one customer's: the index is as
+sensitive as the records of a skill learned from one person's traces.) The per-trace
+vectors are kept in the tenant's records beside the traces (``task_vectors``), deleted with
+them, never in the shared text cache, and keyed by the model's digest (:func:`model_key`),
+so installs of one model share them; a rebuild needs no model, and ``reindex()`` embeds the
+vectors a library learned before prototypes lacks.
 
 Measured on the users suite: ``python -m benchmarks users`` (README, benchmarks/README.md).
 """
@@ -39,14 +42,18 @@ if TYPE_CHECKING:
     from skill_library.record_store import RecordStore
     from skill_library.vector_index import IndexEntry
 
-#: A skill gets a prototype entry once at least this many of its example traces have a task
-#: vector (fewer would make the mean too close to one customer's message).
-PROTOTYPE_MIN_TRACES = 5
-#: At most this many of a skill's example traces, its most recent, make its prototype (it
-#: follows how the skill is asked for now, and a merge recomputes a bounded mean).
-PROTOTYPE_MAX_TRACES = 64
-#: The prototype entry's id is the skill's name with this suffix.
-KEY_SUFFIX = "#prototype"
+#: A prototype averages whole blocks of this many traces (the newest traces wait until their
+#: block is full), and a skill gets one once it has a block: a mean of fewer would be too
+#: close to one customer's message, and a change by one trace would reveal that trace.
+PROTOTYPE_STEP = 5
+#: The least number of traces in a prototype (one block).
+PROTOTYPE_MIN_TRACES = PROTOTYPE_STEP
+#: At most this many of a skill's example traces, its most recent whole blocks, make its
+#: prototype (it follows how the skill is asked for now, and recomputing it is bounded).
+PROTOTYPE_MAX_TRACES = 60
+#: The prototype entry's id is the skill's name with this suffix. Skill names are
+#: ``[a-z][a-z0-9_]*`` and example entries are ``name#trace_id``: no entry id has it.
+KEY_SUFFIX = "@prototype"
 
 
 def key(name: str) -> str:
@@ -59,6 +66,12 @@ def is_prototype(entry: "IndexEntry") -> bool:
     return entry.key.endswith(KEY_SUFFIX) and bool(entry.traces)
 
 
+def model_key(model: str) -> str:
+    """The key task vectors of ``model`` are stored under: the digest of a model identity
+    (``name@digest``; the folder name differs between installs of one model), else the name."""
+    return "@" + model.rsplit("@", 1)[1] if "@" in model else model
+
+
 def document(trace_ids: Sequence[str]) -> str:
     """The prototype entry's document: the count and a digest of its traces, never text
     (it changes exactly when the set of traces does, so syncing compares documents)."""
@@ -67,17 +80,24 @@ def document(trace_ids: Sequence[str]) -> str:
 
 
 def traces_of(examples: Sequence["Example"], vectored: set[str]) -> list[str]:
-    """The trace ids that make the prototype of a skill with ``examples`` (oldest first):
-    the most recent :data:`PROTOTYPE_MAX_TRACES` with a task vector, or [] below
-    :data:`PROTOTYPE_MIN_TRACES`."""
-    ids = list(dict.fromkeys(e.trace_id for e in examples if e.trace_id in vectored))[-PROTOTYPE_MAX_TRACES:]
-    return sorted(ids) if len(ids) >= PROTOTYPE_MIN_TRACES else []
+    """The trace ids that make the prototype of a skill with ``examples`` (oldest first),
+    sorted: of those with a task vector, the whole blocks of :data:`PROTOTYPE_STEP`, the
+    most recent :data:`PROTOTYPE_MAX_TRACES`; [] below one block."""
+    ids = list(dict.fromkeys(e.trace_id for e in examples if e.trace_id in vectored))
+    end = len(ids) // PROTOTYPE_STEP * PROTOTYPE_STEP
+    chosen = ids[max(0, end - PROTOTYPE_MAX_TRACES // PROTOTYPE_STEP * PROTOTYPE_STEP):end]
+    return sorted(chosen) if len(chosen) >= PROTOTYPE_MIN_TRACES else []
 
 
 def vectored(store: "RecordStore", model: str, examples: Mapping[str, Sequence["Example"]]) -> set[str]:
     """The example trace ids of ``examples`` that have a task vector of ``model``."""
     ids = [e.trace_id for found in examples.values() for e in found]
-    return store.task_vector_ids(model, ids) if ids else set()
+    return store.task_vector_ids(model_key(model), ids) if ids else set()
+
+
+def save(store: "RecordStore", model: str, vectors: dict[str, bytes]) -> None:
+    """Store task vectors of ``model`` (trace id -> packed vector; existing ones kept)."""
+    store.save_task_vectors(model_key(model), vectors)
 
 
 def mean(vectors: Iterable[Sequence[float]]) -> list[float]:
@@ -97,7 +117,7 @@ def fill(entries: Sequence["IndexEntry"], store: "RecordStore", model: str) -> l
     wanted = sorted({t for e in entries if is_prototype(e) and e.vector is None for t in e.traces})
     if not wanted:
         return list(entries)
-    stored = store.load_task_vectors(model, wanted)
+    stored = store.load_task_vectors(model_key(model), wanted)
     out = []
     for entry in entries:
         if is_prototype(entry) and entry.vector is None:
@@ -130,5 +150,5 @@ def backfill(store: "RecordStore", embedder: "Embedder", names: Sequence[str]) -
         except KeyError:
             continue
     added = task_vectors(embedder, traces)
-    store.save_task_vectors(embedder.model_name, added)
+    save(store, embedder.model_name, added)
     return len(added)

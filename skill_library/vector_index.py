@@ -233,6 +233,13 @@ class VectorIndex:
             for id_, meta in zip(got["ids"], got["metadatas"] or [])
         }
 
+    def documents(self, ids: Sequence[str]) -> dict[str, str]:
+        """Entry id -> document of the entries ``ids`` that exist."""
+        if not ids:
+            return {}
+        got = self._retry(lambda: self._collection.get(ids=list(ids), include=["documents"]))
+        return {id_: doc or "" for id_, doc in zip(got["ids"], got["documents"] or [])}
+
     def texts_of(self, name: str) -> dict[str, tuple[str, int]]:
         """Entry id -> (text, version) of every entry of skill ``name``."""
         return self.texts_of_many([name])
@@ -319,6 +326,9 @@ class VectorIndex:
         """Replace the whole collection with ``entries``, embedding their ``when`` texts."""
         self._retry(lambda: self._client.delete_collection(self.name))
         self._collection = self._retry(self._open_collection)
+        missing = [e.id for e in entries if e.traces and e.vector is None]
+        if missing:  # a prototype's document is a label: embedding it would index nonsense
+            raise ValueError(f"prototype entries without their vector (prototypes.fill): {missing[:3]}")
         for start in range(0, len(entries), batch_size):
             batch = entries[start : start + batch_size]
             texts = iter(self.embedder.embed([e.when for e in batch if e.vector is None]))
@@ -467,9 +477,11 @@ def entries_for(
             out.append(IndexEntry(name=name, version=version, kind=kind, when=text, key=key, shapes=shapes))
         traces = prototypes.traces_of(found, vectored) if vectored and found else []  # type: ignore[arg-type]
         if traces:
+            # value shapes as the prototype's newest trace bound them
+            newest = next(e for e in reversed(found) if e.trace_id in traces)  # type: ignore[attr-defined]
             out.append(IndexEntry(
                 name=name, version=version, kind=kind, when=prototypes.document(traces),
-                key=prototypes.key(name), shapes=value_fit.encode(found[0].params),  # type: ignore[attr-defined]
+                key=prototypes.key(name), shapes=value_fit.encode(newest.params),  # type: ignore[attr-defined]
                 traces=tuple(traces),
             ))
     return out

@@ -409,3 +409,23 @@ def test_a_skill_given_every_looked_up_item_is_named_for_all_of_them():
     assert some.name == "return_delivered_order_items_after_get_order_details"
     assert every.name == "return_all_delivered_order_items", every.code
     assert "for " in every.code and "item_ids" not in every.parameters["properties"]
+
+
+def test_a_parameter_renamed_or_an_optional_argument_stays_one_workflow(library):
+    """Same tools and behaviour name, but a parameter called otherwise in the trace's params,
+    or an extra optional argument: the evidence is not split into a ``..._2`` skill."""
+    people = [("Dana Whitfield", "dana.w@example.org"), ("Ravi Osei", "ravi@example.net"), ("Mia Chen", "mia@example.com")]
+    for n, (person, email) in enumerate(people):
+        library.learn(cancel_trace(person, email, f"#W100{n}", "no longer needed"))
+    renamed = cancel_trace("Lee Park", "lee@example.com", "#W4004", "ordered by mistake")
+    params = dict(renamed.params)
+    params["customer_email"] = params.pop("email")
+    optional = cancel_trace("Ann Bo", "ann@example.com", "#W5005", "too slow")
+    calls = list(optional.calls)
+    calls[2] = ToolCall(name="cancel_pending_order", arguments={"order_id": "#W5005", "reason": "too slow",
+                                                                "note": "call me"}, result={"status": "cancelled"})
+    for trace in (renamed.model_copy(update={"params": params}),
+                  optional.model_copy(update={"params": {**optional.params, "note": "call me"}, "calls": calls})):
+        result = library.learn(trace)
+        assert result.status != "saved", result.reasons
+    assert [s.name for s in library.list()] == ["cancel_pending_order_by_email"]

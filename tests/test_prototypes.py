@@ -64,24 +64,35 @@ def _index_vectors(lib, ids):
     return dict(zip(got["ids"], zip(got["documents"], got["embeddings"])))
 
 
+def _check_prototype(lib, name: str, model: str) -> None:
+    """The prototype entry of ``name`` is the normalized mean of its traces' stored vectors."""
+    ids = prototypes.traces_of(lib.examples(name), lib.store.task_vector_ids(prototypes.model_key(model),
+                                                                              [e.trace_id for e in lib.examples(name)]))
+    assert ids, name
+    stored = lib.store.load_task_vectors(prototypes.model_key(model), ids)
+    document, vector = _index_vectors(lib, [prototypes.key(name)])[prototypes.key(name)]
+    expected = prototypes.mean(unpack(stored[i]) for i in ids)
+    assert document == prototypes.document(ids)
+    assert max(abs(a - b) for a, b in zip(vector, expected)) < 1e-5, name
+
+
 def test_each_skill_with_enough_traces_has_a_prototype_the_mean_of_its_task_vectors(suite, learned, embedder):
     lib, _ = learned
-    model = embedder.model_name
+    model = prototypes.model_key(embedder.model_name)
     for skill in lib.list():
         examples = lib.examples(skill.name)
-        assert len(examples) >= prototypes.PROTOTYPE_MIN_TRACES
-        ids = sorted({e.trace_id for e in examples})[-prototypes.PROTOTYPE_MAX_TRACES:]
-        stored = lib.store.load_task_vectors(model, ids)
-        assert set(stored) == set(ids)  # every evidence trace's task vector is kept
-        trace = lib.store.get_trace(ids[0])
+        every = [e.trace_id for e in examples]
+        stored = lib.store.load_task_vectors(model, every)
+        assert set(stored) == set(every)  # every evidence trace's task vector is kept
+        trace = lib.store.get_trace(every[0])
         again = embedder.embed([description.query_text(trace.task)])[0]
-        assert max(abs(a - b) for a, b in zip(unpack(stored[ids[0]]), again)) < 1e-5
+        assert max(abs(a - b) for a, b in zip(unpack(stored[every[0]]), again)) < 1e-5
+        ids = prototypes.traces_of(examples, set(every))
+        assert len(ids) == len(every) // prototypes.PROTOTYPE_STEP * prototypes.PROTOTYPE_STEP  # whole blocks
+        _check_prototype(lib, skill.name, embedder.model_name)
         document, vector = _index_vectors(lib, [prototypes.key(skill.name)])[prototypes.key(skill.name)]
-        expected = prototypes.mean(unpack(stored[i]) for i in ids)
-        assert max(abs(a - b) for a, b in zip(vector, expected)) < 1e-5
         assert math.isclose(sum(v * v for v in vector), 1.0, rel_tol=1e-4)
         # the document is a label: no text of any trace, nothing personal
-        assert document == prototypes.document(ids)
         assert "@" not in document and not any(w in document for w in trace.task.split() if w[:1].isupper())
 
 
@@ -123,10 +134,16 @@ def test_no_prototype_below_the_minimum_and_one_from_the_minimum_on(library):
                          "archive_invoice", {"invoice_id": f"INV-{1000 + n}"})
 
     name = library.learn(trace(0)).skill.name
-    for n in range(1, prototypes.PROTOTYPE_MIN_TRACES):
+    documents = []
+    for n in range(1, 2 * prototypes.PROTOTYPE_STEP + 1):
         assert library.learn(trace(n)).status == "merged"
-        has = prototypes.key(name) in library.index.entries()
-        assert has == (n + 1 >= prototypes.PROTOTYPE_MIN_TRACES), n
+        found = library.index.documents([prototypes.key(name)])
+        assert bool(found) == (n + 1 >= prototypes.PROTOTYPE_MIN_TRACES), n
+        documents.append(found.get(prototypes.key(name)))
+    # it changes only when a block of traces fills: never by one trace (which would reveal it)
+    step = prototypes.PROTOTYPE_STEP
+    assert len(set(documents[step - 2:2 * step - 2])) == 1 and documents[2 * step - 2] != documents[step - 2]
+    assert "10 example tasks" in documents[2 * step - 2]
 
 
 def test_rebuild_needs_no_model_and_a_lost_vector_is_backfilled(suite, learned, embedder):
@@ -149,6 +166,8 @@ def test_rebuild_needs_no_model_and_a_lost_vector_is_backfilled(suite, learned, 
         lib._text_vectors.embedder = real
     after = _index_vectors(lib, [prototypes.key(n) for n in names])
     assert {k: d for k, (d, _v) in after.items()} == {k: d for k, (d, _v) in before.items()}
+    for name in names:
+        _check_prototype(lib, name, embedder.model_name)
 
     # a library learned before prototypes: its traces lack task vectors until reindex
     from skill_library.record_store import task_vectors_table
@@ -156,7 +175,50 @@ def test_rebuild_needs_no_model_and_a_lost_vector_is_backfilled(suite, learned, 
     with lib.store.transaction(write=True) as conn:
         conn.execute(task_vectors_table.delete().where(lib.store.tenant_filter(task_vectors_table)))
     assert lib.reindex() == len(names)
-    assert set(_index_vectors(lib, [prototypes.key(n) for n in names])) == {prototypes.key(n) for n in names}
+    for name in names:
+        _check_prototype(lib, name, embedder.model_name)
+
+
+def test_an_index_rebuilt_on_open_holds_the_prototypes_mean_not_its_label(suite, learned, embedder):
+    """A lost index is rebuilt from the records when the library opens: the prototypes get
+    their stored means (the label's embedding once took their place)."""
+    import shutil
+    import warnings
+
+    from skill_library.index_sync import IndexRebuiltWarning
+
+    lib, _ = learned
+    names = [s.name for s in lib.list()]
+    lib.index.close()
+    lib._index._drop()
+    shutil.rmtree(lib.path / "chroma")
+    with pytest.warns(IndexRebuiltWarning):
+        lib.index
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexRebuiltWarning)
+        for name in names:
+            _check_prototype(lib, name, embedder.model_name)
+
+
+def test_a_stale_prototype_is_rebuilt_on_open(suite, learned, embedder):
+    """The open check compares prototype documents too: a prototype whose traces changed
+    while its index write was lost (same id and version) is not kept."""
+    import warnings
+
+    from skill_library.index_sync import IndexRebuiltWarning
+
+    lib, _ = learned
+    name = lib.list()[0].name
+    key = prototypes.key(name)
+    document, vector = _index_vectors(lib, [key])[key]
+    lib.index._collection.update(ids=[key], documents=["(prototype: the mean of 5 example tasks, 0)"])
+    lib._index._drop()
+    with pytest.warns(IndexRebuiltWarning):
+        lib.index
+    assert _index_vectors(lib, [key])[key][0] == document
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IndexRebuiltWarning)
+        _check_prototype(lib, name, embedder.model_name)
 
 
 def test_task_vectors_are_the_tenants_own_and_go_with_a_deleted_skill(library, embedder):
@@ -164,12 +226,37 @@ def test_task_vectors_are_the_tenants_own_and_go_with_a_deleted_skill(library, e
         return _one_call(f"Dana{n} here, dana{n}@example.org. Please restock shelf S-{n}.",
                          "restock_shelf", {"shelf": f"S-{n}"})
 
-    results = [library.learn(trace(n)) for n in range(6)]
+    traces = [trace(n) for n in range(6)]
+    results = library.learn_many(traces)
     ids = [e.trace_id for e in library.examples(results[0].skill.name)]
     assert len(ids) == 6
-    model = embedder.model_name
+    model = prototypes.model_key(embedder.model_name)
     assert library.store.task_vector_ids(model, ids) == set(ids)
+    # the same traces (same ids) learned in another tenant: its own rows
     other = library.for_tenant("acme")
     assert other.store.task_vector_ids(model, ids) == set()
+    other.learn_many(traces)
+    assert other.store.task_vector_ids(model, ids) == set(ids)
     library.delete(results[0].skill.name, actor=None)
     assert library.store.task_vector_ids(model, ids) == set()
+    assert library.store.load_task_vectors(model, ids) == {}
+    assert set(other.store.load_task_vectors(model, ids)) == set(ids)  # untouched by the other's delete
+    _check_prototype(other, results[0].skill.name, embedder.model_name)
+
+
+def test_a_trace_called_prototype_is_an_example_like_any_other(library, embedder):
+    """Example entries are ``name#trace_id``: no trace id can take the prototype's id."""
+    traces = [_one_call(f"Please archive invoice INV-{n}.", "archive_invoice", {"invoice_id": f"INV-{n}"})
+              for n in range(6)]
+    traces[5] = traces[5].model_copy(update={"id": "prototype"})
+    for trace in traces:
+        assert library.learn(trace).status in ("saved", "merged")
+    name = library.list()[0].name
+    assert prototypes.key(name) in library.index.entries()
+    library.reindex()
+    _check_prototype(library, name, embedder.model_name)
+
+
+def test_task_vectors_are_keyed_by_the_models_digest_not_its_folder_name():
+    assert prototypes.model_key("all-MiniLM-L6-v2@3f2a") == prototypes.model_key("minilm-copy@3f2a") == "@3f2a"
+    assert prototypes.model_key("some/model-name") == "some/model-name"

@@ -241,9 +241,12 @@ def decide(
         proof = replays(skill, candidate, trace, sandbox, related, read_only)
         if proof is not None:
             return _merge_or_refuse(skill, proof, "replays this trace")
-    # a skill that reads alike but takes other inputs (an email, not a name and zip) is
-    # another workflow: neither revised into, nor replaced, nor a reason to refuse
-    alike = [s for s in code_skills if same_task(s) and same_inputs(s, candidate)]
+    # a skill that reads alike but takes other inputs (an email, not a name and zip) under
+    # another behaviour name is another workflow: neither revised into, nor replaced, nor a
+    # reason to refuse; one of the candidate's own name (a parameter renamed between traces,
+    # an optional argument) is the same workflow
+    alike = [s for s in code_skills
+             if same_task(s) and (same_inputs(s, candidate) or family(candidate.name, [s.name]))]
     base = [
         s for s in code_skills
         if (family(candidate.name, [s.name]) or s in alike) and s.status not in ("retired", "rejected")

@@ -56,6 +56,9 @@ MEMORY_LIMIT_SHARE = 0.9
 RETIRE_SECONDS = 1.0
 #: Compile-cache fills larger than this are not sent to the zygote (it reads at most this).
 CONTROL_MESSAGE_BYTES = 1 << 20
+#: A run or check whose worker cannot hand over a child (it died, or was stale) is tried
+#: on this many workers before the sandbox is reported unavailable.
+START_ATTEMPTS = 2
 #: Sandbox.check_many compiles at most this many sources in one child ...
 CHECK_MANY_SOURCES = 256
 #: ... of at most this many characters together (what one run may compile)
@@ -828,26 +831,11 @@ class Sandbox:
     def _compile_in_child(self, sources: list[str]) -> RunResult:
         """Compile ``sources`` under the policy in one fresh child; its result."""
         request = protocol.encode({"op": "check", "sources": sources, "limits": asdict(self.limits)})
-        for attempt in range(2):
-            worker = self._pool.acquire()
-            finished = False
-            retire = True
-            try:
-                try:
-                    worker.ensure_ready(self.start_timeout)
-                    worker.next_child(time.monotonic() + self.start_timeout)
-                except (_Died, _Protocol, _Deadline) as exc:
-                    if attempt == 0:
-                        continue
-                    raise RuntimeError(f"could not start a sandbox worker: {exc}") from None
-                result, retire = self._execute(worker, request, self.limits, {}, {}, [])
-                finished = True
-            finally:
-                if not finished:
-                    worker.kill()
-                self._pool.release(worker, retire=retire or not finished)
-            return result
-        raise AssertionError("unreachable")
+
+        def unavailable(worker: _Worker, exc: Exception) -> RunResult:
+            raise RuntimeError(f"could not start a sandbox worker: {exc}") from None
+
+        return self._in_child(request, self.limits, {}, {}, None, unavailable)
 
     def hardening(self) -> dict[str, Any]:
         """What process hardening a worker reported it applied (starts one if needed)."""
@@ -904,8 +892,35 @@ class Sandbox:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"args must be plain JSON values: {exc}") from None
 
-        calls: list[CallRecord] = []
-        for attempt in range(2):
+        def unavailable(worker: _Worker, exc: Exception) -> RunResult:
+            why = str(exc) or (
+                f"no child process within {self.start_timeout:g} s"
+                f" (last child exits: {sorted(worker.exits.items())[-3:]})")
+            return self._failed(started, "SandboxUnavailable",
+                                f"could not start a sandbox worker: {why}")
+
+        def done(result: RunResult) -> None:
+            result.duration_ms = (time.perf_counter() - started) * 1000.0
+            self._pool.count(runs=1, limits_hit=int(result.limit is not None))
+
+        return self._in_child(request, limits, tools, schemas, sources, unavailable, done)
+
+    def _in_child(
+        self,
+        request: bytes,
+        limits: Limits,
+        tools: dict[str, Callable[..., Any]],
+        schemas: dict[str, dict],
+        sources: list[str] | None,
+        unavailable: Callable[[_Worker, Exception], RunResult],
+        done: Callable[[RunResult], None] | None = None,
+    ) -> RunResult:
+        """Execute ``request`` in a fresh child of a pooled worker, and give the worker back.
+
+        A worker that cannot hand over a child (it died, or was stale) is retired and
+        another tried, :data:`START_ATTEMPTS` in all; after the last, ``unavailable(worker,
+        exc)`` answers (or raises). ``done(result)`` runs before the worker is released."""
+        for attempt in range(START_ATTEMPTS):
             worker = self._pool.acquire()
             finished = False
             retire = True
@@ -914,17 +929,13 @@ class Sandbox:
                     worker.ensure_ready(self.start_timeout)
                     worker.next_child(time.monotonic() + self.start_timeout)
                 except (_Died, _Protocol, _Deadline) as exc:
-                    if attempt == 0:
+                    if attempt + 1 < START_ATTEMPTS:
                         continue
-                    why = str(exc) or (
-                        f"no child process within {self.start_timeout:g} s"
-                        f" (last child exits: {sorted(worker.exits.items())[-3:]})")
-                    return self._failed(started, "SandboxUnavailable",
-                                        f"could not start a sandbox worker: {why}")
-                result, retire = self._execute(worker, request, limits, tools, schemas, calls,
+                    return unavailable(worker, exc)
+                result, retire = self._execute(worker, request, limits, tools, schemas, [],
                                                sources)
-                result.duration_ms = (time.perf_counter() - started) * 1000.0
-                self._pool.count(runs=1, limits_hit=int(result.limit is not None))
+                if done is not None:
+                    done(result)
                 finished = True
                 return result
             finally:

@@ -600,9 +600,9 @@ def test_a_tool_may_run_another_skill_on_the_same_sandbox():
 
 
 def test_a_worker_that_cannot_start_is_reported(monkeypatch):
-    import sandbox.host as host
+    import sandbox.pool as pool
 
-    monkeypatch.setattr(host, "_WORKER_MODULE", "sandbox.no_such_worker")
+    monkeypatch.setattr(pool, "_WORKER_MODULE", "sandbox.no_such_worker")
     with Sandbox(workers=1, start_timeout=20) as box:
         r = box.run("def f():\n    return 1\n", entry="f")
     assert not r.ok and r.error.type == "SandboxUnavailable"

@@ -39,10 +39,13 @@ TOOL_ARGUMENT_BUDGET = 4
 #: A run or check whose worker cannot hand over a child (it died, or was stale) is tried
 #: on this many workers before the sandbox is reported unavailable.
 START_ATTEMPTS = 2
+#: The sources of one run total at most this many characters (each at most
+#: ``policy.MAX_SOURCE_CHARS``); a run over it is refused before any child sees it.
+RUN_SOURCE_CHARS = 4 * MAX_SOURCE_CHARS
 #: Sandbox.check_many compiles at most this many sources in one child ...
 CHECK_MANY_SOURCES = 256
 #: ... of at most this many characters together (what one run may compile)
-CHECK_MANY_BYTES = 4 * MAX_SOURCE_CHARS
+CHECK_MANY_BYTES = RUN_SOURCE_CHARS
 
 
 # --------------------------------------------------------------------------------------
@@ -217,8 +220,8 @@ class Sandbox:
             if parsed is not None:
                 schemas[name] = parsed
         too_big = next((p for p in map(source_size_problem, sources) if p), None)
-        if too_big is None and sum(len(s) for s in sources) > 4 * MAX_SOURCE_CHARS:
-            too_big = f"the skill sources are longer than {4 * MAX_SOURCE_CHARS} bytes together"
+        if too_big is None and sum(len(s) for s in sources) > RUN_SOURCE_CHARS:
+            too_big = f"the skill sources are longer than {RUN_SOURCE_CHARS} bytes together"
         if too_big is not None:
             return self._failed(started, "PolicyViolation", too_big)
         try:

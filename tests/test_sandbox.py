@@ -600,13 +600,63 @@ def test_a_tool_may_run_another_skill_on_the_same_sandbox():
 
 
 def test_a_worker_that_cannot_start_is_reported(monkeypatch):
-    import sandbox.host as host
+    import sandbox.pool as pool
 
-    monkeypatch.setattr(host, "_WORKER_MODULE", "sandbox.no_such_worker")
+    monkeypatch.setattr(pool, "_WORKER_MODULE", "sandbox.no_such_worker")
     with Sandbox(workers=1, start_timeout=20) as box:
         r = box.run("def f():\n    return 1\n", entry="f")
     assert not r.ok and r.error.type == "SandboxUnavailable"
     assert "No module named" in r.error.message
+
+
+def _flaky_next_child(monkeypatch, failures: int, exc: Exception) -> list[int]:
+    """Make the next ``failures`` workers fail to hand over a child; their pids."""
+    import sandbox.host as host
+
+    real = host._Worker.next_child
+    failed: list[int] = []
+
+    def next_child(self, deadline):
+        if len(failed) < failures:
+            failed.append(self.pid)
+            raise exc
+        return real(self, deadline)
+
+    monkeypatch.setattr(host._Worker, "next_child", next_child)
+    return failed
+
+
+def test_a_worker_that_cannot_hand_over_a_child_is_retired_and_the_run_retried(monkeypatch):
+    import sandbox.host as host
+
+    failed = _flaky_next_child(monkeypatch, 1, host._Died("stale"))
+    with Sandbox(workers=1) as box:
+        assert box.run("def f():\n    return 1\n", entry="f").value == 1
+        assert box.check_many(["def g():\n    return 2\n"]) == [None]
+        assert len(failed) == 1 and failed[0] not in {w.pid for w in box._pool.workers}
+        assert box.workers_started == 2 and box.stats()["runs"] == 1
+
+
+def test_a_run_is_tried_on_start_attempts_workers_then_reported_unavailable(monkeypatch):
+    import sandbox.host as host
+
+    failed = _flaky_next_child(monkeypatch, 99, host._Deadline())
+    with Sandbox(workers=1) as box:
+        r = box.run("def f():\n    return 1\n", entry="f")
+        assert len(failed) == host.START_ATTEMPTS == len(set(failed))
+        assert not r.ok and r.error.type == "SandboxUnavailable"
+        assert r.error.message.startswith("could not start a sandbox worker: no child process")
+        assert box.stats()["runs"] == 0
+
+
+def test_a_check_that_cannot_get_a_child_raises(monkeypatch):
+    import sandbox.host as host
+
+    failed = _flaky_next_child(monkeypatch, 99, host._Died("stale"))
+    with Sandbox(workers=1) as box:
+        with pytest.raises(RuntimeError, match="^could not start a sandbox worker: stale$"):
+            box.check("def f():\n    return 1\n")
+        assert len(failed) == host.START_ATTEMPTS
 
 
 def test_workers_are_reaped_at_interpreter_exit_without_close():

@@ -25,6 +25,7 @@ from redteam import OK_CODE
 from sandbox import Limits, Sandbox
 from sandbox.host import _Child, _Deadline, _Protocol, _Worker
 from sandbox.protocol import encode, frame
+from sandbox.results import finish
 
 IS_ROOT = os.geteuid() == 0
 IS_LINUX_X86 = platform.system() == "Linux" and platform.machine() == "x86_64"
@@ -175,11 +176,11 @@ def test_malformed_done_frames_are_protocol_errors(sandbox):
                 {"op": "done", "ok": False, "error": "x", "stdout": ""},
                 {"op": "done", "ok": False, "limit": "everything", "stdout": ""}):
         with pytest.raises(_Protocol):
-            sandbox._finish(_QuietWorker(), -1, msg, [], Limits(), None)
+            finish(sandbox._pool, _QuietWorker(), -1, msg, [], Limits(), None)
 
 
 class _QuietWorker:
-    """What _finish asks of a worker, for a frame that never came from one."""
+    """What finish asks of a worker, for a frame that never came from one."""
 
     last_frame_bytes = 0
 

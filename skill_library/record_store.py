@@ -8,11 +8,13 @@ the :class:`RecordStore` interface is what the library uses, so another SQL back
 added behind it. Every row belongs to a tenant (``skill_library.tenancy``): a store object
 is bound to one (``tenant``; :meth:`SQLRecordStore.for_tenant` gives a view for another on
 the same engine and write lock) and filters every query with :meth:`~SQLRecordStore.tenant_filter`.
+
+The tables, the :class:`RecordStore` interface and the reading of version rows live in
+``skill_library.storage`` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import abc
 import builtins
 import copy
 import sqlite3
@@ -35,12 +37,50 @@ from skill_library.errors import (
     SkillNotFoundError,
     TraceNotFoundError,
 )
-from skill_library.models import Example, Provenance, Skill, SkillStatus, Trace, utc_now
-from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH, check_tenant
-from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, ThreadWriteLock, WriteLock
+from skill_library.models import Example, Skill, SkillStatus, Trace, utc_now
+from skill_library.storage.interface import RecordStore
+from skill_library.storage.rows import row_to_skill, versions_query
+from skill_library.storage.tables import (
+    SCHEMA_VERSION,
+    TENANT_TABLES,
+    examples_table,
+    meta_table,
+    metadata,
+    outcomes_table,
+    profiles_table,
+    skills_table,
+    task_vectors_table,
+    traces_table,
+    vectors_table,
+    versions_table,
+)
+from skill_library.tenancy import DEFAULT_TENANT, check_tenant
+from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock
 
-#: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 7
+__all__ = [
+    "EMPTY_FILE_CHECKS",
+    "EMPTY_FILE_WAIT_SECONDS",
+    "IN_QUERY_BATCH",
+    "PG_CONFLICT_RETRIES",
+    "RECORDS_FILE",
+    "SCHEMA_VERSION",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "TENANT_TABLES",
+    "WRITE_LOCK_FILE",
+    "RecordStore",
+    "SQLRecordStore",
+    "examples_table",
+    "meta_table",
+    "metadata",
+    "outcomes_table",
+    "profiles_table",
+    "skills_table",
+    "task_vectors_table",
+    "traces_table",
+    "vectors_table",
+    "versions_table",
+]
+
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 #: how long a SQLite writer waits for another one's lock before giving up
@@ -59,331 +99,6 @@ PG_CONFLICT_RETRIES = 5
 _PG_RETRY_STATES = {"23505", "40001", "40P01"}
 #: SQLite result codes that mean the file is damaged or not a database at all
 _SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
-
-metadata = sa.MetaData()
-
-
-def _tenant_column(*, primary_key: bool = True) -> sa.Column[str]:
-    """The ``tenant`` column every record carries (first in each key where names are keys)."""
-    return sa.Column("tenant", sa.String(TENANT_MAX_LENGTH), primary_key=primary_key, nullable=False,
-                     server_default=DEFAULT_TENANT)
-
-
-skills_table = sa.Table(
-    "skills",
-    metadata,
-    _tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("active_version", sa.Integer, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-versions_table = sa.Table(
-    "skill_versions",
-    metadata,
-    _tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("version", sa.Integer, primary_key=True),
-    sa.Column("kind", sa.String(20), nullable=False),
-    sa.Column("when_text", sa.Text, nullable=False),
-    sa.Column("description", sa.Text, nullable=False),
-    sa.Column("code", sa.Text),
-    sa.Column("parameters", sa.JSON, nullable=False),
-    sa.Column("tools", sa.JSON, nullable=False),
-    sa.Column("depends_on", sa.JSON, nullable=False),
-    sa.Column("provenance", sa.JSON, nullable=False),
-    sa.Column("status", sa.String(20), nullable=False),
-    sa.Column("successes", sa.Integer, nullable=False, default=0),
-    sa.Column("failures", sa.Integer, nullable=False, default=0),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
-)
-
-outcomes_table = sa.Table(
-    "outcomes",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    _tenant_column(primary_key=False),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("success", sa.Boolean, nullable=False),
-    sa.Column("trace_id", sa.String(64)),
-    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(
-        ["tenant", "name", "version"],
-        ["skill_versions.tenant", "skill_versions.name", "skill_versions.version"],
-    ),
-    sa.Index("ix_outcomes_skill", "tenant", "name", "version"),
-)
-
-traces_table = sa.Table(
-    "traces",
-    metadata,
-    _tenant_column(),
-    sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("task", sa.Text, nullable=False),
-    sa.Column("source", sa.String(200), nullable=False),
-    sa.Column("body", sa.JSON, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-# Derived per-skill data, recomputed as evidence arrives (not a new version): the masked
-# example tasks fetch matches against, and the ``when`` recomputed from them for one version.
-examples_table = sa.Table(
-    "skill_examples",
-    metadata,
-    _tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("trace_id", sa.String(64), primary_key=True),
-    sa.Column("text", sa.Text, nullable=False),
-    sa.Column("params", sa.JSON, nullable=False),
-    sa.Column("indexed", sa.Boolean, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
-)
-
-# The vector of a trace's task in the form fetch embeds a query, per model: a skill's
-# *prototype* index entry is the mean of its example traces' vectors (skill_library.prototypes).
-# Kept in the tenant's records beside the traces they come from (a task may hold personal
-# data, so these never enter the shared text_vectors cache) and deleted with them.
-task_vectors_table = sa.Table(
-    "task_vectors",
-    metadata,
-    _tenant_column(),
-    sa.Column("trace_id", sa.String(64), primary_key=True),
-    sa.Column("model", sa.String(200), primary_key=True),
-    sa.Column("vector", sa.LargeBinary, nullable=False),
-)
-
-profiles_table = sa.Table(
-    "skill_profiles",
-    metadata,
-    _tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("when_text", sa.Text, nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
-)
-
-# Vectors of the library's own index texts per model (skill_library.text_vectors). Shared
-# by every tenant on purpose: a row is a pure function of (model, text) keyed by the text's
-# digest, a cache that tells nothing about which tenant (if any) holds the text.
-vectors_table = sa.Table(
-    "text_vectors",
-    metadata,
-    sa.Column("model", sa.String(200), primary_key=True),
-    sa.Column("digest", sa.String(64), primary_key=True),
-    sa.Column("vector", sa.LargeBinary, nullable=False),
-)
-
-# Per-tenant settings (the index generation); ``schema_version`` is the store's own and
-# lives in the default tenant's rows.
-meta_table = sa.Table(
-    "library_meta",
-    metadata,
-    _tenant_column(),
-    sa.Column("key", sa.String(100), primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-)
-
-#: the tables whose rows belong to a tenant, parents before children
-TENANT_TABLES = (skills_table, versions_table, outcomes_table, traces_table, examples_table,
-                 profiles_table, meta_table)
-
-
-def _versions() -> Any:
-    """SELECT of version rows with the skill's derived ``when`` (for the version it fits)."""
-    return sa.select(
-        versions_table,
-        profiles_table.c.when_text.label("derived_when"),
-        profiles_table.c.version.label("derived_version"),
-    ).select_from(
-        versions_table.outerjoin(profiles_table, sa.and_(
-            profiles_table.c.tenant == versions_table.c.tenant,
-            profiles_table.c.name == versions_table.c.name,
-        ))
-    )
-
-
-class RecordStore(abc.ABC):
-    """What the library needs from a record store: the records of one tenant (``tenant``).
-
-    Every method reads and writes only that tenant's rows; :meth:`for_tenant` gives a view
-    on the same store for another tenant.
-    """
-
-    #: the tenant whose records this store object reads and writes
-    tenant: str = DEFAULT_TENANT
-
-    def for_tenant(self, tenant: str) -> "RecordStore":
-        """This store bound to ``tenant`` (the same connections and write lock)."""
-        if check_tenant(tenant) == self.tenant:
-            return self
-        raise NotImplementedError(f"{type(self).__name__} holds one tenant only")
-
-    @abc.abstractmethod
-    def add_version(
-        self, skill: Skill, *, initial_success: bool = False, status: SkillStatus = "active"
-    ) -> Skill:
-        """Store ``skill`` as the next version of its name and make it active (the
-        version active before it becomes ``superseded``).
-
-        ``status="draft"`` stores an unverified version instead: it supersedes nothing, and
-        it becomes the name's current version only when the name has no active version.
-        """
-
-    def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
-        """:meth:`add_version` for several skills (one transaction where supported)."""
-        return [self.add_version(s, initial_success=initial_success) for s in skills]
-
-    @abc.abstractmethod
-    def get(self, name: str, version: int | None = None) -> Skill:
-        """One version (default: the active one) with its counts."""
-
-    @abc.abstractmethod
-    def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Skill]:
-        """The given (name, version) records that exist, in one round trip."""
-
-    def get_many_and_generation(
-        self, keys: Sequence[tuple[str, int]]
-    ) -> tuple[dict[tuple[str, int], Skill], int]:
-        """:meth:`get_many` and :meth:`index_generation` read together (fetch's one read)."""
-        return self.get_many(keys), self.index_generation()
-
-    @abc.abstractmethod
-    def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
-        """The active-pointer version of every skill, by name."""
-
-    @abc.abstractmethod
-    def history(self, name: str) -> builtins.list[Skill]:
-        """Every version of ``name``, oldest first."""
-
-    @abc.abstractmethod
-    def record_outcome(
-        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
-    ) -> Skill:
-        """Append an outcome and return the version with updated counts."""
-
-    @abc.abstractmethod
-    def set_status(self, name: str, status: SkillStatus) -> Skill:
-        """Change the lifecycle status of the active version of ``name``."""
-
-    @abc.abstractmethod
-    def set_version_status(self, name: str, version: int, status: SkillStatus) -> Skill:
-        """Change the lifecycle status of one version of ``name`` (its content never
-        changes); the governed path is skill_library.governance.lifecycle.transition."""
-
-    @abc.abstractmethod
-    def set_active_version(self, name: str, version: int) -> Skill:
-        """Point ``name``'s active pointer (what ``get(name)`` returns) at ``version``."""
-
-    @abc.abstractmethod
-    def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
-        """Every outcome recorded for ``name``, oldest first."""
-
-    @abc.abstractmethod
-    def save_trace(self, trace: Trace) -> None:
-        """Store a trace (idempotent on its id)."""
-
-    @abc.abstractmethod
-    def get_trace(self, trace_id: str) -> Trace:
-        """A stored trace; :class:`TraceNotFoundError` (a ``KeyError``) if unknown."""
-
-    def traces_for(self, name: str) -> builtins.list[Trace]:
-        """Traces of ``name``: those its versions were learned from and those of its
-        recorded outcomes, oldest first. Unknown name: :class:`SkillNotFoundError`."""
-        ids: list[str] = []
-        for version in self.history(name):
-            ids.extend(i for i in version.provenance.trace_ids if i not in ids)
-        for outcome in self.outcome_log(name):
-            if outcome["trace_id"] and outcome["trace_id"] not in ids:
-                ids.append(outcome["trace_id"])
-        found = []
-        for trace_id in ids:
-            try:
-                found.append(self.get_trace(trace_id))
-            except TraceNotFoundError:
-                pass  # an outcome may name a trace that was never stored
-        return sorted(found, key=lambda t: t.created_at)
-
-    def integrity_problem(self) -> str | None:
-        """What is wrong with the stored records (``None`` when they look sound)."""
-        return None
-
-    def check_integrity(self) -> None:
-        """Raise :class:`RecordStoreCorruptError` when :meth:`integrity_problem` finds one."""
-        problem = self.integrity_problem()
-        if problem is not None:
-            raise RecordStoreCorruptError(getattr(self, "url", type(self).__name__), problem)
-
-    @abc.abstractmethod
-    def load_vectors(self, model: str, digests: Sequence[str]) -> dict[str, bytes]:
-        """The stored vectors of ``model`` for the text ``digests`` it has."""
-
-    @abc.abstractmethod
-    def save_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
-        """Store text vectors of ``model`` (digest -> packed vector; existing ones kept)."""
-
-    @abc.abstractmethod
-    def load_task_vectors(self, model: str, trace_ids: Sequence[str]) -> dict[str, bytes]:
-        """The stored task vectors of ``model`` for the traces ``trace_ids`` that have one."""
-
-    @abc.abstractmethod
-    def task_vector_ids(self, model: str, trace_ids: Sequence[str]) -> set[str]:
-        """Which of ``trace_ids`` have a task vector of ``model`` (no vectors read)."""
-
-    @abc.abstractmethod
-    def save_task_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
-        """Store task vectors of ``model`` (trace id -> packed vector; existing ones kept)."""
-
-    @abc.abstractmethod
-    def names(self, *, prefix: str | None = None) -> builtins.list[str]:
-        """Every skill name (starting with ``prefix`` when given), sorted."""
-
-    @abc.abstractmethod
-    def get_many_active(self, names: Sequence[str]) -> dict[str, Skill]:
-        """The current version of each of ``names`` that exists."""
-
-    @abc.abstractmethod
-    def examples(self, names: Sequence[str]) -> dict[str, builtins.list[Example]]:
-        """The stored examples of each of ``names`` (oldest first); absent names map to []."""
-
-    @abc.abstractmethod
-    def save_evidence(
-        self,
-        name: str,
-        *,
-        version: int | None = None,
-        trace: Trace | None = None,
-        success: bool = False,
-        examples: Sequence[Example] | None = None,
-        when: str | None = None,
-    ) -> Skill:
-        """In one transaction: store ``trace``, append a success for it when ``success``,
-        replace the examples of ``name`` with ``examples`` and its derived ``when``
-        (for ``version``, default the active one), each when given."""
-
-    @abc.abstractmethod
-    def index_generation(self) -> int:
-        """A counter bumped before every change of the vector index (0 for a new store)."""
-
-    @abc.abstractmethod
-    def bump_index_generation(self) -> int:
-        """Increment the index generation and return the new value."""
-
-    def write_lock(self) -> "WriteLock":
-        """A handle on the lock writers of records-plus-index take (the default, one lock
-        per store object, only serializes the threads of this process)."""
-        lock: WriteLock | None = self.__dict__.get("_default_write_lock")
-        if lock is None:
-            lock = self.__dict__.setdefault("_default_write_lock", ThreadWriteLock())
-        return lock
-
-    @abc.abstractmethod
-    def close(self) -> None:
-        """Release connections."""
 
 
 def _enable_sqlite_wal(engine: Engine) -> None:
@@ -790,12 +505,12 @@ class SQLRecordStore(RecordStore):
         for start in range(0, len(names), IN_QUERY_BATCH):
             chunk = names[start : start + IN_QUERY_BATCH]
             rows = conn.execute(
-                _versions().where(self._t(versions_table))
+                versions_query().where(self._t(versions_table))
                 .where(versions_table.c.name.in_(chunk))
                 .where(versions_table.c.status == "active")
             ).mappings()
             for row in rows:
-                found[(row["name"], row["version"])] = _row_to_skill(row)
+                found[(row["name"], row["version"])] = row_to_skill(row)
         return [found[(n, versions[n])] for n in names], [superseded.get(n, []) for n in names]
 
     def _retrying(self, work: Any) -> Any:
@@ -903,19 +618,19 @@ class SQLRecordStore(RecordStore):
         found = {}
         for start in range(0, len(names), IN_QUERY_BATCH):
             rows = conn.execute(
-                _versions().where(self._t(versions_table)).where(
+                versions_query().where(self._t(versions_table)).where(
                     versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
                 )
             ).mappings()
             for row in rows:
                 key = (row["name"], row["version"])
                 if key in wanted:
-                    found[key] = _row_to_skill(row)
+                    found[key] = row_to_skill(row)
         return found
 
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
         query = (
-            _versions()
+            versions_query()
             .join(
                 skills_table,
                 sa.and_(
@@ -930,19 +645,19 @@ class SQLRecordStore(RecordStore):
         if status is not None:
             query = query.where(versions_table.c.status == status)
         with self._read() as conn:
-            return [_row_to_skill(row) for row in conn.execute(query).mappings()]
+            return [row_to_skill(row) for row in conn.execute(query).mappings()]
 
     def history(self, name: str) -> builtins.list[Skill]:
         with self._read() as conn:
             rows = conn.execute(
-                _versions()
+                versions_query()
                 .where(self._t(versions_table))
                 .where(versions_table.c.name == name)
                 .order_by(versions_table.c.version)
             ).mappings().all()
         if not rows:
             raise SkillNotFoundError(name)
-        return [_row_to_skill(row) for row in rows]
+        return [row_to_skill(row) for row in rows]
 
     def record_outcome(
         self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
@@ -1088,7 +803,7 @@ class SQLRecordStore(RecordStore):
         with self._read() as conn:
             for start in range(0, len(unique), IN_QUERY_BATCH):
                 rows = conn.execute(
-                    _versions()
+                    versions_query()
                     .join(skills_table, sa.and_(
                         skills_table.c.tenant == versions_table.c.tenant,
                         skills_table.c.name == versions_table.c.name,
@@ -1098,7 +813,7 @@ class SQLRecordStore(RecordStore):
                     .where(versions_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
                 ).mappings()
                 for row in rows:
-                    found[row["name"]] = _row_to_skill(row)
+                    found[row["name"]] = row_to_skill(row)
         return found
 
     # -- examples and derived texts ------------------------------------------------------
@@ -1262,7 +977,7 @@ class SQLRecordStore(RecordStore):
         if version is None:
             version = self._active_version(conn, name)
         row = conn.execute(
-            _versions()
+            versions_query()
             .where(self._t(versions_table))
             .where(versions_table.c.name == name)
             .where(versions_table.c.version == version)
@@ -1270,7 +985,7 @@ class SQLRecordStore(RecordStore):
         if row is None:
             self._active_version(conn, name)  # unknown name -> plain "no skill named"
             raise SkillNotFoundError(name, version)
-        return _row_to_skill(row)
+        return row_to_skill(row)
 
     def _append_outcome(
         self,
@@ -1350,27 +1065,4 @@ class _Transaction:
             corrupt = self._store._corrupt(exc)
             if corrupt is not None:
                 raise corrupt from exc
-
-
-def _row_to_skill(row: Any) -> Skill:
-    """A Skill from a stored row; stored rows were validated when added, so skip it."""
-    return Skill.model_construct(
-        name=row["name"],
-        version=row["version"],
-        kind=row["kind"],
-        when=(
-            row["derived_when"]
-            if row.get("derived_when") and row.get("derived_version") == row["version"]
-            else row["when_text"]
-        ),
-        description=row["description"],
-        code=row["code"],
-        parameters=row["parameters"],
-        tools=list(row["tools"]),
-        depends_on=list(row["depends_on"]),
-        status=row["status"],
-        provenance=Provenance.model_validate(row["provenance"]),
-        successes=row["successes"],
-        failures=row["failures"],
-    )
 

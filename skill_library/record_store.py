@@ -9,16 +9,15 @@ added behind it. Every row belongs to a tenant (``skill_library.tenancy``): a st
 is bound to one (``tenant``; :meth:`SQLRecordStore.for_tenant` gives a view for another on
 the same engine and write lock) and filters every query with :meth:`~SQLRecordStore.tenant_filter`.
 
-The tables, the :class:`RecordStore` interface and the reading of version rows live in
-``skill_library.storage`` and are re-exported here.
+This module is :class:`SQLRecordStore`; its parts live in ``skill_library.storage`` (the
+tables, the interface, the SQLite/PostgreSQL specifics, transactions) and are
+re-exported here, so ``from skill_library.record_store import versions_table`` works.
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
-import sqlite3
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
@@ -26,7 +25,6 @@ from typing import Any, Sequence
 import sqlalchemy as sa
 import sqlalchemy.dialects.postgresql
 import sqlalchemy.dialects.sqlite
-from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from skill_library.errors import (
@@ -38,6 +36,17 @@ from skill_library.errors import (
     TraceNotFoundError,
 )
 from skill_library.models import Example, Skill, SkillStatus, Trace, utc_now
+from skill_library.storage.dialects import (
+    EMPTY_FILE_CHECKS,
+    EMPTY_FILE_WAIT_SECONDS,
+    IN_QUERY_BATCH,
+    PG_CONFLICT_RETRIES,
+    SQLITE_BUSY_TIMEOUT_MS,
+    create_engine,
+    named_error,
+    retrying,
+    stays_empty,
+)
 from skill_library.storage.interface import RecordStore
 from skill_library.storage.rows import row_to_skill, versions_query
 from skill_library.storage.tables import (
@@ -54,6 +63,7 @@ from skill_library.storage.tables import (
     vectors_table,
     versions_table,
 )
+from skill_library.storage.transactions import Transaction
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
 from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock
 
@@ -81,41 +91,10 @@ __all__ = [
     "versions_table",
 ]
 
-#: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
-IN_QUERY_BATCH = 500
-#: how long a SQLite writer waits for another one's lock before giving up
-SQLITE_BUSY_TIMEOUT_MS = 60_000
-#: a 0-byte records file is re-checked this often, this far apart, before it is an error
-EMPTY_FILE_CHECKS = 5
-EMPTY_FILE_WAIT_SECONDS = 0.1
 #: the file name of the SQLite records inside a library folder
 RECORDS_FILE = "records.db"
 #: the file a folder library's writers lock (skill_library.write_lock.FileWriteLock)
 WRITE_LOCK_FILE = "write.lock"
-#: how often a PostgreSQL transaction that lost a race (unique violation, deadlock,
-#: serialization failure) is retried before the error is raised
-PG_CONFLICT_RETRIES = 5
-#: SQLSTATEs of the races above
-_PG_RETRY_STATES = {"23505", "40001", "40P01"}
-#: SQLite result codes that mean the file is damaged or not a database at all
-_SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
-
-
-def _enable_sqlite_wal(engine: Engine) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy emit BEGIN itself (below), so writers take the lock up front.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
 
 
 class SQLRecordStore(RecordStore):
@@ -130,7 +109,7 @@ class SQLRecordStore(RecordStore):
         self.tenant = check_tenant(tenant)
         #: True for the store that opened the engine (a tenant view only borrows it)
         self._owner = True
-        self._engine = sa.create_engine(url, future=True, pool_pre_ping=True)
+        self._engine = create_engine(url)
         #: the URL with any password masked: what errors and messages show
         self.url = self._engine.url.render_as_string(hide_password=True)
         self._sqlite = self._engine.dialect.name == "sqlite"
@@ -141,12 +120,10 @@ class SQLRecordStore(RecordStore):
         )
         if self.path is not None:
             if self.path.exists():
-                if _stays_empty(self.path):
+                if stays_empty(self.path):
                     raise RecordStoreCorruptError(self.path, "is empty (0 bytes)")
             elif not create:
                 raise LibraryNotFoundError(self.path.parent, f"no {self.path.name}")
-        if self._sqlite:
-            _enable_sqlite_wal(self._engine)
         from skill_library import migrations
 
         with self._write() as conn:
@@ -243,7 +220,7 @@ class SQLRecordStore(RecordStore):
 
     def transaction(self, *, write: bool) -> Any:
         """A context manager yielding a connection in one transaction (a writer locks up front)."""
-        return _Transaction(self, write=write)
+        return Transaction(self._connect, self._corrupt, write=write)
 
     def purge(self, names: Sequence[str]) -> int:
         """Delete every row of the skills ``names`` (versions, outcomes, examples, derived
@@ -283,10 +260,10 @@ class SQLRecordStore(RecordStore):
 
     # -- transactions -------------------------------------------------------------------
     def _write(self) -> Any:
-        return _Transaction(self, write=True)
+        return Transaction(self._connect, self._corrupt, write=True)
 
     def _read(self) -> Any:
-        return _Transaction(self, write=False)
+        return Transaction(self._connect, self._corrupt, write=False)
 
     def _connect(self, write: bool) -> Connection:
         try:
@@ -302,17 +279,7 @@ class SQLRecordStore(RecordStore):
     def _corrupt(self, exc: BaseException) -> RecordStoreCorruptError | RecordStoreUnavailableError | None:
         """The named error for a damaged file or an unreachable server, or None for any
         other database error."""
-        orig = getattr(exc, "orig", exc)
-        if self._postgres and (
-            isinstance(exc, sa.exc.OperationalError) or getattr(exc, "connection_invalidated", False)
-        ):
-            first = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-            return RecordStoreUnavailableError(f"the record store {self.url} is unavailable: {first}")
-        if getattr(orig, "sqlite_errorcode", None) in _SQLITE_CORRUPT_CODES:
-            where = self.path if self.path is not None else self.url
-            problem = "is not a SQLite database" if "not a database" in str(orig) else "is damaged"
-            return RecordStoreCorruptError(where, f"{problem} ({orig})")
-        return None
+        return named_error(exc, postgres=self._postgres, url=self.url, path=self.path)
 
     # -- skills -------------------------------------------------------------------------
     def add_version(
@@ -410,7 +377,6 @@ class SQLRecordStore(RecordStore):
                 superseded.append(replaced)
             return stored, superseded
         return self._add_distinct_versions(conn, skills, initial_success)
-
     def _add_distinct_versions(
         self, conn: Connection, skills: Sequence[Skill], initial_success: bool
     ) -> tuple[builtins.list[Skill], builtins.list[builtins.list[int]]]:
@@ -513,20 +479,12 @@ class SQLRecordStore(RecordStore):
                 found[(row["name"], row["version"])] = row_to_skill(row)
         return [found[(n, versions[n])] for n in names], [superseded.get(n, []) for n in names]
 
+
     def _retrying(self, work: Any) -> Any:
         """``work(conn)`` in one write transaction; on PostgreSQL, retried when it lost a
         race with another writer (two first versions of one new name: unique violation;
         a deadlock) up to :data:`PG_CONFLICT_RETRIES` times."""
-        for attempt in range(PG_CONFLICT_RETRIES + 1):
-            try:
-                with self._write() as conn:
-                    return work(conn)
-            except sa.exc.DBAPIError as exc:
-                state = getattr(getattr(exc, "orig", None), "sqlstate", None)
-                if not self._postgres or state not in _PG_RETRY_STATES or attempt == PG_CONFLICT_RETRIES:
-                    raise
-                time.sleep(0.01 * (attempt + 1))
-        raise AssertionError("unreachable")
+        return retrying(self._write, work, postgres=self._postgres)
 
     def _add_version(
         self, conn: Connection, skill: Skill, initial_success: bool, status: SkillStatus = "active",
@@ -1014,55 +972,4 @@ class SQLRecordStore(RecordStore):
             .returning(versions_table.c.successes, versions_table.c.failures)
         ).one()
         return int(row[0]), int(row[1])
-
-
-def _stays_empty(path: Path) -> bool:
-    """True when ``path`` has 0 bytes and keeps them for a moment: another process that is
-    creating the library writes the header within milliseconds of creating the file."""
-    for _ in range(EMPTY_FILE_CHECKS):
-        if path.stat().st_size:
-            return False
-        time.sleep(EMPTY_FILE_WAIT_SECONDS)
-    return path.stat().st_size == 0
-
-
-class _Transaction:
-    """Context manager: one connection, one transaction, committed on success.
-
-    A database error that means the file is damaged becomes :class:`RecordStoreCorruptError`.
-    """
-
-    def __init__(self, store: SQLRecordStore, *, write: bool) -> None:
-        self._store = store
-        self._write = write
-
-    def __enter__(self) -> Connection:
-        self._conn = self._store._connect(self._write)
-        try:
-            self._tx = self._conn.begin()
-        except sa.exc.DatabaseError as exc:
-            self._conn.close()
-            corrupt = self._store._corrupt(exc)
-            if corrupt is None:
-                raise
-            raise corrupt from exc
-        return self._conn
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if exc_type is None:
-                self._tx.commit()
-            else:
-                self._tx.rollback()
-        except sa.exc.DatabaseError as error:
-            corrupt = self._store._corrupt(error)
-            if corrupt is None:
-                raise
-            raise corrupt from error
-        finally:
-            self._conn.close()
-        if isinstance(exc, sa.exc.DatabaseError):
-            corrupt = self._store._corrupt(exc)
-            if corrupt is not None:
-                raise corrupt from exc
 

@@ -1,5 +1,7 @@
 """The parts of the SQL record store (``skill_library.record_store``), one concept each.
 
-``tables`` (the schema), ``interface`` (the :class:`RecordStore` the library uses) and
-``rows`` (version rows read as skills).
+``tables`` (the schema), ``interface`` (the :class:`RecordStore` the library uses),
+``rows`` (version rows read as skills), ``dialects`` (SQLite and PostgreSQL specifics:
+connection setup, error mapping, retries) and ``transactions`` (one connection, one
+transaction).
 """

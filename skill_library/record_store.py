@@ -10,8 +10,8 @@ is bound to one (``tenant``; :meth:`SQLRecordStore.for_tenant` gives a view for 
 the same engine and write lock) and filters every query with :meth:`~SQLRecordStore.tenant_filter`.
 
 This module is :class:`SQLRecordStore`; its parts live in ``skill_library.storage`` (the
-tables, the interface, the SQLite/PostgreSQL specifics, transactions) and are
-re-exported here, so ``from skill_library.record_store import versions_table`` works.
+tables, the interface, the SQLite/PostgreSQL specifics, transactions, bulk inserts) and
+are re-exported here, so ``from skill_library.record_store import versions_table`` works.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from skill_library.errors import (
     TraceNotFoundError,
 )
 from skill_library.models import Example, Skill, SkillStatus, Trace, utc_now
+from skill_library.storage.bulk import insert_distinct_versions
 from skill_library.storage.dialects import (
     EMPTY_FILE_CHECKS,
     EMPTY_FILE_WAIT_SECONDS,
@@ -376,109 +377,7 @@ class SQLRecordStore(RecordStore):
                 stored.append(self._add_version(conn, skill, initial_success, "active", replaced))
                 superseded.append(replaced)
             return stored, superseded
-        return self._add_distinct_versions(conn, skills, initial_success)
-    def _add_distinct_versions(
-        self, conn: Connection, skills: Sequence[Skill], initial_success: bool
-    ) -> tuple[builtins.list[Skill], builtins.list[builtins.list[int]]]:
-        """:meth:`_add_version` (active) for skills of distinct names, in a few statements
-        per :data:`IN_QUERY_BATCH` names instead of several per skill."""
-        if not skills:
-            return [], []
-        now = utc_now()
-        names = [s.name for s in skills]
-        current: dict[str, int] = {}
-        superseded: dict[str, builtins.list[int]] = {}
-        for start in range(0, len(names), IN_QUERY_BATCH):
-            chunk = names[start : start + IN_QUERY_BATCH]
-            # the row locks serialize new versions of these names on PostgreSQL (first
-            # versions race on the primary key instead: _retrying)
-            conn.execute(
-                sa.select(skills_table.c.name).where(self._t(skills_table))
-                .where(skills_table.c.name.in_(chunk)).with_for_update()
-            ).all()
-            current.update((str(n), int(v)) for n, v in conn.execute(
-                sa.select(versions_table.c.name, sa.func.max(versions_table.c.version))
-                .where(self._t(versions_table))
-                .where(versions_table.c.name.in_(chunk))
-                .group_by(versions_table.c.name)
-            ))
-            for n, v in conn.execute(
-                sa.select(versions_table.c.name, versions_table.c.version)
-                .where(self._t(versions_table))
-                .where(versions_table.c.name.in_(chunk))
-                .where(versions_table.c.status == "active")
-                .order_by(versions_table.c.version)
-            ):
-                superseded.setdefault(str(n), []).append(int(v))
-        versions = {n: current.get(n, 0) + 1 for n in names}
-        new = [n for n in names if n not in current]
-        if new:
-            conn.execute(skills_table.insert(), [
-                {"tenant": self.tenant, "name": n, "active_version": 1, "created_at": now,
-                 "updated_at": now} for n in new
-            ])
-        old = [n for n in names if n in current]
-        for start in range(0, len(old), IN_QUERY_BATCH):
-            conn.execute(
-                versions_table.update()
-                .where(self._t(versions_table))
-                .where(versions_table.c.name.in_(old[start : start + IN_QUERY_BATCH]))
-                .where(versions_table.c.status == "active")
-                .values(status="superseded")
-            )
-        if old:
-            conn.execute(
-                skills_table.update()
-                .where(self._t(skills_table))
-                .where(skills_table.c.name == sa.bindparam("b_name"))
-                .values(active_version=sa.bindparam("b_version"), updated_at=now),
-                [{"b_name": n, "b_version": versions[n]} for n in old],
-            )
-        conn.execute(versions_table.insert(), [
-            {
-                "tenant": self.tenant,
-                "name": s.name,
-                "version": versions[s.name],
-                "kind": s.kind,
-                "when_text": s.when,
-                "description": s.description,
-                "code": s.code,
-                "parameters": s.parameters,
-                "tools": list(s.tools),
-                "depends_on": list(s.depends_on),
-                "provenance": s.provenance.model_dump(mode="json"),
-                "status": "active",
-                # the one outcome below, counted as _append_outcome counts it
-                "successes": 1 if initial_success else 0,
-                "failures": 0,
-                "created_at": now,
-            }
-            for s in skills
-        ])
-        if initial_success:
-            conn.execute(outcomes_table.insert(), [
-                {
-                    "tenant": self.tenant,
-                    "name": s.name,
-                    "version": versions[s.name],
-                    "success": True,
-                    "trace_id": s.provenance.trace_ids[0] if s.provenance.trace_ids else None,
-                    "recorded_at": now,
-                }
-                for s in skills
-            ])
-        found: dict[tuple[str, int], Skill] = {}
-        for start in range(0, len(names), IN_QUERY_BATCH):
-            chunk = names[start : start + IN_QUERY_BATCH]
-            rows = conn.execute(
-                versions_query().where(self._t(versions_table))
-                .where(versions_table.c.name.in_(chunk))
-                .where(versions_table.c.status == "active")
-            ).mappings()
-            for row in rows:
-                found[(row["name"], row["version"])] = row_to_skill(row)
-        return [found[(n, versions[n])] for n in names], [superseded.get(n, []) for n in names]
-
+        return insert_distinct_versions(conn, skills, initial_success, tenant=self.tenant)
 
     def _retrying(self, work: Any) -> Any:
         """``work(conn)`` in one write transaction; on PostgreSQL, retried when it lost a

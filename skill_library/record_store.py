@@ -10,8 +10,8 @@ is bound to one (``tenant``; :meth:`SQLRecordStore.for_tenant` gives a view for 
 the same engine and write lock) and filters every query with :meth:`~SQLRecordStore.tenant_filter`.
 
 This module is :class:`SQLRecordStore`; its parts live in ``skill_library.storage`` (the
-tables, the interface, the SQLite/PostgreSQL specifics, transactions, bulk inserts) and
-are re-exported here, so ``from skill_library.record_store import versions_table`` works.
+tables, the interface, the SQLite/PostgreSQL specifics, integrity checks, transactions,
+bulk inserts), and the names callers import are re-exported here (``__all__``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from skill_library.errors import (
     LibraryNotFoundError,
     RecordStoreCorruptError,
     RecordStoreUnavailableError,
-    SchemaVersionError,
     SkillNotFoundError,
     TraceNotFoundError,
 )
@@ -48,6 +47,7 @@ from skill_library.storage.dialects import (
     retrying,
     stays_empty,
 )
+from skill_library.storage.integrity import open_records, records_problem
 from skill_library.storage.interface import RecordStore
 from skill_library.storage.rows import row_to_skill, versions_query
 from skill_library.storage.tables import (
@@ -125,29 +125,8 @@ class SQLRecordStore(RecordStore):
                     raise RecordStoreCorruptError(self.path, "is empty (0 bytes)")
             elif not create:
                 raise LibraryNotFoundError(self.path.parent, f"no {self.path.name}")
-        from skill_library import migrations
-
         with self._write() as conn:
-            present = set(sa.inspect(conn).get_table_names())
-            # no table at all: a database another process is creating right now (or a new one)
-            if present - {migrations.migrations_table.name}:
-                missing = {skills_table.name, meta_table.name} - present
-                if missing:
-                    where = self.path if self.path is not None else self.url
-                    raise RecordStoreCorruptError(
-                        where, f"is not a skill-library records file (no {', '.join(sorted(missing))} table)"
-                    )
-                found = migrations.applied_version(conn)
-                if found == 0:
-                    raise RecordStoreCorruptError(self.path or self.url, "has no schema version")
-                if found > SCHEMA_VERSION:
-                    raise SchemaVersionError(
-                        f"record store {self.url} has schema version {found}; this library reads "
-                        f"up to {SCHEMA_VERSION}: upgrade skill-library"
-                    )
-            elif not create and not self._sqlite:
-                raise LibraryNotFoundError(self.url, "the database holds no skill library")
-            migrations.upgrade(conn)
+            open_records(conn, create=create, sqlite=self._sqlite, url=self.url, path=self.path)
 
     def for_tenant(self, tenant: str) -> "SQLRecordStore":
         """A view of this store bound to ``tenant``: the same engine and write lock, every
@@ -195,23 +174,9 @@ class SQLRecordStore(RecordStore):
         """SQLite's ``quick_check`` and the library's tables and schema version."""
         try:
             with self._read() as conn:
-                if self._sqlite:
-                    verdict = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check")]
-                    if verdict != ["ok"]:
-                        return f"fails SQLite's integrity check ({'; '.join(verdict[:3])})"
-                missing = {t.name for t in metadata.sorted_tables} - set(
-                    sa.inspect(conn).get_table_names()
-                )
-                if missing:
-                    return f"lacks the table(s) {', '.join(sorted(missing))}"
-                found = conn.execute(
-                    sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
-                ).scalar()
-                if found is None:
-                    return "has no schema version"
+                return records_problem(conn, sqlite=self._sqlite)
         except RecordStoreCorruptError as exc:
             return exc.problem
-        return None
 
     # -- for the modules that keep their own tables on this engine (procedures, patterns) --
     @property

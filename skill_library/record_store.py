@@ -8,15 +8,16 @@ the :class:`RecordStore` interface is what the library uses, so another SQL back
 added behind it. Every row belongs to a tenant (``skill_library.tenancy``): a store object
 is bound to one (``tenant``; :meth:`SQLRecordStore.for_tenant` gives a view for another on
 the same engine and write lock) and filters every query with :meth:`~SQLRecordStore.tenant_filter`.
+
+This module is :class:`SQLRecordStore`; its parts live in ``skill_library.storage`` (the
+tables, the interface, the SQLite/PostgreSQL specifics, integrity checks, transactions,
+bulk inserts), and the names callers import are re-exported here (``__all__``).
 """
 
 from __future__ import annotations
 
-import abc
 import builtins
 import copy
-import sqlite3
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,383 +25,77 @@ from typing import Any, Sequence
 import sqlalchemy as sa
 import sqlalchemy.dialects.postgresql
 import sqlalchemy.dialects.sqlite
-from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from skill_library.errors import (
     LibraryNotFoundError,
     RecordStoreCorruptError,
     RecordStoreUnavailableError,
-    SchemaVersionError,
     SkillNotFoundError,
     TraceNotFoundError,
 )
-from skill_library.models import Example, Provenance, Skill, SkillStatus, Trace, utc_now
-from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH, check_tenant
-from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, ThreadWriteLock, WriteLock
+from skill_library.models import Example, Skill, SkillStatus, Trace, utc_now
+from skill_library.storage.bulk import insert_distinct_versions
+from skill_library.storage.dialects import (
+    EMPTY_FILE_CHECKS,
+    EMPTY_FILE_WAIT_SECONDS,
+    IN_QUERY_BATCH,
+    PG_CONFLICT_RETRIES,
+    SQLITE_BUSY_TIMEOUT_MS,
+    create_engine,
+    named_error,
+    retrying,
+    stays_empty,
+)
+from skill_library.storage.integrity import open_records, records_problem
+from skill_library.storage.interface import RecordStore
+from skill_library.storage.rows import row_to_skill, versions_query
+from skill_library.storage.tables import (
+    SCHEMA_VERSION,
+    TENANT_TABLES,
+    examples_table,
+    meta_table,
+    metadata,
+    outcomes_table,
+    profiles_table,
+    skills_table,
+    task_vectors_table,
+    traces_table,
+    vectors_table,
+    versions_table,
+)
+from skill_library.storage.transactions import Transaction
+from skill_library.tenancy import DEFAULT_TENANT, check_tenant
+from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock
 
-#: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 7
-#: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
-IN_QUERY_BATCH = 500
-#: how long a SQLite writer waits for another one's lock before giving up
-SQLITE_BUSY_TIMEOUT_MS = 60_000
-#: a 0-byte records file is re-checked this often, this far apart, before it is an error
-EMPTY_FILE_CHECKS = 5
-EMPTY_FILE_WAIT_SECONDS = 0.1
+__all__ = [
+    "EMPTY_FILE_CHECKS",
+    "EMPTY_FILE_WAIT_SECONDS",
+    "IN_QUERY_BATCH",
+    "PG_CONFLICT_RETRIES",
+    "RECORDS_FILE",
+    "SCHEMA_VERSION",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "TENANT_TABLES",
+    "WRITE_LOCK_FILE",
+    "RecordStore",
+    "SQLRecordStore",
+    "examples_table",
+    "meta_table",
+    "metadata",
+    "outcomes_table",
+    "profiles_table",
+    "skills_table",
+    "task_vectors_table",
+    "traces_table",
+    "vectors_table",
+    "versions_table",
+]
+
 #: the file name of the SQLite records inside a library folder
 RECORDS_FILE = "records.db"
 #: the file a folder library's writers lock (skill_library.write_lock.FileWriteLock)
 WRITE_LOCK_FILE = "write.lock"
-#: how often a PostgreSQL transaction that lost a race (unique violation, deadlock,
-#: serialization failure) is retried before the error is raised
-PG_CONFLICT_RETRIES = 5
-#: SQLSTATEs of the races above
-_PG_RETRY_STATES = {"23505", "40001", "40P01"}
-#: SQLite result codes that mean the file is damaged or not a database at all
-_SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
-
-metadata = sa.MetaData()
-
-
-def _tenant_column(*, primary_key: bool = True) -> sa.Column[str]:
-    """The ``tenant`` column every record carries (first in each key where names are keys)."""
-    return sa.Column("tenant", sa.String(TENANT_MAX_LENGTH), primary_key=primary_key, nullable=False,
-                     server_default=DEFAULT_TENANT)
-
-
-skills_table = sa.Table(
-    "skills",
-    metadata,
-    _tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("active_version", sa.Integer, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-versions_table = sa.Table(
-    "skill_versions",
-    metadata,
-    _tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("version", sa.Integer, primary_key=True),
-    sa.Column("kind", sa.String(20), nullable=False),
-    sa.Column("when_text", sa.Text, nullable=False),
-    sa.Column("description", sa.Text, nullable=False),
-    sa.Column("code", sa.Text),
-    sa.Column("parameters", sa.JSON, nullable=False),
-    sa.Column("tools", sa.JSON, nullable=False),
-    sa.Column("depends_on", sa.JSON, nullable=False),
-    sa.Column("provenance", sa.JSON, nullable=False),
-    sa.Column("status", sa.String(20), nullable=False),
-    sa.Column("successes", sa.Integer, nullable=False, default=0),
-    sa.Column("failures", sa.Integer, nullable=False, default=0),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
-)
-
-outcomes_table = sa.Table(
-    "outcomes",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    _tenant_column(primary_key=False),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("success", sa.Boolean, nullable=False),
-    sa.Column("trace_id", sa.String(64)),
-    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(
-        ["tenant", "name", "version"],
-        ["skill_versions.tenant", "skill_versions.name", "skill_versions.version"],
-    ),
-    sa.Index("ix_outcomes_skill", "tenant", "name", "version"),
-)
-
-traces_table = sa.Table(
-    "traces",
-    metadata,
-    _tenant_column(),
-    sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("task", sa.Text, nullable=False),
-    sa.Column("source", sa.String(200), nullable=False),
-    sa.Column("body", sa.JSON, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-# Derived per-skill data, recomputed as evidence arrives (not a new version): the masked
-# example tasks fetch matches against, and the ``when`` recomputed from them for one version.
-examples_table = sa.Table(
-    "skill_examples",
-    metadata,
-    _tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("trace_id", sa.String(64), primary_key=True),
-    sa.Column("text", sa.Text, nullable=False),
-    sa.Column("params", sa.JSON, nullable=False),
-    sa.Column("indexed", sa.Boolean, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
-)
-
-# The vector of a trace's task in the form fetch embeds a query, per model: a skill's
-# *prototype* index entry is the mean of its example traces' vectors (skill_library.prototypes).
-# Kept in the tenant's records beside the traces they come from (a task may hold personal
-# data, so these never enter the shared text_vectors cache) and deleted with them.
-task_vectors_table = sa.Table(
-    "task_vectors",
-    metadata,
-    _tenant_column(),
-    sa.Column("trace_id", sa.String(64), primary_key=True),
-    sa.Column("model", sa.String(200), primary_key=True),
-    sa.Column("vector", sa.LargeBinary, nullable=False),
-)
-
-profiles_table = sa.Table(
-    "skill_profiles",
-    metadata,
-    _tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("when_text", sa.Text, nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-    sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
-)
-
-# Vectors of the library's own index texts per model (skill_library.text_vectors). Shared
-# by every tenant on purpose: a row is a pure function of (model, text) keyed by the text's
-# digest, a cache that tells nothing about which tenant (if any) holds the text.
-vectors_table = sa.Table(
-    "text_vectors",
-    metadata,
-    sa.Column("model", sa.String(200), primary_key=True),
-    sa.Column("digest", sa.String(64), primary_key=True),
-    sa.Column("vector", sa.LargeBinary, nullable=False),
-)
-
-# Per-tenant settings (the index generation); ``schema_version`` is the store's own and
-# lives in the default tenant's rows.
-meta_table = sa.Table(
-    "library_meta",
-    metadata,
-    _tenant_column(),
-    sa.Column("key", sa.String(100), primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-)
-
-#: the tables whose rows belong to a tenant, parents before children
-TENANT_TABLES = (skills_table, versions_table, outcomes_table, traces_table, examples_table,
-                 profiles_table, meta_table)
-
-
-def _versions() -> Any:
-    """SELECT of version rows with the skill's derived ``when`` (for the version it fits)."""
-    return sa.select(
-        versions_table,
-        profiles_table.c.when_text.label("derived_when"),
-        profiles_table.c.version.label("derived_version"),
-    ).select_from(
-        versions_table.outerjoin(profiles_table, sa.and_(
-            profiles_table.c.tenant == versions_table.c.tenant,
-            profiles_table.c.name == versions_table.c.name,
-        ))
-    )
-
-
-class RecordStore(abc.ABC):
-    """What the library needs from a record store: the records of one tenant (``tenant``).
-
-    Every method reads and writes only that tenant's rows; :meth:`for_tenant` gives a view
-    on the same store for another tenant.
-    """
-
-    #: the tenant whose records this store object reads and writes
-    tenant: str = DEFAULT_TENANT
-
-    def for_tenant(self, tenant: str) -> "RecordStore":
-        """This store bound to ``tenant`` (the same connections and write lock)."""
-        if check_tenant(tenant) == self.tenant:
-            return self
-        raise NotImplementedError(f"{type(self).__name__} holds one tenant only")
-
-    @abc.abstractmethod
-    def add_version(
-        self, skill: Skill, *, initial_success: bool = False, status: SkillStatus = "active"
-    ) -> Skill:
-        """Store ``skill`` as the next version of its name and make it active (the
-        version active before it becomes ``superseded``).
-
-        ``status="draft"`` stores an unverified version instead: it supersedes nothing, and
-        it becomes the name's current version only when the name has no active version.
-        """
-
-    def add_versions(self, skills: Sequence[Skill], *, initial_success: bool = False) -> list[Skill]:
-        """:meth:`add_version` for several skills (one transaction where supported)."""
-        return [self.add_version(s, initial_success=initial_success) for s in skills]
-
-    @abc.abstractmethod
-    def get(self, name: str, version: int | None = None) -> Skill:
-        """One version (default: the active one) with its counts."""
-
-    @abc.abstractmethod
-    def get_many(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Skill]:
-        """The given (name, version) records that exist, in one round trip."""
-
-    def get_many_and_generation(
-        self, keys: Sequence[tuple[str, int]]
-    ) -> tuple[dict[tuple[str, int], Skill], int]:
-        """:meth:`get_many` and :meth:`index_generation` read together (fetch's one read)."""
-        return self.get_many(keys), self.index_generation()
-
-    @abc.abstractmethod
-    def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
-        """The active-pointer version of every skill, by name."""
-
-    @abc.abstractmethod
-    def history(self, name: str) -> builtins.list[Skill]:
-        """Every version of ``name``, oldest first."""
-
-    @abc.abstractmethod
-    def record_outcome(
-        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
-    ) -> Skill:
-        """Append an outcome and return the version with updated counts."""
-
-    @abc.abstractmethod
-    def set_status(self, name: str, status: SkillStatus) -> Skill:
-        """Change the lifecycle status of the active version of ``name``."""
-
-    @abc.abstractmethod
-    def set_version_status(self, name: str, version: int, status: SkillStatus) -> Skill:
-        """Change the lifecycle status of one version of ``name`` (its content never
-        changes); the governed path is skill_library.governance.lifecycle.transition."""
-
-    @abc.abstractmethod
-    def set_active_version(self, name: str, version: int) -> Skill:
-        """Point ``name``'s active pointer (what ``get(name)`` returns) at ``version``."""
-
-    @abc.abstractmethod
-    def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
-        """Every outcome recorded for ``name``, oldest first."""
-
-    @abc.abstractmethod
-    def save_trace(self, trace: Trace) -> None:
-        """Store a trace (idempotent on its id)."""
-
-    @abc.abstractmethod
-    def get_trace(self, trace_id: str) -> Trace:
-        """A stored trace; :class:`TraceNotFoundError` (a ``KeyError``) if unknown."""
-
-    def traces_for(self, name: str) -> builtins.list[Trace]:
-        """Traces of ``name``: those its versions were learned from and those of its
-        recorded outcomes, oldest first. Unknown name: :class:`SkillNotFoundError`."""
-        ids: list[str] = []
-        for version in self.history(name):
-            ids.extend(i for i in version.provenance.trace_ids if i not in ids)
-        for outcome in self.outcome_log(name):
-            if outcome["trace_id"] and outcome["trace_id"] not in ids:
-                ids.append(outcome["trace_id"])
-        found = []
-        for trace_id in ids:
-            try:
-                found.append(self.get_trace(trace_id))
-            except TraceNotFoundError:
-                pass  # an outcome may name a trace that was never stored
-        return sorted(found, key=lambda t: t.created_at)
-
-    def integrity_problem(self) -> str | None:
-        """What is wrong with the stored records (``None`` when they look sound)."""
-        return None
-
-    def check_integrity(self) -> None:
-        """Raise :class:`RecordStoreCorruptError` when :meth:`integrity_problem` finds one."""
-        problem = self.integrity_problem()
-        if problem is not None:
-            raise RecordStoreCorruptError(getattr(self, "url", type(self).__name__), problem)
-
-    @abc.abstractmethod
-    def load_vectors(self, model: str, digests: Sequence[str]) -> dict[str, bytes]:
-        """The stored vectors of ``model`` for the text ``digests`` it has."""
-
-    @abc.abstractmethod
-    def save_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
-        """Store text vectors of ``model`` (digest -> packed vector; existing ones kept)."""
-
-    @abc.abstractmethod
-    def load_task_vectors(self, model: str, trace_ids: Sequence[str]) -> dict[str, bytes]:
-        """The stored task vectors of ``model`` for the traces ``trace_ids`` that have one."""
-
-    @abc.abstractmethod
-    def task_vector_ids(self, model: str, trace_ids: Sequence[str]) -> set[str]:
-        """Which of ``trace_ids`` have a task vector of ``model`` (no vectors read)."""
-
-    @abc.abstractmethod
-    def save_task_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
-        """Store task vectors of ``model`` (trace id -> packed vector; existing ones kept)."""
-
-    @abc.abstractmethod
-    def names(self, *, prefix: str | None = None) -> builtins.list[str]:
-        """Every skill name (starting with ``prefix`` when given), sorted."""
-
-    @abc.abstractmethod
-    def get_many_active(self, names: Sequence[str]) -> dict[str, Skill]:
-        """The current version of each of ``names`` that exists."""
-
-    @abc.abstractmethod
-    def examples(self, names: Sequence[str]) -> dict[str, builtins.list[Example]]:
-        """The stored examples of each of ``names`` (oldest first); absent names map to []."""
-
-    @abc.abstractmethod
-    def save_evidence(
-        self,
-        name: str,
-        *,
-        version: int | None = None,
-        trace: Trace | None = None,
-        success: bool = False,
-        examples: Sequence[Example] | None = None,
-        when: str | None = None,
-    ) -> Skill:
-        """In one transaction: store ``trace``, append a success for it when ``success``,
-        replace the examples of ``name`` with ``examples`` and its derived ``when``
-        (for ``version``, default the active one), each when given."""
-
-    @abc.abstractmethod
-    def index_generation(self) -> int:
-        """A counter bumped before every change of the vector index (0 for a new store)."""
-
-    @abc.abstractmethod
-    def bump_index_generation(self) -> int:
-        """Increment the index generation and return the new value."""
-
-    def write_lock(self) -> "WriteLock":
-        """A handle on the lock writers of records-plus-index take (the default, one lock
-        per store object, only serializes the threads of this process)."""
-        lock: WriteLock | None = self.__dict__.get("_default_write_lock")
-        if lock is None:
-            lock = self.__dict__.setdefault("_default_write_lock", ThreadWriteLock())
-        return lock
-
-    @abc.abstractmethod
-    def close(self) -> None:
-        """Release connections."""
-
-
-def _enable_sqlite_wal(engine: Engine) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Let SQLAlchemy emit BEGIN itself (below), so writers take the lock up front.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
 
 
 class SQLRecordStore(RecordStore):
@@ -415,7 +110,7 @@ class SQLRecordStore(RecordStore):
         self.tenant = check_tenant(tenant)
         #: True for the store that opened the engine (a tenant view only borrows it)
         self._owner = True
-        self._engine = sa.create_engine(url, future=True, pool_pre_ping=True)
+        self._engine = create_engine(url)
         #: the URL with any password masked: what errors and messages show
         self.url = self._engine.url.render_as_string(hide_password=True)
         self._sqlite = self._engine.dialect.name == "sqlite"
@@ -426,35 +121,12 @@ class SQLRecordStore(RecordStore):
         )
         if self.path is not None:
             if self.path.exists():
-                if _stays_empty(self.path):
+                if stays_empty(self.path):
                     raise RecordStoreCorruptError(self.path, "is empty (0 bytes)")
             elif not create:
                 raise LibraryNotFoundError(self.path.parent, f"no {self.path.name}")
-        if self._sqlite:
-            _enable_sqlite_wal(self._engine)
-        from skill_library import migrations
-
         with self._write() as conn:
-            present = set(sa.inspect(conn).get_table_names())
-            # no table at all: a database another process is creating right now (or a new one)
-            if present - {migrations.migrations_table.name}:
-                missing = {skills_table.name, meta_table.name} - present
-                if missing:
-                    where = self.path if self.path is not None else self.url
-                    raise RecordStoreCorruptError(
-                        where, f"is not a skill-library records file (no {', '.join(sorted(missing))} table)"
-                    )
-                found = migrations.applied_version(conn)
-                if found == 0:
-                    raise RecordStoreCorruptError(self.path or self.url, "has no schema version")
-                if found > SCHEMA_VERSION:
-                    raise SchemaVersionError(
-                        f"record store {self.url} has schema version {found}; this library reads "
-                        f"up to {SCHEMA_VERSION}: upgrade skill-library"
-                    )
-            elif not create and not self._sqlite:
-                raise LibraryNotFoundError(self.url, "the database holds no skill library")
-            migrations.upgrade(conn)
+            open_records(conn, create=create, sqlite=self._sqlite, url=self.url, path=self.path)
 
     def for_tenant(self, tenant: str) -> "SQLRecordStore":
         """A view of this store bound to ``tenant``: the same engine and write lock, every
@@ -502,23 +174,9 @@ class SQLRecordStore(RecordStore):
         """SQLite's ``quick_check`` and the library's tables and schema version."""
         try:
             with self._read() as conn:
-                if self._sqlite:
-                    verdict = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check")]
-                    if verdict != ["ok"]:
-                        return f"fails SQLite's integrity check ({'; '.join(verdict[:3])})"
-                missing = {t.name for t in metadata.sorted_tables} - set(
-                    sa.inspect(conn).get_table_names()
-                )
-                if missing:
-                    return f"lacks the table(s) {', '.join(sorted(missing))}"
-                found = conn.execute(
-                    sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
-                ).scalar()
-                if found is None:
-                    return "has no schema version"
+                return records_problem(conn, sqlite=self._sqlite)
         except RecordStoreCorruptError as exc:
             return exc.problem
-        return None
 
     # -- for the modules that keep their own tables on this engine (procedures, patterns) --
     @property
@@ -528,7 +186,7 @@ class SQLRecordStore(RecordStore):
 
     def transaction(self, *, write: bool) -> Any:
         """A context manager yielding a connection in one transaction (a writer locks up front)."""
-        return _Transaction(self, write=write)
+        return Transaction(self._connect, self._corrupt, write=write)
 
     def purge(self, names: Sequence[str]) -> int:
         """Delete every row of the skills ``names`` (versions, outcomes, examples, derived
@@ -568,10 +226,10 @@ class SQLRecordStore(RecordStore):
 
     # -- transactions -------------------------------------------------------------------
     def _write(self) -> Any:
-        return _Transaction(self, write=True)
+        return Transaction(self._connect, self._corrupt, write=True)
 
     def _read(self) -> Any:
-        return _Transaction(self, write=False)
+        return Transaction(self._connect, self._corrupt, write=False)
 
     def _connect(self, write: bool) -> Connection:
         try:
@@ -587,17 +245,7 @@ class SQLRecordStore(RecordStore):
     def _corrupt(self, exc: BaseException) -> RecordStoreCorruptError | RecordStoreUnavailableError | None:
         """The named error for a damaged file or an unreachable server, or None for any
         other database error."""
-        orig = getattr(exc, "orig", exc)
-        if self._postgres and (
-            isinstance(exc, sa.exc.OperationalError) or getattr(exc, "connection_invalidated", False)
-        ):
-            first = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-            return RecordStoreUnavailableError(f"the record store {self.url} is unavailable: {first}")
-        if getattr(orig, "sqlite_errorcode", None) in _SQLITE_CORRUPT_CODES:
-            where = self.path if self.path is not None else self.url
-            problem = "is not a SQLite database" if "not a database" in str(orig) else "is damaged"
-            return RecordStoreCorruptError(where, f"{problem} ({orig})")
-        return None
+        return named_error(exc, postgres=self._postgres, url=self.url, path=self.path)
 
     # -- skills -------------------------------------------------------------------------
     def add_version(
@@ -694,124 +342,13 @@ class SQLRecordStore(RecordStore):
                 stored.append(self._add_version(conn, skill, initial_success, "active", replaced))
                 superseded.append(replaced)
             return stored, superseded
-        return self._add_distinct_versions(conn, skills, initial_success)
-
-    def _add_distinct_versions(
-        self, conn: Connection, skills: Sequence[Skill], initial_success: bool
-    ) -> tuple[builtins.list[Skill], builtins.list[builtins.list[int]]]:
-        """:meth:`_add_version` (active) for skills of distinct names, in a few statements
-        per :data:`IN_QUERY_BATCH` names instead of several per skill."""
-        if not skills:
-            return [], []
-        now = utc_now()
-        names = [s.name for s in skills]
-        current: dict[str, int] = {}
-        superseded: dict[str, builtins.list[int]] = {}
-        for start in range(0, len(names), IN_QUERY_BATCH):
-            chunk = names[start : start + IN_QUERY_BATCH]
-            # the row locks serialize new versions of these names on PostgreSQL (first
-            # versions race on the primary key instead: _retrying)
-            conn.execute(
-                sa.select(skills_table.c.name).where(self._t(skills_table))
-                .where(skills_table.c.name.in_(chunk)).with_for_update()
-            ).all()
-            current.update((str(n), int(v)) for n, v in conn.execute(
-                sa.select(versions_table.c.name, sa.func.max(versions_table.c.version))
-                .where(self._t(versions_table))
-                .where(versions_table.c.name.in_(chunk))
-                .group_by(versions_table.c.name)
-            ))
-            for n, v in conn.execute(
-                sa.select(versions_table.c.name, versions_table.c.version)
-                .where(self._t(versions_table))
-                .where(versions_table.c.name.in_(chunk))
-                .where(versions_table.c.status == "active")
-                .order_by(versions_table.c.version)
-            ):
-                superseded.setdefault(str(n), []).append(int(v))
-        versions = {n: current.get(n, 0) + 1 for n in names}
-        new = [n for n in names if n not in current]
-        if new:
-            conn.execute(skills_table.insert(), [
-                {"tenant": self.tenant, "name": n, "active_version": 1, "created_at": now,
-                 "updated_at": now} for n in new
-            ])
-        old = [n for n in names if n in current]
-        for start in range(0, len(old), IN_QUERY_BATCH):
-            conn.execute(
-                versions_table.update()
-                .where(self._t(versions_table))
-                .where(versions_table.c.name.in_(old[start : start + IN_QUERY_BATCH]))
-                .where(versions_table.c.status == "active")
-                .values(status="superseded")
-            )
-        if old:
-            conn.execute(
-                skills_table.update()
-                .where(self._t(skills_table))
-                .where(skills_table.c.name == sa.bindparam("b_name"))
-                .values(active_version=sa.bindparam("b_version"), updated_at=now),
-                [{"b_name": n, "b_version": versions[n]} for n in old],
-            )
-        conn.execute(versions_table.insert(), [
-            {
-                "tenant": self.tenant,
-                "name": s.name,
-                "version": versions[s.name],
-                "kind": s.kind,
-                "when_text": s.when,
-                "description": s.description,
-                "code": s.code,
-                "parameters": s.parameters,
-                "tools": list(s.tools),
-                "depends_on": list(s.depends_on),
-                "provenance": s.provenance.model_dump(mode="json"),
-                "status": "active",
-                # the one outcome below, counted as _append_outcome counts it
-                "successes": 1 if initial_success else 0,
-                "failures": 0,
-                "created_at": now,
-            }
-            for s in skills
-        ])
-        if initial_success:
-            conn.execute(outcomes_table.insert(), [
-                {
-                    "tenant": self.tenant,
-                    "name": s.name,
-                    "version": versions[s.name],
-                    "success": True,
-                    "trace_id": s.provenance.trace_ids[0] if s.provenance.trace_ids else None,
-                    "recorded_at": now,
-                }
-                for s in skills
-            ])
-        found: dict[tuple[str, int], Skill] = {}
-        for start in range(0, len(names), IN_QUERY_BATCH):
-            chunk = names[start : start + IN_QUERY_BATCH]
-            rows = conn.execute(
-                _versions().where(self._t(versions_table))
-                .where(versions_table.c.name.in_(chunk))
-                .where(versions_table.c.status == "active")
-            ).mappings()
-            for row in rows:
-                found[(row["name"], row["version"])] = _row_to_skill(row)
-        return [found[(n, versions[n])] for n in names], [superseded.get(n, []) for n in names]
+        return insert_distinct_versions(conn, skills, initial_success, tenant=self.tenant)
 
     def _retrying(self, work: Any) -> Any:
         """``work(conn)`` in one write transaction; on PostgreSQL, retried when it lost a
         race with another writer (two first versions of one new name: unique violation;
         a deadlock) up to :data:`PG_CONFLICT_RETRIES` times."""
-        for attempt in range(PG_CONFLICT_RETRIES + 1):
-            try:
-                with self._write() as conn:
-                    return work(conn)
-            except sa.exc.DBAPIError as exc:
-                state = getattr(getattr(exc, "orig", None), "sqlstate", None)
-                if not self._postgres or state not in _PG_RETRY_STATES or attempt == PG_CONFLICT_RETRIES:
-                    raise
-                time.sleep(0.01 * (attempt + 1))
-        raise AssertionError("unreachable")
+        return retrying(self._write, work, postgres=self._postgres)
 
     def _add_version(
         self, conn: Connection, skill: Skill, initial_success: bool, status: SkillStatus = "active",
@@ -903,19 +440,19 @@ class SQLRecordStore(RecordStore):
         found = {}
         for start in range(0, len(names), IN_QUERY_BATCH):
             rows = conn.execute(
-                _versions().where(self._t(versions_table)).where(
+                versions_query().where(self._t(versions_table)).where(
                     versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
                 )
             ).mappings()
             for row in rows:
                 key = (row["name"], row["version"])
                 if key in wanted:
-                    found[key] = _row_to_skill(row)
+                    found[key] = row_to_skill(row)
         return found
 
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
         query = (
-            _versions()
+            versions_query()
             .join(
                 skills_table,
                 sa.and_(
@@ -930,19 +467,19 @@ class SQLRecordStore(RecordStore):
         if status is not None:
             query = query.where(versions_table.c.status == status)
         with self._read() as conn:
-            return [_row_to_skill(row) for row in conn.execute(query).mappings()]
+            return [row_to_skill(row) for row in conn.execute(query).mappings()]
 
     def history(self, name: str) -> builtins.list[Skill]:
         with self._read() as conn:
             rows = conn.execute(
-                _versions()
+                versions_query()
                 .where(self._t(versions_table))
                 .where(versions_table.c.name == name)
                 .order_by(versions_table.c.version)
             ).mappings().all()
         if not rows:
             raise SkillNotFoundError(name)
-        return [_row_to_skill(row) for row in rows]
+        return [row_to_skill(row) for row in rows]
 
     def record_outcome(
         self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
@@ -1088,7 +625,7 @@ class SQLRecordStore(RecordStore):
         with self._read() as conn:
             for start in range(0, len(unique), IN_QUERY_BATCH):
                 rows = conn.execute(
-                    _versions()
+                    versions_query()
                     .join(skills_table, sa.and_(
                         skills_table.c.tenant == versions_table.c.tenant,
                         skills_table.c.name == versions_table.c.name,
@@ -1098,7 +635,7 @@ class SQLRecordStore(RecordStore):
                     .where(versions_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
                 ).mappings()
                 for row in rows:
-                    found[row["name"]] = _row_to_skill(row)
+                    found[row["name"]] = row_to_skill(row)
         return found
 
     # -- examples and derived texts ------------------------------------------------------
@@ -1262,7 +799,7 @@ class SQLRecordStore(RecordStore):
         if version is None:
             version = self._active_version(conn, name)
         row = conn.execute(
-            _versions()
+            versions_query()
             .where(self._t(versions_table))
             .where(versions_table.c.name == name)
             .where(versions_table.c.version == version)
@@ -1270,7 +807,7 @@ class SQLRecordStore(RecordStore):
         if row is None:
             self._active_version(conn, name)  # unknown name -> plain "no skill named"
             raise SkillNotFoundError(name, version)
-        return _row_to_skill(row)
+        return row_to_skill(row)
 
     def _append_outcome(
         self,
@@ -1299,78 +836,4 @@ class SQLRecordStore(RecordStore):
             .returning(versions_table.c.successes, versions_table.c.failures)
         ).one()
         return int(row[0]), int(row[1])
-
-
-def _stays_empty(path: Path) -> bool:
-    """True when ``path`` has 0 bytes and keeps them for a moment: another process that is
-    creating the library writes the header within milliseconds of creating the file."""
-    for _ in range(EMPTY_FILE_CHECKS):
-        if path.stat().st_size:
-            return False
-        time.sleep(EMPTY_FILE_WAIT_SECONDS)
-    return path.stat().st_size == 0
-
-
-class _Transaction:
-    """Context manager: one connection, one transaction, committed on success.
-
-    A database error that means the file is damaged becomes :class:`RecordStoreCorruptError`.
-    """
-
-    def __init__(self, store: SQLRecordStore, *, write: bool) -> None:
-        self._store = store
-        self._write = write
-
-    def __enter__(self) -> Connection:
-        self._conn = self._store._connect(self._write)
-        try:
-            self._tx = self._conn.begin()
-        except sa.exc.DatabaseError as exc:
-            self._conn.close()
-            corrupt = self._store._corrupt(exc)
-            if corrupt is None:
-                raise
-            raise corrupt from exc
-        return self._conn
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if exc_type is None:
-                self._tx.commit()
-            else:
-                self._tx.rollback()
-        except sa.exc.DatabaseError as error:
-            corrupt = self._store._corrupt(error)
-            if corrupt is None:
-                raise
-            raise corrupt from error
-        finally:
-            self._conn.close()
-        if isinstance(exc, sa.exc.DatabaseError):
-            corrupt = self._store._corrupt(exc)
-            if corrupt is not None:
-                raise corrupt from exc
-
-
-def _row_to_skill(row: Any) -> Skill:
-    """A Skill from a stored row; stored rows were validated when added, so skip it."""
-    return Skill.model_construct(
-        name=row["name"],
-        version=row["version"],
-        kind=row["kind"],
-        when=(
-            row["derived_when"]
-            if row.get("derived_when") and row.get("derived_version") == row["version"]
-            else row["when_text"]
-        ),
-        description=row["description"],
-        code=row["code"],
-        parameters=row["parameters"],
-        tools=list(row["tools"]),
-        depends_on=list(row["depends_on"]),
-        status=row["status"],
-        provenance=Provenance.model_validate(row["provenance"]),
-        successes=row["successes"],
-        failures=row["failures"],
-    )
 

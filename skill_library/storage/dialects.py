@@ -1,0 +1,111 @@
+"""What differs between SQLite and PostgreSQL: engine setup, error mapping, retries.
+
+SQLite connections run in WAL mode with a busy timeout, and a writer takes the lock at
+``BEGIN``; a damaged or foreign file becomes :class:`RecordStoreCorruptError`. On
+PostgreSQL an unreachable server becomes :class:`RecordStoreUnavailableError`, and a
+write transaction that lost a race with another writer is retried.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Callable
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from skill_library.errors import RecordStoreCorruptError, RecordStoreUnavailableError
+
+#: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
+IN_QUERY_BATCH = 500
+#: how long a SQLite writer waits for another one's lock before giving up
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+#: a 0-byte records file is re-checked this often, this far apart, before it is an error
+EMPTY_FILE_CHECKS = 5
+EMPTY_FILE_WAIT_SECONDS = 0.1
+#: how often a PostgreSQL transaction that lost a race (unique violation, deadlock,
+#: serialization failure) is retried before the error is raised
+PG_CONFLICT_RETRIES = 5
+#: SQLSTATEs of the races above
+_PG_RETRY_STATES = {"23505", "40001", "40P01"}
+#: SQLite result codes that mean the file is damaged or not a database at all
+_SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+
+
+def create_engine(url: str) -> Engine:
+    """The engine for ``url``; on SQLite its connections are set up by :func:`enable_sqlite_wal`."""
+    engine = sa.create_engine(url, future=True, pool_pre_ping=True)
+    if engine.dialect.name == "sqlite":
+        enable_sqlite_wal(engine)
+    return engine
+
+
+def enable_sqlite_wal(engine: Engine) -> None:
+    """WAL mode, busy timeout and foreign keys on each new connection; writers ``BEGIN IMMEDIATE``."""
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy emit BEGIN itself (below), so writers take the lock up front.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
+
+
+def stays_empty(path: Path) -> bool:
+    """True when ``path`` has 0 bytes and keeps them for a moment: another process that is
+    creating the library writes the header within milliseconds of creating the file."""
+    for _ in range(EMPTY_FILE_CHECKS):
+        if path.stat().st_size:
+            return False
+        time.sleep(EMPTY_FILE_WAIT_SECONDS)
+    return path.stat().st_size == 0
+
+
+def named_error(
+    exc: BaseException, *, postgres: bool, url: str, path: Path | None
+) -> RecordStoreCorruptError | RecordStoreUnavailableError | None:
+    """The named error for a damaged file or an unreachable server, or None for any
+    other database error (``url`` with its password masked; ``path`` of a SQLite file)."""
+    orig = getattr(exc, "orig", exc)
+    if postgres and (
+        isinstance(exc, sa.exc.OperationalError) or getattr(exc, "connection_invalidated", False)
+    ):
+        first = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+        return RecordStoreUnavailableError(f"the record store {url} is unavailable: {first}")
+    if getattr(orig, "sqlite_errorcode", None) in _SQLITE_CORRUPT_CODES:
+        where = path if path is not None else url
+        problem = "is not a SQLite database" if "not a database" in str(orig) else "is damaged"
+        return RecordStoreCorruptError(where, f"{problem} ({orig})")
+    return None
+
+
+def retrying(
+    write: Callable[[], AbstractContextManager[Connection]],
+    work: Callable[[Connection], Any],
+    *,
+    postgres: bool,
+) -> Any:
+    """``work(conn)`` in one ``write()`` transaction; on PostgreSQL, retried when it lost a
+    race with another writer (two first versions of one new name: unique violation;
+    a deadlock) up to :data:`PG_CONFLICT_RETRIES` times."""
+    for attempt in range(PG_CONFLICT_RETRIES + 1):
+        try:
+            with write() as conn:
+                return work(conn)
+        except sa.exc.DBAPIError as exc:
+            state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+            if not postgres or state not in _PG_RETRY_STATES or attempt == PG_CONFLICT_RETRIES:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")

@@ -39,6 +39,10 @@ TOOL_ARGUMENT_BUDGET = 4
 #: A run or check whose worker cannot hand over a child (it died, or was stale) is tried
 #: on this many workers before the sandbox is reported unavailable.
 START_ATTEMPTS = 2
+#: A child's reply frame (its result and output, JSON-encoded, with the call records) is
+#: refused past this many times the result and output limits plus this slack.
+REPLY_FRAME_FACTOR = 4
+REPLY_FRAME_SLACK_BYTES = 1 << 20
 #: The sources of one run total at most this many characters (each at most
 #: ``policy.MAX_SOURCE_CHARS``); a run over it is refused before any child sees it.
 RUN_SOURCE_CHARS = 4 * MAX_SOURCE_CHARS
@@ -173,18 +177,28 @@ class Sandbox:
         request = protocol.encode({"op": "check", "sources": sources, "limits": asdict(self.limits)})
 
         def unavailable(worker: _Worker, exc: Exception) -> RunResult:
-            raise RuntimeError(f"could not start a sandbox worker: {exc}") from None
+            raise RuntimeError(f"could not start a sandbox worker: {self._why(worker, exc)}") from None
 
         return self._in_child(request, self.limits, {}, {}, None, unavailable)
 
+    def _why(self, worker: _Worker, exc: Exception) -> str:
+        """Why ``worker`` could not hand over a child, for a one-line message."""
+        return str(exc) or (f"no child process within {self.start_timeout:g} s"
+                            f" (last child exits: {sorted(worker.exits.items())[-3:]})")
+
     def hardening(self) -> dict[str, Any]:
-        """What process hardening a worker reported it applied (starts one if needed)."""
+        """What process hardening a worker reported it applied (starts one if needed);
+        ``RuntimeError`` when no worker starts."""
         worker = self._pool.acquire()
+        retire = False
         try:
             worker.ensure_ready(self.start_timeout)
             return dict(worker.hardening or {})
+        except (_Died, _Protocol, _Deadline) as exc:
+            retire = True
+            raise RuntimeError(f"could not start a sandbox worker: {self._why(worker, exc)}") from None
         finally:
-            self._pool.release(worker, retire=False)
+            self._pool.release(worker, retire=retire)
 
     # -- running ---------------------------------------------------------------------------
     def run(
@@ -233,11 +247,8 @@ class Sandbox:
             raise TypeError(f"args must be plain JSON values: {exc}") from None
 
         def unavailable(worker: _Worker, exc: Exception) -> RunResult:
-            why = str(exc) or (
-                f"no child process within {self.start_timeout:g} s"
-                f" (last child exits: {sorted(worker.exits.items())[-3:]})")
             return self._failed(started, "SandboxUnavailable",
-                                f"could not start a sandbox worker: {why}")
+                                f"could not start a sandbox worker: {self._why(worker, exc)}")
 
         def done(result: RunResult) -> None:
             result.duration_ms = (time.perf_counter() - started) * 1000.0
@@ -326,7 +337,7 @@ class Sandbox:
                 raise _LimitHit("cpu", f"CPU time limit of {budget:g} s exceeded")
             return max(budget - used, 0.001)
 
-        max_frame = 4 * (limits.max_result_bytes + limits.max_output_bytes) + (1 << 20)
+        max_frame = REPLY_FRAME_FACTOR * (limits.max_result_bytes + limits.max_output_bytes) + REPLY_FRAME_SLACK_BYTES
         # Every tool call's arguments stay in the host (parsed, passed to the tool, kept
         # in r.calls): 1 MB of '[[],[],...]' is ~22 MB of Python objects, so without a
         # total, max_tool_calls such calls held gigabytes of host memory.

@@ -32,6 +32,14 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 RETIRE_SECONDS = 1.0
 #: Compile-cache fills larger than this are not sent to the zygote (it reads at most this).
 CONTROL_MESSAGE_BYTES = 1 << 20
+#: The largest "ready" frame a starting worker may send (its hardening report).
+READY_FRAME_BYTES = 1 << 20
+#: Bytes read from a pipe per read call.
+READ_CHUNK_BYTES = 1 << 20
+#: Child exit statuses a worker keeps (serials only grow; the oldest half is dropped past it).
+MAX_EXIT_RECORDS = 4096
+#: Child CPU times a worker keeps (the newest).
+MAX_EXIT_CPU_RECORDS = 64
 
 
 class _Deadline(Exception):
@@ -180,8 +188,8 @@ class _Worker:
         if child.serial not in self.exits:
             child.kill()
         child.close()
-        if len(self.exits) > 4096:  # serials only grow: old ones are never asked about
-            for key in sorted(self.exits)[:2048]:
+        if len(self.exits) > MAX_EXIT_RECORDS:  # serials only grow: old ones are never asked about
+            for key in sorted(self.exits)[:MAX_EXIT_RECORDS // 2]:
                 del self.exits[key]
 
     def kill(self) -> None:
@@ -319,7 +327,7 @@ class _Worker:
                 cpu = msg.get("cpu")  # type: ignore[union-attr]
                 if isinstance(cpu, (int, float)) and not isinstance(cpu, bool):
                     self.exit_cpu[serial] = float(cpu)
-                    while len(self.exit_cpu) > 64:
+                    while len(self.exit_cpu) > MAX_EXIT_CPU_RECORDS:
                         self.exit_cpu.pop(next(iter(self.exit_cpu)))
         if self.sock_closed:
             raise _Died("the sandbox zygote closed its socket")
@@ -404,7 +412,7 @@ class _Worker:
         """Read what is waiting on ``fd``; False at EOF."""
         while True:
             try:
-                data = os.read(fd, 1 << 20)
+                data = os.read(fd, READ_CHUNK_BYTES)
             except BlockingIOError:
                 return True
             except OSError as exc:
@@ -412,7 +420,7 @@ class _Worker:
             if not data:
                 return False
             buf += data
-            if len(data) < (1 << 20):
+            if len(data) < READ_CHUNK_BYTES:
                 return True
 
     def recv(self, deadline: float, max_bytes: int, tick: Callable[[], float] | None) -> dict:
@@ -499,7 +507,7 @@ class _Worker:
         poller = select.poll()
         poller.register(self.ready_fd, select.POLLIN | select.POLLERR | select.POLLHUP)
         while True:
-            msg = self._frame(self.buf, 1 << 20)
+            msg = self._frame(self.buf, READY_FRAME_BYTES)
             if msg is not None:
                 break
             remaining = deadline - time.monotonic()
@@ -509,7 +517,7 @@ class _Worker:
                 raise _Died(f"worker did not start within {timeout:.0f} s")
             poller.poll(max(1, int(min(remaining, _TICK) * 1000)))
             if not self._read_into(self.ready_fd, self.buf):
-                if self._frame(self.buf, 1 << 20) is None:
+                if self._frame(self.buf, READY_FRAME_BYTES) is None:
                     raise _Died(f"worker closed its pipe{self._stderr_tail()}")
         self.buf.clear()
         if msg.get("op") != "ready":

@@ -679,3 +679,20 @@ def test_workers_are_reaped_at_interpreter_exit_without_close():
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
+
+
+def test_a_check_timing_out_says_why_and_hardening_never_leaks_a_private_error(monkeypatch):
+    import sandbox.host as host
+
+    _flaky_next_child(monkeypatch, 99, host._Deadline())
+    with Sandbox(workers=1) as box:
+        with pytest.raises(RuntimeError, match="^could not start a sandbox worker: no child process within"):
+            box.check("def f():\n    return 1\n")
+
+    def never_ready(self, timeout):
+        raise host._Died("worker exited at start")
+
+    monkeypatch.setattr(host._Worker, "ensure_ready", never_ready)
+    with Sandbox(workers=1) as box:
+        with pytest.raises(RuntimeError, match="^could not start a sandbox worker: worker exited at start$"):
+            box.hardening()

@@ -1,7 +1,7 @@
 """Executing one skill version: its sources and its dependencies' in the sandbox, with only
 the tools they declare, arguments checked against its parameter schema, and the calls it
-made returned as a :class:`Trace` (nothing is recorded here: ``SkillLibrary.run`` records
-the trace and judges the outcome)."""
+made returned as a :class:`Trace` (:func:`execute` records nothing); and :func:`run`,
+``SkillLibrary.run``'s version choice, outcome and records around it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from skill_library.errors import SkillLibraryError, SkillNotFoundError, SkillUsageError
-from skill_library.models import RunError, Skill, SkillRun, ToolCall, Trace
+from skill_library.models import Outcome, RunError, Skill, SkillRun, ToolCall, Trace
 
 if TYPE_CHECKING:
     from sandbox import Limits
@@ -90,6 +90,76 @@ def execute(
         duration_ms=result.duration_ms,
         trace=trace,
     )
+
+
+def run(
+    library: "SkillLibrary",
+    name: str,
+    args: Mapping[str, Any] | None,
+    tools: Mapping[str, Callable[..., Any]] | None,
+    *,
+    version: int | None,
+    tool_schemas: Mapping[str, dict[str, Any]] | None,
+    limits: "Limits | None",
+    verifier: Callable[[SkillRun], bool] | None,
+    record: bool,
+    subject: str | None,
+    session: str | None,
+    cohort: str | None,
+    allow_quarantined: bool = False,
+) -> SkillRun:
+    """``SkillLibrary.run``: pick the version (a session's canary or the active one), run it,
+    judge the outcome (sandbox failure, ``verifier``), and record trace, outcome, usage
+    pattern and the quarantine and canary checks unless ``record`` is False."""
+    explicit = version is not None
+    if version is None and (session is not None or cohort is not None):
+        version = library._session_version(name, session, cohort)
+    skill = library.get(name, version)
+    runnable = ("active", "canary") + (("quarantined",) if allow_quarantined else ())
+    if skill.status not in runnable and not explicit and version is not None:
+        skill = library.get(name)  # the session's canary ended meanwhile: the active version
+    if skill.kind != "code" or not skill.code:
+        raise SkillLibraryError(f"skill {name!r} is an instruction skill and cannot be run")
+    if skill.status not in runnable:
+        if explicit:
+            raise SkillLibraryError(
+                f"v{skill.version} of {name!r} is {skill.status}; only active and canary versions run"
+            )
+        raise SkillLibraryError(f"skill {name!r} is {skill.status}; only active skills run")
+    if session is not None:
+        from skill_library.governance import canary
+
+        canary.remember(library, session, skill.name, skill.version)
+    run = execute(library, skill, args, tools, tool_schemas=tool_schemas, limits=limits)
+    if not run.ok:
+        outcome: Outcome | None = Outcome(
+            success=False, verifier="sandbox", evidence=str(run.error) if run.error else run.limit
+        )
+    elif verifier is not None:
+        judge = getattr(verifier, "__name__", "verifier")
+        try:
+            outcome = Outcome(success=bool(verifier(run)), verifier=judge)
+        except Exception as exc:  # a verifier that cannot judge counts as a failure
+            outcome = Outcome(
+                success=False, verifier=judge, evidence=f"verifier raised {type(exc).__name__}: {exc}"
+            )
+    else:
+        outcome = None
+    trace = run.trace.model_copy(update={"outcome": outcome})
+    run = run.model_copy(update={"trace": trace})
+    if not record:
+        return run
+    if subject is not None and session is not None:
+        library.patterns.record_invocation(subject, skill.name, session=session)
+    library.store.save_trace(trace)
+    if outcome is not None:
+        stored = library.store.record_outcome(
+            skill.name, outcome.success, version=skill.version, trace_id=trace.id
+        )
+        if not outcome.success and stored.status == "active":
+            library._check_quarantine(stored)
+        library._after_outcome(skill.name)
+    return run
 
 
 def closure(library: "SkillLibrary", skill: Skill) -> tuple[list[str], list[str]]:

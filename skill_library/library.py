@@ -38,7 +38,6 @@ from skill_library.models import (
     Example,
     LearnResult,
     Match,
-    Outcome,
     Skill,
     SkillKind,
     SkillRun,
@@ -938,55 +937,11 @@ class SkillLibrary:
         only ``active`` and ``canary`` versions run. The run and its outcome record the
         version that ran (``SkillRun.version``).
         """
-        explicit = version is not None
-        if version is None and (session is not None or cohort is not None):
-            version = self._session_version(name, session, cohort)
-        skill = self.get(name, version)
-        runnable = ("active", "canary") + (("quarantined",) if _allow_quarantined else ())
-        if skill.status not in runnable and not explicit and version is not None:
-            skill = self.get(name)  # the session's canary ended meanwhile: the active version
-        if skill.kind != "code" or not skill.code:
-            raise SkillLibraryError(f"skill {name!r} is an instruction skill and cannot be run")
-        if skill.status not in runnable:
-            if explicit:
-                raise SkillLibraryError(
-                    f"v{skill.version} of {name!r} is {skill.status}; only active and canary versions run"
-                )
-            raise SkillLibraryError(f"skill {name!r} is {skill.status}; only active skills run")
-        if session is not None:
-            from skill_library.governance import canary
-
-            canary.remember(self, session, skill.name, skill.version)
-        run = execution.execute(self, skill, args, tools, tool_schemas=tool_schemas, limits=limits)
-        if not run.ok:
-            outcome: Outcome | None = Outcome(
-                success=False, verifier="sandbox", evidence=str(run.error) if run.error else run.limit
-            )
-        elif verifier is not None:
-            judge = getattr(verifier, "__name__", "verifier")
-            try:
-                outcome = Outcome(success=bool(verifier(run)), verifier=judge)
-            except Exception as exc:  # a verifier that cannot judge counts as a failure
-                outcome = Outcome(
-                    success=False, verifier=judge, evidence=f"verifier raised {type(exc).__name__}: {exc}"
-                )
-        else:
-            outcome = None
-        trace = run.trace.model_copy(update={"outcome": outcome})
-        run = run.model_copy(update={"trace": trace})
-        if not record:
-            return run
-        if subject is not None and session is not None:
-            self.patterns.record_invocation(subject, skill.name, session=session)
-        self.store.save_trace(trace)
-        if outcome is not None:
-            stored = self.store.record_outcome(
-                skill.name, outcome.success, version=skill.version, trace_id=trace.id
-            )
-            if not outcome.success and stored.status == "active":
-                self._check_quarantine(stored)
-            self._after_outcome(skill.name)
-        return run
+        return execution.run(
+            self, name, args, tools, version=version, tool_schemas=tool_schemas, limits=limits,
+            verifier=verifier, record=record, subject=subject, session=session, cohort=cohort,
+            allow_quarantined=_allow_quarantined,
+        )
 
     def _session_version(self, name: str, session: str | None, cohort: str | None) -> int | None:
         """The version ``fetch`` gave ``session`` (or its canary route); None: the active one."""

@@ -93,6 +93,20 @@ def encode(params: Mapping[str, Any] | None) -> str:
     return json.dumps(param_shapes(params), sort_keys=True, separators=(",", ":"))
 
 
+def encode_many(params: Sequence[Mapping[str, Any]]) -> str:
+    """The index metadata of an entry standing for several examples (a prototype): each
+    parameter's shapes over all of them, the :data:`MAX_SHAPES_PER_PARAMETER` most common
+    (a payment method is ``a_a_9999999`` for a card, ``a_9999999`` for paypal)."""
+    counts: dict[str, dict[str, int]] = {}
+    for bound in params:
+        for name, shapes in param_shapes(bound).items():
+            for value_shape in shapes:
+                counts.setdefault(name, {})[value_shape] = counts.get(name, {}).get(value_shape, 0) + 1
+    merged = {name: sorted(sorted(found, key=lambda s: (-found[s], s))[:MAX_SHAPES_PER_PARAMETER])
+              for name, found in counts.items()}
+    return json.dumps(merged, sort_keys=True, separators=(",", ":"))
+
+
 def decode(text: str | None) -> dict[str, list[str]] | None:
     """:func:`encode`'s value back; None when the entry has no shapes."""
     if not text:

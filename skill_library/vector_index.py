@@ -477,12 +477,12 @@ def entries_for(
             out.append(IndexEntry(name=name, version=version, kind=kind, when=text, key=key, shapes=shapes))
         traces = prototypes.traces_of(found, vectored) if vectored and found else []  # type: ignore[arg-type]
         if traces:
-            # value shapes as the prototype's newest trace bound them
-            newest = next(e for e in reversed(found) if e.trace_id in traces)  # type: ignore[attr-defined]
+            # the value shapes its traces bound, all of them (it stands for them all)
+            mine = set(traces)
+            shapes = value_fit.encode_many([e.params for e in found if e.trace_id in mine])  # type: ignore[attr-defined]
             out.append(IndexEntry(
                 name=name, version=version, kind=kind, when=prototypes.document(traces),
-                key=prototypes.key(name), shapes=value_fit.encode(newest.params),  # type: ignore[attr-defined]
-                traces=tuple(traces),
+                key=prototypes.key(name), shapes=shapes, traces=tuple(traces),
             ))
     return out
 

@@ -66,3 +66,16 @@ def test_fetch_picks_the_lookup_the_task_has_values_for(library):
     got = library.fetch("Bo Kim, zip 10001. Please cancel my order #W2000003.", k=2, min_reliability=0)
     assert [m.skill.name for m in got][0] == by_zip
     assert all(-1.0 <= m.similarity <= 1.0 for m in got)  # the plain cosine, not the adjusted score
+
+
+def test_a_prototype_keeps_the_shapes_of_all_its_traces_most_common_first():
+    from skill_library.value_fit import MAX_SHAPES_PER_PARAMETER, decode, encode_many
+
+    bound = [{"order_id": "#W1234567", "payment_method_id": pm, "reason": "too slow"}
+             for pm in ["credit_card_1234567", "paypal_7654321", "credit_card_7777777", "gift_card_1111111",
+                        "paypal_1234567", "x_1", "y_12345", "z_123456"]]
+    shapes = decode(encode_many(bound))
+    assert shapes["order_id"] == ["#a"] and "reason" not in shapes
+    assert len(shapes["payment_method_id"]) == MAX_SHAPES_PER_PARAMETER
+    # the most common: cards and gift cards (3), paypal (2), then one of the rare ones
+    assert shapes["payment_method_id"] == ["a_9", "a_99999", "a_9999999", "a_a_9999999"]

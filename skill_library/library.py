@@ -902,6 +902,13 @@ class SkillLibrary:
         self.store.get(name)  # raises for an unknown name
         return self.store.examples([name])[name]
 
+    def prototype_traces(self, name: str) -> builtins.list[str]:
+        """The trace ids whose task vectors' mean is ``name``'s prototype index entry
+        (skill_library.prototypes); [] while it has fewer than a block of them."""
+        examples = self.examples(name)
+        vectored = prototypes.vectored(self.store, self.embedder.model_name, {name: examples})
+        return prototypes.traces_of(examples, vectored)
+
     # -- running ------------------------------------------------------------------------
     def run(
         self,

@@ -260,3 +260,23 @@ def test_a_trace_called_prototype_is_an_example_like_any_other(library, embedder
 def test_task_vectors_are_keyed_by_the_models_digest_not_its_folder_name():
     assert prototypes.model_key("all-MiniLM-L6-v2@3f2a") == prototypes.model_key("minilm-copy@3f2a") == "@3f2a"
     assert prototypes.model_key("some/model-name") == "some/model-name"
+
+
+def test_show_says_a_skill_is_fetched_by_its_prototype(learned):
+    import json
+
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+
+    lib, _ = learned
+    name = lib.list()[0].name
+    traces = lib.prototype_traces(name)
+    assert traces and len(traces) % prototypes.PROTOTYPE_STEP == 0
+    assert lib.index.documents([prototypes.key(name)])[prototypes.key(name)] == prototypes.document(traces)
+    runner = CliRunner()
+    shown = runner.invoke(app, ["show", name, "--dir", lib.location])
+    assert shown.exit_code == 0, shown.output
+    assert f"and a prototype, the mean of {len(traces)} traces' tasks" in shown.output
+    data = json.loads(runner.invoke(app, ["show", name, "--dir", lib.location, "--json"]).output)
+    assert data["prototype_traces"] == traces

@@ -156,7 +156,7 @@ def show(
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Show one skill: SkillLibrary.get(name, version).
+    """Show one skill: SkillLibrary.get(name, version), examples(name), prototype_traces(name).
 
     Prints the facts as `#` comments, then the code exactly as stored (never wrapped):
     `skills show NAME > NAME.py` is valid Python.
@@ -164,9 +164,11 @@ def show(
     with open_library(directory) as lib:
         skill = lib.get(name, version)
         examples = lib.examples(name)
+        prototype = lib.prototype_traces(name)
     if as_json:
         data = skill_json(skill)
         data["examples"] = [e.model_dump(mode="json", exclude={"params"}) for e in examples]
+        data["prototype_traces"] = prototype
         emit(data)
         return
     learned_from = len(skill.provenance.trace_ids)
@@ -179,6 +181,9 @@ def show(
         f"{learned_from} and verified by replaying {'it' if learned_from == 1 else 'each'}"
         + (" (one trace: not yet seen on other cases)" if len(examples) <= 1 else ""),
     ]
+    indexed = sum(e.indexed for e in examples)
+    lines.append(f"fetched by: its when, {indexed} example text(s)"
+                 + (f" and a prototype, the mean of {len(prototype)} traces' tasks" if prototype else ""))
     lines += [f"example: {e.text}" for e in examples if e.indexed][:SHOWN_EXAMPLES]
     for line in lines:
         typer.echo("# " + " ".join(line.splitlines()))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from skill_library.errors import SkillLibraryError
-from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH
+from skill_library.storage.tables import tenant_column
 
 if TYPE_CHECKING:
     from skill_library.record_store import RecordStore, SQLRecordStore
@@ -23,16 +23,11 @@ if TYPE_CHECKING:
 metadata = sa.MetaData()
 
 
-def _tenant(*, primary_key: bool = True) -> sa.Column[str]:
-    return sa.Column("tenant", sa.String(TENANT_MAX_LENGTH), primary_key=primary_key, nullable=False,
-                     server_default=DEFAULT_TENANT)
-
-
 #: the product-defined state space (define_states)
 states_table = sa.Table(
     "pattern_states",
     metadata,
-    _tenant(),
+    tenant_column(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("description", sa.Text, nullable=False),
     sa.Column("examples", sa.JSON, nullable=False),
@@ -43,7 +38,7 @@ transitions_table = sa.Table(
     "pattern_transitions",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    _tenant(primary_key=False),
+    tenant_column(primary_key=False),
     sa.Column("subject", sa.String(200), nullable=False),
     sa.Column("from_state", sa.String(200), nullable=False),
     sa.Column("to_state", sa.String(200), nullable=False),
@@ -56,7 +51,7 @@ transitions_table = sa.Table(
 marks_table = sa.Table(
     "pattern_marks",
     metadata,
-    _tenant(),
+    tenant_column(),
     sa.Column("subject", sa.String(200), primary_key=True),
     sa.Column("from_state", sa.String(200), primary_key=True),
     sa.Column("stable_since", sa.Integer, nullable=False),
@@ -67,7 +62,7 @@ marks_table = sa.Table(
 sessions_table = sa.Table(
     "pattern_sessions",
     metadata,
-    _tenant(),
+    tenant_column(),
     sa.Column("subject", sa.String(200), primary_key=True),
     sa.Column("session", sa.String(200), primary_key=True),
     sa.Column("last_state", sa.String(200), nullable=False),
@@ -78,7 +73,7 @@ sessions_table = sa.Table(
 opt_outs_table = sa.Table(
     "pattern_opt_outs",
     metadata,
-    _tenant(),
+    tenant_column(),
     sa.Column("subject", sa.String(200), primary_key=True),
     sa.Column("at", sa.DateTime(timezone=True), nullable=False),
 )
@@ -88,7 +83,7 @@ reliability_events_table = sa.Table(
     "reliability_events",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    _tenant(primary_key=False),
+    tenant_column(primary_key=False),
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("event", sa.String(20), nullable=False),
@@ -101,7 +96,7 @@ reliability_events_table = sa.Table(
 procedures_table = sa.Table(
     "procedures",
     metadata,
-    _tenant(),
+    tenant_column(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("title", sa.Text, nullable=False),

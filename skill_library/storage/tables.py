@@ -16,7 +16,7 @@ SCHEMA_VERSION = 7
 
 metadata = sa.MetaData()
 
-def _tenant_column(*, primary_key: bool = True) -> sa.Column[str]:
+def tenant_column(*, primary_key: bool = True) -> sa.Column[str]:
     """The ``tenant`` column every record carries (first in each key where names are keys)."""
     return sa.Column("tenant", sa.String(TENANT_MAX_LENGTH), primary_key=primary_key, nullable=False,
                      server_default=DEFAULT_TENANT)
@@ -25,7 +25,7 @@ def _tenant_column(*, primary_key: bool = True) -> sa.Column[str]:
 skills_table = sa.Table(
     "skills",
     metadata,
-    _tenant_column(),
+    tenant_column(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("active_version", sa.Integer, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
@@ -35,7 +35,7 @@ skills_table = sa.Table(
 versions_table = sa.Table(
     "skill_versions",
     metadata,
-    _tenant_column(),
+    tenant_column(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("kind", sa.String(20), nullable=False),
@@ -57,7 +57,7 @@ outcomes_table = sa.Table(
     "outcomes",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    _tenant_column(primary_key=False),
+    tenant_column(primary_key=False),
     sa.Column("name", sa.String(200), nullable=False),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("success", sa.Boolean, nullable=False),
@@ -73,7 +73,7 @@ outcomes_table = sa.Table(
 traces_table = sa.Table(
     "traces",
     metadata,
-    _tenant_column(),
+    tenant_column(),
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("task", sa.Text, nullable=False),
     sa.Column("source", sa.String(200), nullable=False),
@@ -86,7 +86,7 @@ traces_table = sa.Table(
 examples_table = sa.Table(
     "skill_examples",
     metadata,
-    _tenant_column(),
+    tenant_column(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("trace_id", sa.String(64), primary_key=True),
     sa.Column("text", sa.Text, nullable=False),
@@ -103,7 +103,7 @@ examples_table = sa.Table(
 task_vectors_table = sa.Table(
     "task_vectors",
     metadata,
-    _tenant_column(),
+    tenant_column(),
     sa.Column("trace_id", sa.String(64), primary_key=True),
     sa.Column("model", sa.String(200), primary_key=True),
     sa.Column("vector", sa.LargeBinary, nullable=False),
@@ -112,7 +112,7 @@ task_vectors_table = sa.Table(
 profiles_table = sa.Table(
     "skill_profiles",
     metadata,
-    _tenant_column(),
+    tenant_column(),
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("when_text", sa.Text, nullable=False),
@@ -136,7 +136,7 @@ vectors_table = sa.Table(
 meta_table = sa.Table(
     "library_meta",
     metadata,
-    _tenant_column(),
+    tenant_column(),
     sa.Column("key", sa.String(100), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )

@@ -497,6 +497,18 @@ class SQLRecordStore(RecordStore):
             self.write_status(conn, name, version, status)
             return self._get(conn, name, version)
 
+    def recent_outcomes(self, name: str, version: int, limit: int) -> builtins.list[bool]:
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(outcomes_table.c.success)
+                .where(self._t(outcomes_table))
+                .where(outcomes_table.c.name == name)
+                .where(outcomes_table.c.version == version)
+                .order_by(outcomes_table.c.id.desc())
+                .limit(limit)
+            ).scalars()
+            return [bool(s) for s in rows][::-1]
+
     def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
         with self._read() as conn:
             self._active_version(conn, name)

@@ -103,3 +103,17 @@ def test_a_new_version_is_not_judged_by_its_predecessors_failures(library):
         library.feedback("shout", False)
     library.add(Skill.from_function(code.replace("upper()", "upper() + '!'"), when="shout a text"))
     assert library.feedback("shout", False).status == "active"  # v2 has one outcome
+
+
+def test_the_rule_reads_only_the_recent_window_of_the_active_version(library):
+    """recent_outcomes: the last ``limit`` outcomes of one version, oldest first, so a skill
+    with a long history costs the same to check after each failure."""
+    name = library.learn(trace(1)).skill.name
+    pattern = [True, False, True, True, False, False, True, False]
+    for ok in pattern:
+        library.feedback(name, ok)
+    version = library.get(name).version
+    assert library.store.recent_outcomes(name, version, 3) == pattern[-3:]
+    assert library.store.recent_outcomes(name, version, 100) == [True, *pattern]  # the learned trace first
+    assert library.store.recent_outcomes(name, version + 1, 5) == []
+    assert library.for_tenant("acme").store.recent_outcomes(name, version, 5) == []

@@ -35,11 +35,11 @@ def quarantine_problem(store: "RecordStore", skill: "Skill") -> str | None:
     """Why ``skill`` must be quarantined now (None when it must not)."""
     if skill.status != "active" or skill.kind != "code":
         return None
-    log = [o for o in store.outcome_log(skill.name) if o["version"] == skill.version]
-    if len(log) < QUARANTINE_MIN_OUTCOMES:
+    # the version's counters count its outcomes; only the window is read (never the history)
+    if skill.successes + skill.failures < QUARANTINE_MIN_OUTCOMES:
         return None
-    recent = log[-QUARANTINE_WINDOW:]
-    failures = sum(1 for o in recent if not o["success"])
+    recent = store.recent_outcomes(skill.name, skill.version, QUARANTINE_WINDOW)
+    failures = sum(1 for ok in recent if not ok)
     if failures >= QUARANTINE_FAILURES:
         return (f"{failures} of its last {len(recent)} outcomes failed "
                 f"(threshold {QUARANTINE_FAILURES} of {QUARANTINE_WINDOW})")

@@ -91,6 +91,11 @@ class RecordStore(abc.ABC):
         """Point ``name``'s active pointer (what ``get(name)`` returns) at ``version``."""
 
     @abc.abstractmethod
+    def recent_outcomes(self, name: str, version: int, limit: int) -> builtins.list[bool]:
+        """The last ``limit`` outcomes of ``name`` v``version``, oldest first (True: a
+        success); reads at most ``limit`` rows, whatever the history."""
+
+    @abc.abstractmethod
     def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
         """Every outcome recorded for ``name``, oldest first."""
 

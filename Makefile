@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/perf_fetch.py --sizes 1000,10000,100000
 	$(PY) benchmarks/perf_sandbox.py
 	$(PY) benchmarks/perf_shared.py --clients 2,4,8 --seconds 10
+	$(PY) benchmarks/perf_reopen.py --sizes 1000,10000
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,7 +1,7 @@
 """Load test: N client processes fetching and recording outcomes, shared vs folder deployment.
 
     python benchmarks/perf_shared.py [--clients 2,4,8] [--seconds 10] [--skills 200]
-                                     [--records URL --index URL]
+                                     [--failures 0.1] [--records URL --index URL]
 
 Without ``--records``/``--index`` it starts a throwaway PostgreSQL cluster and a Chroma
 server on loopback (benchmarks/local_servers.py). For each N it seeds a fresh library of
@@ -39,7 +39,7 @@ FAILURE_SHARE = 0.1
 
 
 def _client(spec: dict[str, Any], tasks: list[str], seconds: float, ready: Any, go: Any, out: Any,
-            client: int = 0) -> None:
+            client: int = 0, failures: float = FAILURE_SHARE) -> None:
     import random
 
     from skill_library.embeddings import SentenceTransformerEmbedder
@@ -62,7 +62,7 @@ def _client(spec: dict[str, Any], tasks: list[str], seconds: float, ready: Any, 
             try:
                 found = lib.fetch(task, min_reliability=0)
                 if found:
-                    lib.feedback(found[0].skill.name, draws.random() >= FAILURE_SHARE)
+                    lib.feedback(found[0].skill.name, draws.random() >= failures)
                     recorded += 1
             except Exception as exc:  # counted and reported, never hidden
                 errors.append(f"{type(exc).__name__}: {exc}")
@@ -71,7 +71,8 @@ def _client(spec: dict[str, Any], tasks: list[str], seconds: float, ready: Any, 
     out.put((latencies, errors, recorded))
 
 
-def run(spec: dict[str, Any], clients: int, seconds: float, tasks: list[str]) -> dict[str, Any]:
+def run(spec: dict[str, Any], clients: int, seconds: float, tasks: list[str],
+        failures: float = FAILURE_SHARE) -> dict[str, Any]:
     """One load run: N clients for ``seconds``; figures."""
     from skill_library.library import SkillLibrary
 
@@ -81,7 +82,7 @@ def run(spec: dict[str, Any], clients: int, seconds: float, tasks: list[str]) ->
         before = sum(s.successes + s.failures for s in lib.list())
         quarantined_before = len(lib.list(status="quarantined"))
     workers = [context.Process(target=_client,
-                               args=(spec, tasks[i::clients] or tasks, seconds, ready, go, out, i))
+                               args=(spec, tasks[i::clients] or tasks, seconds, ready, go, out, i, failures))
                for i in range(clients)]
     for w in workers:
         w.start()
@@ -135,6 +136,8 @@ def main() -> None:
     parser.add_argument("--clients", default="2,4,8")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--skills", type=int, default=200)
+    parser.add_argument("--failures", type=float, default=FAILURE_SHARE,
+                        help="share of outcomes reported as failures (1/3 quarantines skills: index writes)")
     parser.add_argument("--records", help="PostgreSQL URL (default: a throwaway local cluster)")
     parser.add_argument("--index", help="Chroma server URL (default: a throwaway local server)")
     args = parser.parse_args()
@@ -160,7 +163,7 @@ def main() -> None:
             for kind, spec in specs.items():
                 tasks = seed(spec, args.skills)
                 for n in counts:
-                    r = run(spec, n, args.seconds, tasks)
+                    r = run(spec, n, args.seconds, tasks, args.failures)
                     print(f"{kind:<10} {n:>2} {r['ops']:>6} {r['ops_per_s']:>7.1f} {r['p50_ms']:>7.1f} "
                           f"{r['p95_ms']:>7.1f} {r['errors']:>6} {r['counts_exact']!s:>5} {r['quarantined']:>11}"
                           + (f"  first error: {r['first_error'][:200]}" if r["errors"] else ""), flush=True)

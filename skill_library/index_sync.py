@@ -154,13 +154,37 @@ class SyncedIndex:
             return self._fresh()
 
     def _fresh(self) -> VectorIndex:
-        """Under the lock: the index, (re)opened and checked if it may be stale."""
+        """Under the lock: the index, (re)opened and checked if it may be stale.
+
+        A first open checks the index against the records. A reopen because another
+        writer changed it skips that check when the index is marked with the records'
+        generation: writers bump the generation, write and mark under this lock, so the mark
+        says the write finished (one that failed left the old mark, and is checked)."""
         generation = self.store.index_generation()
         if self._index is None or generation != self._generation:
+            reopening = self._index is not None
             self._drop()
-            self._index = self._open_checked()
+            self._index = (self._open_marked(generation) if reopening else None) or self._open_checked()
             self._generation = generation
         return self._index
+
+    def _open_marked(self, generation: int) -> VectorIndex | None:
+        """The index opened unchecked when it is marked with ``generation``, else None."""
+        if self.server is None and self.indexed_generation() != generation:
+            return None
+        try:
+            index = self._open()
+        except IndexCorruptError:
+            return None
+        try:
+            marked = index.stored_generation() if self.server is not None else generation
+            empty = index.count() == 0  # a lost collection under a kept mark: check (cheap then)
+        except Exception:
+            marked, empty = None, True
+        if marked != generation or empty:
+            index.close()
+            return None
+        return index
 
     # -- writing ------------------------------------------------------------------------
     @contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import shutil
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -508,3 +509,37 @@ def test_an_older_records_file_never_silently_shrinks_the_index(tmp_path, embedd
     assert out.exit_code == 0, out.output
     with SkillLibrary(path, embedder=embedder) as lib:
         assert [m.skill.name for m in lib.fetch("water the garden plants", k=2)] == ["water_plants"]
+
+
+def _crash_after_bump_in_other_process(path: str) -> None:
+    """A writer that dies after bumping the generation and storing a skill, before it
+    writes and marks the index."""
+    from skill_library.record_store import SQLRecordStore
+
+    store = SQLRecordStore.in_folder(Path(path))
+    try:
+        store.bump_index_generation()
+        store.add_version(make_skill("book_flight", WORKFLOWS["book_flight"]))
+    finally:
+        store.close()
+
+
+def test_a_reopen_after_a_marked_write_skips_the_full_check_and_an_unmarked_one_does_not(
+        tmp_path, embedder, monkeypatch):
+    """Another writer's finished write (generation bumped, index written and marked under the
+    lock) is picked up without reading and comparing the whole index; a writer that died
+    between bump and mark leaves the old mark, so the next reader checks and repairs."""
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib:
+        lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
+        lib.fetch("water the garden", k=1)
+        checks = []
+        real = type(lib._index)._open_checked
+        monkeypatch.setattr(type(lib._index), "_open_checked", lambda self: checks.append(1) or real(self))
+        _in_other_process(_add_in_other_process, str(path), "cancel_order", WORKFLOWS["cancel_order"])
+        assert [m.skill.name for m in lib.fetch("cancel my pending order", k=1)] == ["cancel_order"]
+        assert checks == []  # reopened, not re-checked
+        _in_other_process(_crash_after_bump_in_other_process, str(path))
+        with pytest.warns(IndexRebuiltWarning):
+            found = [m.skill.name for m in lib.fetch("book a flight", k=1, min_reliability=0)]
+        assert checks == [1] and found == ["book_flight"]

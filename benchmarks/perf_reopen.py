@@ -1,0 +1,69 @@
+"""What a reader pays after another process wrote the index: a full check against the
+records, or the unchecked reopen of an index marked with the records' generation.
+
+    python benchmarks/perf_reopen.py [--sizes 1000,10000] [--repeat 5]
+
+For each size it adds that many synthetic skills (``add_many``, one text each), then times,
+side by side in one run, the two ways ``SyncedIndex`` reopens after another writer's change
+(skill_library/index_sync.py): ``_open_checked`` (read every index entry and every record,
+compare) and ``_open_marked`` (the writer's mark equals the records' generation: open it).
+A first open in a process always takes the full check; a reopen takes it only when the mark
+is behind (a writer died between bumping the generation and marking its write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+def measure(size: int, repeat: int) -> tuple[int, float, float]:
+    """(entries, full check ms, marked reopen ms), medians of ``repeat``."""
+    from benchmarks.perf_fetch import synthetic_whens
+    from skill_library.library import SkillLibrary
+    from skill_library.models import Skill
+
+    whens = synthetic_whens(size, seed=7)
+    body = 'def skill_{i}(target: str) -> dict:\n    """{w}"""\n    return {{"target": target}}\n'
+    skills = [Skill.from_function(body.format(i=i, w=w), when=w) for i, w in enumerate(whens)]
+    with tempfile.TemporaryDirectory() as tmp, SkillLibrary(Path(tmp) / "lib") as lib:
+        lib.add_many(skills, verified=True)
+        lib.fetch("please " + whens[0])
+        synced, generation = lib._index, lib.store.index_generation()
+        times: dict[str, list[float]] = {"full": [], "marked": []}
+        for _ in range(repeat):
+            for label, open_ in (("full", synced._open_checked), ("marked", lambda: synced._open_marked(generation))):
+                started = time.perf_counter()
+                index = open_()
+                times[label].append((time.perf_counter() - started) * 1000)
+                assert index is not None
+                index.close()
+        return lib.index.count(), statistics.median(times["full"]), statistics.median(times["marked"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    print(f"$ python benchmarks/perf_reopen.py --sizes {args.sizes} --repeat {args.repeat}")
+    print(f"{'skills':>7} {'entries':>8} {'full check ms':>14} {'marked reopen ms':>17} {'ratio':>7}")
+    for size in (int(s) for s in args.sizes.split(",")):
+        entries, full, marked = measure(size, args.repeat)
+        print(f"{size:>7} {entries:>8} {full:>14.1f} {marked:>17.1f} {full / marked:>6.0f}x", flush=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f} (this machine has {os.cpu_count()} cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -165,7 +165,7 @@ class SyncedIndex:
             reopening = self._index is not None
             self._drop()
             self._index = (self._open_marked(generation) if reopening else None) or self._open_checked()
-            self._generation = generation
+            self._generation = self.store.index_generation()  # a repair bumps it
         return self._index
 
     def _open_marked(self, generation: int) -> VectorIndex | None:
@@ -317,6 +317,9 @@ class SyncedIndex:
                 index.close()
                 raise IndexCorruptError(str(exc)) from exc
             if found == expected and self._prototypes_current(index, wanted):
+                generation = self.store.index_generation()
+                if self._marked(index) != generation:  # checked: a mark never outlives a check
+                    self._mark_index(index, generation)
                 return index
             reason = "is out of step with the records" if existed else "is missing"
         except IndexCorruptError as exc:
@@ -324,6 +327,8 @@ class SyncedIndex:
             index = None
         if existed:
             self._check_records_may_rebuild()  # fewer records never silently win
+        # a repair cut short must not leave a mark equal to the records' generation
+        generation = self.store.bump_index_generation()
         if index is None:
             self._remove()
             index = self._open()
@@ -336,8 +341,23 @@ class SyncedIndex:
             )
         index.rebuild(prototypes.fill(wanted, self.store, self.embedder.model_name))
         self._index = index
-        self._mark(self.store.index_generation())
+        self._mark(generation)
         return index
+
+    def _marked(self, index: VectorIndex) -> int | None:
+        """The generation ``index`` is marked with (None: none)."""
+        if self.server is not None:
+            try:
+                return index.stored_generation()
+            except Exception:
+                return None
+        return self.indexed_generation()
+
+    def _mark_index(self, index: VectorIndex, generation: int) -> None:
+        if self.server is not None:
+            index.store_generation(generation)
+        else:
+            self._mark(generation)
 
     @staticmethod
     def _prototypes_current(index: VectorIndex, wanted: list[IndexEntry]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -543,3 +544,44 @@ def test_a_reopen_after_a_marked_write_skips_the_full_check_and_an_unmarked_one_
         with pytest.warns(IndexRebuiltWarning):
             found = [m.skill.name for m in lib.fetch("book a flight", k=1, min_reliability=0)]
         assert checks == [1] and found == ["book_flight"]
+
+
+def _repair_cut_short_in_other_process(path: str) -> None:
+    """Open a library whose index is out of step and die in the middle of the repair: the
+    rebuild writes one entry, then the process is gone."""
+    import warnings as _warnings
+
+    from skill_library.library import SkillLibrary
+    from skill_library.vector_index import VectorIndex
+
+    real = VectorIndex.rebuild
+
+    def cut_short(self, entries, **kwargs):
+        real(self, entries[:1], **kwargs)
+        os._exit(3)
+
+    VectorIndex.rebuild = cut_short  # type: ignore[method-assign]
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore")
+        with SkillLibrary(path) as lib:
+            lib.fetch("book a flight")
+
+
+def test_a_repair_cut_short_is_repaired_by_the_next_reader(tmp_path, embedder):
+    """A repair bumps the generation before it deletes anything, so a repair that dies
+    leaves the mark behind: a long-running reader does not trust the partial index."""
+    path = tmp_path / "lib"
+    with _reopen(path, embedder) as lib:
+        for name in ("water_plants", "book_flight", "cancel_order"):
+            lib.add(make_skill(name, WORKFLOWS[name]), verified=True)
+        lib.fetch("water the garden", k=1)
+        lib.index._collection.delete(ids=["cancel_order"])  # the index lost an entry
+        process = multiprocessing.get_context("spawn").Process(
+            target=_repair_cut_short_in_other_process, args=(str(path),))
+        process.start()
+        process.join(timeout=240)
+        assert process.exitcode == 3
+        with pytest.warns(IndexRebuiltWarning):
+            found = [m.skill.name for m in lib.fetch("cancel my pending order", k=1)]
+        assert found == ["cancel_order"]
+        assert sorted(lib.index.entries()) == ["book_flight", "cancel_order", "water_plants"]

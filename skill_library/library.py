@@ -48,7 +48,7 @@ from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROM
 from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
 from skill_library.text_vectors import StoredVectors
-from skill_library.vector_index import VectorIndex, entries_for
+from skill_library.vector_index import VectorIndex
 
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
@@ -857,9 +857,8 @@ class SkillLibrary:
         if skill.status != "active":
             index.delete(skill.name)
             return
-        examples = self.store.examples([skill.name])
         model = self._text_vectors.model_name
-        wanted = entries_for([skill], examples, prototypes.vectored(self.store, model, examples))
+        wanted = self._index.expected_entries([skill])
         have = index.texts_of(skill.name)
         changed = prototypes.fill([e for e in wanted if have.get(e.id) != (e.when, e.version)], self.store, model)
         known = dict(known or {})
@@ -884,9 +883,8 @@ class SkillLibrary:
         for name in names:
             if name not in {s.name for s in active}:
                 index.delete(name)
-        examples = self.store.examples([s.name for s in active])
         model = self._text_vectors.model_name
-        wanted = entries_for(active, examples, prototypes.vectored(self.store, model, examples))
+        wanted = self._index.expected_entries(active)
         have = index.texts_of_many([s.name for s in active])
         changed = prototypes.fill([e for e in wanted if have.get(e.id) != (e.when, e.version)], self.store, model)
         missing = list(dict.fromkeys(e.when for e in changed if e.vector is None and e.when not in known))

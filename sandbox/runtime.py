@@ -446,7 +446,9 @@ _EXTRA_BUILTINS = {
     ).split()
 }
 
-_FORBIDDEN = {"__import__", "setattr", "delattr", "_getattr_"}
+#: Not offered: ``id`` gave every object's address, and the addresses of interned strings
+#: told which strings other code had interned before the run (issue 23).
+_FORBIDDEN = {"__import__", "setattr", "delattr", "_getattr_", "id"}
 
 
 def _base_builtins() -> dict[str, Any]:

@@ -124,9 +124,11 @@ def test_six_inflating_runs_leave_the_zygote_as_it_was_and_the_victim_unharmed()
         # Before: +50 MB a run and 0.3-0.5 s of the zygote's CPU a run (its compiles).
         assert grown <= 4 * _MB, f"the zygote grew by {grown / _MB:.1f} MB"
         assert spent < 0.25, f"the zygote spent {spent:.2f} s of CPU on six runs"
-        ok = box.run(VICTIM, entry="v", args={"n": 3})
+        # The default memory_mb (256); time enough to compile 117 KB on a loaded machine.
+        victim = Limits(cpu_seconds=15, wall_seconds=90, memory_mb=256)
+        ok = box.run(VICTIM, entry="v", args={"n": 3}, limits=victim)
         assert ok.ok and isinstance(ok.value, int), ok.error
-        failed = box.run(VICTIM, entry="v", args={"n": 0})
+        failed = box.run(VICTIM, entry="v", args={"n": 0}, limits=victim)
         assert failed.error.type == "ZeroDivisionError" and failed.limit is None, failed.error
         small = box.run("def f():\n    raise ValueError('no')\n", entry="f")
         assert small.error.type == "ValueError" and small.limit is None

@@ -129,7 +129,8 @@ def section_overhead(sb: Sandbox, plain: Sandbox, runs: int, cold_runs: int) -> 
     for box in (sb, plain):
         for _ in range(20):
             box.run(trivial, entry="f")
-    warm, uncached = [], []
+    warm: list[float] = []
+    uncached: list[float] = []
     for _ in range(runs):  # alternating: the same load on both
         for box, samples in ((sb, warm), (plain, uncached)):
             t0 = time.perf_counter()

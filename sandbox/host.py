@@ -15,12 +15,14 @@ from dataclasses import asdict
 from typing import Any
 
 from . import protocol
+from .codecache import valid_entry
 from .dispatch import dispatch
 from .models import CallRecord, Limits, PolicyViolation, RunResult, SandboxError
 from .policy import (
     DEFAULT_MODULES,
     MAX_SOURCE_CHARS,
     precheck,
+    source_digest,
     source_size_problem,
     validate_modules,
 )
@@ -59,9 +61,16 @@ class Sandbox:
     """Runs untrusted skill code in a pool of hardened worker processes.
 
     ``Sandbox(limits=None, workers=2, *, allowed_modules=None, max_runs_per_worker=100,
-    start_timeout=30.0)``. Thread-safe: concurrent ``run`` calls use different workers
-    (and wait for one when all are busy). Use as a context manager or call ``close()``;
-    a forgotten Sandbox is cleaned up when collected and at interpreter exit.
+    start_timeout=30.0, code_cache=False)``. Thread-safe: concurrent ``run`` calls use
+    different workers (and wait for one when all are busy). Use as a context manager or
+    call ``close()``; a forgotten Sandbox is cleaned up when collected and at interpreter
+    exit. Two Sandboxes share no process, queue or cache.
+
+    ``code_cache=True`` keeps the code each run compiled (in this process, capped at
+    ``codecache.CODE_CACHE_BYTES``) for this Sandbox's later runs of the same source.
+    Runs that share the cache can time each other's sources (a cached one is not
+    compiled again), so turn it on only for a Sandbox that serves one trust domain (one
+    tenant); off, every run compiles its own sources in its own child.
     """
 
     def __init__(
@@ -72,6 +81,7 @@ class Sandbox:
         allowed_modules: Iterable[str] | None = None,
         max_runs_per_worker: int = 100,
         start_timeout: float = 30.0,
+        code_cache: bool = False,
     ) -> None:
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError("limits must be a sandbox.Limits")
@@ -85,7 +95,8 @@ class Sandbox:
         )
         self.start_timeout = float(start_timeout)
         debug = os.environ.get("SANDBOX_DEBUG") == "1"
-        self._pool = _Pool(workers, self.allowed_modules, max_runs_per_worker, debug)
+        self._pool = _Pool(workers, self.allowed_modules, max_runs_per_worker, debug,
+                           code_cache=bool(code_cache))
         self._finalizer = weakref.finalize(self, _Pool.shutdown, self._pool)
         self._pool.fill()
 
@@ -110,8 +121,8 @@ class Sandbox:
         return self._pool.spawned
 
     def stats(self) -> dict[str, Any]:
-        """Counters: runs, sources compiled, compile-cache hits, limits hit, workers started
-        (zygotes), and ``compile_ms``, the time runs spent compiling sources."""
+        """Counters: runs, sources compiled, code-cache hits, limits hit, workers started
+        (zygotes), and ``compile_ms``, the time this Sandbox's runs spent compiling."""
         with self._pool.stats_lock:
             out: dict[str, Any] = dict(self._pool.stats)
             out.update(self._pool.fstats)
@@ -238,11 +249,21 @@ class Sandbox:
             too_big = f"the skill sources are longer than {RUN_SOURCE_CHARS} bytes together"
         if too_big is not None:
             return self._failed(started, "PolicyViolation", too_big)
+        message: dict[str, Any] = {
+            "op": "run", "sources": sources, "entry": entry, "args": args,
+            "tools": sorted(tools), "limits": asdict(limits),
+        }
+        fill: list[str | None] | None = None
+        cache = self._pool.code_cache
+        if cache is not None:
+            digests = [source_digest(s) for s in sources]
+            codes = [cache.get(d) for d in digests]
+            # Digests of the sources the child compiles and sends back for the cache.
+            fill = [d if c is None else None for d, c in zip(digests, codes)]
+            message["codes"] = codes
+            message["cache"] = True
         try:
-            request = protocol.encode({
-                "op": "run", "sources": sources, "entry": entry, "args": args,
-                "tools": sorted(tools), "limits": asdict(limits),
-            })
+            request = protocol.encode(message)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"args must be plain JSON values: {exc}") from None
 
@@ -254,7 +275,7 @@ class Sandbox:
             result.duration_ms = (time.perf_counter() - started) * 1000.0
             self._pool.count(runs=1, limits_hit=int(result.limit is not None))
 
-        return self._in_child(request, limits, tools, schemas, sources, unavailable, done)
+        return self._in_child(request, limits, tools, schemas, fill, unavailable, done)
 
     def _in_child(
         self,
@@ -262,7 +283,7 @@ class Sandbox:
         limits: Limits,
         tools: dict[str, Callable[..., Any]],
         schemas: dict[str, dict],
-        sources: list[str] | None,
+        fill: list[str | None] | None,
         unavailable: Callable[[_Worker, Exception], RunResult],
         done: Callable[[RunResult], None] | None = None,
     ) -> RunResult:
@@ -270,7 +291,9 @@ class Sandbox:
 
         A worker that cannot hand over a child (it died, or was stale) is retired and
         another tried, :data:`START_ATTEMPTS` in all; after the last, ``unavailable(worker,
-        exc)`` answers (or raises). ``done(result)`` runs before the worker is released."""
+        exc)`` answers (or raises). ``done(result)`` runs before the worker is released.
+        ``fill``: per source, the digest under which the code cache keeps what the child
+        compiled (None where the request carried the code), or None for no cache."""
         for attempt in range(START_ATTEMPTS):
             worker = self._pool.acquire()
             finished = False
@@ -284,7 +307,7 @@ class Sandbox:
                         continue
                     return unavailable(worker, exc)
                 result, retire = self._execute(worker, request, limits, tools, schemas, [],
-                                               sources)
+                                               fill)
                 if done is not None:
                     done(result)
                 finished = True
@@ -294,6 +317,20 @@ class Sandbox:
                     worker.kill()
                 self._pool.release(worker, retire=retire or not finished)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _keep_compiled(self, msg: dict[str, Any], fill: list[str | None]) -> None:
+        """Keep the code a child compiled (its ``compiled`` frame) in the code cache, under
+        the digests of the sources the host sent; entries of the wrong shape are dropped."""
+        cache = self._pool.code_cache
+        codes = msg.get("codes")
+        if cache is None or not isinstance(codes, list) or len(codes) != len(fill):
+            raise _Protocol("malformed compiled-code frame from worker")
+        for digest, entry in zip(fill, codes):
+            if digest is None or entry is None:
+                continue
+            kept = valid_entry(entry)
+            if kept is not None:
+                cache.put(digest, kept)
 
     @staticmethod
     def _failed(started: float, kind: str, message: str, limit: str | None = None) -> RunResult:
@@ -312,9 +349,13 @@ class Sandbox:
         tools: dict[str, Callable[..., Any]],
         schemas: dict[str, dict],
         calls: list[CallRecord],
-        sources: list[str] | None = None,
+        fill: list[str | None] | None = None,
     ) -> tuple[RunResult, bool]:
         worker.runs += 1
+        # The child sends what it compiled in its first frame, before it runs any skill
+        # code; only then, and only when this request left some code out, is a
+        # ``compiled`` frame the child's trusted part speaking rather than skill code.
+        expect_compiled = fill is not None and any(d is not None for d in fill)
         deadline = time.monotonic() + limits.wall_seconds
         budget = limits.cpu_seconds
         # The child is single-threaded (clone is denied to it), so its CPU time grows at
@@ -350,9 +391,15 @@ class Sandbox:
             serial = worker.current.serial  # type: ignore[union-attr]
             seen["at"] = time.monotonic()
             worker.send(request, deadline)
+            first = True
             while True:
                 msg = worker.recv(deadline, max_frame, tick)
                 op = msg.get("op")
+                if op == "compiled" and first and expect_compiled:
+                    self._keep_compiled(msg, fill)  # type: ignore[arg-type]
+                    first = False
+                    continue
+                first = False
                 if op == "call":
                     tick()
                     call_bytes += worker.last_frame_bytes
@@ -366,7 +413,7 @@ class Sandbox:
                         raise _Deadline
                     worker.send(reply, deadline)
                 elif op == "done":
-                    return finish(self._pool, worker, child, msg, calls, limits, sources)
+                    return finish(self._pool, worker, child, msg, calls, limits)
                 else:
                     raise _Protocol(f"unexpected message {op!r} from worker")
         except _Deadline:

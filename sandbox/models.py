@@ -87,7 +87,8 @@ class RunResult:
     stdout: str = ""
     duration_ms: float = 0.0
     limit: str | None = None
-    #: Of ``duration_ms``, the time spent compiling sources (0 when all were cached).
+    #: Always 0.0, kept for compatibility: a per-run compile time told one caller whether
+    #: another had run the same source (``Sandbox.stats()`` has the Sandbox's total).
     compile_ms: float = 0.0
 
 

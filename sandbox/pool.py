@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import protocol
+from .codecache import CODE_CACHE_BYTES, CodeCache
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WORKER_MODULE = "sandbox.worker"
@@ -30,8 +31,6 @@ _TICK = 0.05  # seconds between CPU checks of a busy worker
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 #: How long a retired zygote gets to reap its children and exit before it is killed.
 RETIRE_SECONDS = 1.0
-#: Compile-cache fills larger than this are not sent to the zygote (it reads at most this).
-CONTROL_MESSAGE_BYTES = 1 << 20
 #: The largest "ready" frame a starting worker may send (its hardening report).
 READY_FRAME_BYTES = 1 << 20
 #: Bytes read from a pipe per read call.
@@ -103,9 +102,9 @@ class _Worker:
 
     The zygote says ``ready`` on its stdout, then talks over a Unix socket only: it hands
     over each new child (pid and the host ends of the child's private request and reply
-    pipes) and reports how each child ended (``wait4``); the host sends it compile-cache
-    fills. Each run uses one child, which is killed and whose pipes are closed afterwards.
-    Nothing a child sends is trusted.
+    pipes) and reports how each child ended (``wait4``); the host sends it nothing (its
+    socket's EOF tells it to stop). Each run uses one child, which is killed and whose
+    pipes are closed afterwards. Nothing a child sends is trusted.
     """
 
     def __init__(self, config: dict[str, Any], debug: bool, errlog: Any = None) -> None:
@@ -142,6 +141,9 @@ class _Worker:
         self.last_frame_bytes = 0
         self.ready = False
         self.hardening: dict[str, Any] | None = None
+        #: The zygote's address space when it said ready: what every child starts with
+        #: (a forked child's VmPeak starts at its VmSize), so not the run's own memory.
+        self.base_bytes = 0
         self.runs = 0
         self.status: int | None = None
         self.rusage: Any = None
@@ -283,12 +285,13 @@ class _Worker:
             return None
 
     @staticmethod
-    def peak_memory_bytes(pid: int) -> int | None:
-        """The peak address space of ``pid`` (VmPeak, what RLIMIT_AS bounds), from /proc."""
+    def peak_memory_bytes(pid: int, field: bytes = b"VmPeak:") -> int | None:
+        """The peak address space of ``pid`` (VmPeak, what RLIMIT_AS bounds), from /proc;
+        another field of /proc/PID/status with ``field`` (``b"VmSize:"``)."""
         try:
             with open(f"/proc/{pid}/status", "rb") as f:
                 for line in f:
-                    if line.startswith(b"VmPeak:"):
+                    if line.startswith(field):
                         return int(line.split()[1]) * 1024
         except (OSError, ValueError, IndexError):
             return None
@@ -331,16 +334,6 @@ class _Worker:
                         self.exit_cpu.pop(next(iter(self.exit_cpu)))
         if self.sock_closed:
             raise _Died("the sandbox zygote closed its socket")
-
-    def control(self, obj: Any) -> None:
-        """A best-effort message to the zygote (dropped when too large or not accepted)."""
-        data = protocol.dumps(obj).encode("utf-8", "replace")
-        if len(data) > CONTROL_MESSAGE_BYTES:
-            return
-        try:
-            self.sock.send(data)
-        except OSError:
-            pass
 
     def next_child(self, deadline: float) -> _Child:
         """Take the next spare child (waiting for the zygote to hand one over)."""
@@ -523,6 +516,7 @@ class _Worker:
         if msg.get("op") != "ready":
             raise _Died("worker did not say ready")
         self.hardening = msg.get("hardening") if isinstance(msg.get("hardening"), dict) else {}
+        self.base_bytes = self.peak_memory_bytes(self.pid, b"VmSize:") or 0
         self.ready = True
 
 
@@ -530,12 +524,19 @@ class _Worker:
 # The pool (holds no reference to the Sandbox, so a forgotten Sandbox can be collected)
 # --------------------------------------------------------------------------------------
 class _Pool:
-    def __init__(self, size: int, modules: tuple[str, ...], max_runs: int, debug: bool) -> None:
+    """The workers of one Sandbox, and everything it keeps: nothing here is shared with
+    another Sandbox (its own zygotes, queue, root directory, stderr log and code cache)."""
+
+    def __init__(self, size: int, modules: tuple[str, ...], max_runs: int, debug: bool,
+                 code_cache: bool = False) -> None:
         self.size = size
         self.max_runs = max_runs
         self.debug = debug
         self.root = tempfile.mkdtemp(prefix="sandbox-root-")
-        self.config = {"modules": list(modules), "root": self.root, "debug": debug}
+        self.config = {"modules": list(modules), "root": self.root, "debug": debug,
+                       "max_runs": max_runs}
+        #: Compiled code of this Sandbox's runs, for its later runs (None: off).
+        self.code_cache = CodeCache(CODE_CACHE_BYTES) if code_cache else None
         self.errlog = tempfile.TemporaryFile(prefix="sandbox-worker-stderr-")
         self.local = threading.local()
         self.cond = threading.Condition()

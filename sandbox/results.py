@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 
 _MB = 1024 * 1024
 _MAX_TEXT = 2000  # characters of a name or message from a child kept in a report
-#: A failed run whose child's peak address space reached this share of ``memory_mb`` is
-#: reported as ``limit="memory"`` (the parent's own observation, from /proc; an
-#: allocation refused outright never occupied memory and is the skill's MemoryError).
+#: A failed run whose child's own peak address space (VmPeak beyond what the child
+#: inherited from the zygote) reached this share of what ``memory_mb`` left it is reported
+#: as ``limit="memory"`` (the parent's own observation, from /proc; an allocation refused
+#: outright never occupied memory and is the skill's MemoryError).
 MEMORY_LIMIT_SHARE = 0.9
 #: Error types only the host reports; a worker that names one is naming a skill class.
 HOST_ONLY_TYPES = frozenset({"LimitExceeded", "WorkerCrashed", "SandboxClosed",
@@ -72,6 +73,20 @@ def diagnose(
     return RunResult(ok=False, calls=calls, error=SandboxError("WorkerCrashed", message))
 
 
+def memory_exhausted(worker: _Worker, child: int, limits: Limits) -> bool:
+    """Whether the child used up what ``memory_mb`` left it: its peak address space beyond
+    what it inherited from the zygote reached :data:`MEMORY_LIMIT_SHARE` of
+    ``memory_mb`` minus that inheritance (the host's reading of /proc)."""
+    peak = worker.peak_memory_bytes(child)
+    if peak is None:
+        return False
+    cap = limits.memory_mb * _MB
+    base = min(max(worker.base_bytes, 0), peak)
+    if base >= cap:
+        return True  # the interpreter alone is over the cap: nothing was left for the run
+    return peak - base >= MEMORY_LIMIT_SHARE * (cap - base)
+
+
 def finish(
     pool: _Pool,
     worker: _Worker,
@@ -79,10 +94,10 @@ def finish(
     msg: dict[str, Any],
     calls: list[CallRecord],
     limits: Limits,
-    sources: list[str] | None,
 ) -> tuple[RunResult, bool]:
     """The result a child's ``done`` frame stands for, checked against ``limits``; and
-    whether the worker must be retired (never, here)."""
+    whether the worker must be retired (never, here). ``RunResult.compile_ms`` stays 0:
+    a per-run compile time told a caller whether the source had been compiled before."""
     ok = msg.get("ok")
     stdout = msg.get("stdout", "")
     if not isinstance(ok, bool) or not isinstance(stdout, str):
@@ -93,15 +108,7 @@ def finish(
         compile_ms, bool) and 0 <= compile_ms < 1e9 else 0.0
     if isinstance(compiled, int) and isinstance(hits, int):
         pool.count(compiled=compiled, cache_hits=hits)
-    pool.count_float(compile_ms=compile_ms)
-    new = msg.get("new_sources")
-    if sources and isinstance(new, list) and not msg.get("compile_error"):
-        # The zygote compiles these for its cache: sources the host sent, by index
-        # (never text from the child), that just compiled within the run's limits.
-        fresh = [sources[i] for i in new if isinstance(i, int) and not isinstance(i, bool)
-                 and 0 <= i < len(sources)]
-        if fresh:
-            worker.control({"op": "cache", "sources": fresh})
+    pool.count_float(compile_ms=compile_ms)  # the Sandbox's totals only (stats())
     # Limits are the host's own observations: bytes it received, /proc of the child.
     limit: str | None = None
     message = ""
@@ -120,10 +127,8 @@ def finish(
     ):
         limit, message = "result_size", (
             f"result is larger than {limits.max_result_bytes} bytes of JSON")
-    if limit is None and not ok:
-        peak = worker.peak_memory_bytes(child)
-        if peak is not None and peak >= MEMORY_LIMIT_SHARE * limits.memory_mb * _MB:
-            limit, message = "memory", f"memory limit of {limits.memory_mb} MB exceeded"
+    if limit is None and not ok and memory_exhausted(worker, child, limits):
+        limit, message = "memory", f"memory limit of {limits.memory_mb} MB exceeded"
     if limit is not None:
         found = msg.get("error")
         err: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -131,13 +136,11 @@ def finish(
         if limit == "memory" and detail and detail not in HOST_ONLY_TYPES:
             message += f" ({_short(detail)}: {_short(str(err.get('message') or ''))})"
         return RunResult(ok=False, calls=calls, stdout=stdout, limit=limit,
-                         error=SandboxError("LimitExceeded", message),
-                         compile_ms=compile_ms), False
+                         error=SandboxError("LimitExceeded", message)), False
     if ok:
         if "value" not in msg:
             raise _Protocol("result without a value")
-        return RunResult(ok=True, value=msg["value"], calls=calls, stdout=stdout,
-                         compile_ms=compile_ms), False
+        return RunResult(ok=True, value=msg["value"], calls=calls, stdout=stdout), False
     failure = msg.get("error")
     if not isinstance(failure, dict):
         raise _Protocol("failure without an error")
@@ -154,5 +157,4 @@ def finish(
         line=line if isinstance(line, int) and not isinstance(line, bool) else None,
         source_index=index if isinstance(index, int) and not isinstance(index, bool) else None,
     )
-    return RunResult(ok=False, error=error, calls=calls, stdout=stdout,
-                     compile_ms=compile_ms), False
+    return RunResult(ok=False, error=error, calls=calls, stdout=stdout), False

@@ -7,9 +7,11 @@ interpreter's own C-level operations, and it converts results with exact type ch
 
 from __future__ import annotations
 
+import abc as _abc
 import builtins as _builtins
 import collections as _collections
 import enum as _enum
+import functools as _functools
 import importlib
 import math
 import operator
@@ -158,6 +160,51 @@ def _vetted_member(value: Any, module: str, freeze: bool = False) -> bool:
     return _is_constant(value)
 
 
+# --------------------------------------------------------------------------------------
+# Replacements for members that would carry objects out of the guard's sight
+# --------------------------------------------------------------------------------------
+#: What ``update_wrapper`` copies in the sandbox: names only. Its default also copies the
+#: wrapped object's ``__dict__`` into the wrapper, so ``functools.cache(str).format`` was
+#: ``str.format`` held by an object the attribute guard does not know (CVE-2023-41039
+#: again): a class's whole namespace, under its own names, on a new holder.
+_WRAPPER_ASSIGNED = ("__module__", "__name__", "__qualname__", "__doc__")
+
+
+def _cache_wrapper(user_function: Any, maxsize: int | None, typed: bool) -> Any:
+    make: Any = getattr(_functools, "_lru_cache_wrapper")  # noqa: B009 - private C type
+    wrapper: Any = make(user_function, maxsize, typed, getattr(_functools, "_CacheInfo"))  # noqa: B009
+    wrapper.cache_parameters = _functools.partial(dict, maxsize=maxsize, typed=typed)
+    return _functools.update_wrapper(wrapper, user_function, assigned=_WRAPPER_ASSIGNED,
+                                     updated=())
+
+
+def lru_cache(maxsize: Any = 128, typed: bool = False) -> Any:
+    """``functools.lru_cache`` (same arguments and results), except that the wrapper gets
+    the wrapped function's names and docstring only, never its ``__dict__``."""
+    if isinstance(maxsize, int) and not isinstance(maxsize, bool):
+        maxsize = max(maxsize, 0)
+    elif callable(maxsize) and isinstance(typed, bool):  # used as a bare @lru_cache
+        return _cache_wrapper(maxsize, 128, typed)
+    elif maxsize is not None:
+        raise TypeError("Expected first argument to be an integer, a callable, or None")
+
+    def decorating_function(user_function: Any) -> Any:
+        return _cache_wrapper(user_function, maxsize, typed)
+
+    return decorating_function
+
+
+def cache(user_function: Any) -> Any:
+    """``functools.cache``: ``lru_cache(maxsize=None)`` of the sandbox."""
+    return _cache_wrapper(user_function, None, False)
+
+
+#: Module members replaced in the proxies (the rest of the module is exposed as vetted).
+_REPLACED_MEMBERS: dict[str, dict[str, Any]] = {
+    "functools": {"lru_cache": lru_cache, "cache": cache},
+}
+
+
 def build_module_proxy(name: str, freeze: bool = False) -> ModuleProxy:
     """The proxy of one vetted module. ``freeze=True`` (worker processes only) replaces
     mutable class-level state of exposed classes by read-only equivalents in place;
@@ -178,6 +225,9 @@ def build_module_proxy(name: str, freeze: bool = False) -> ModuleProxy:
         value = getattr(module, attr)
         if _vetted_member(value, name, freeze):
             members[attr] = value
+    for attr, replacement in _REPLACED_MEMBERS.get(name, {}).items():
+        if attr in members:
+            members[attr] = replacement
     return ModuleProxy(name, members)
 
 
@@ -245,15 +295,78 @@ def check_attribute(obj: Any, name: Any) -> None:
         raise AttributeError('"register" of classes is not accessible in the sandbox')
 
 
+_METHOD_SELF = _types.BuiltinMethodType.__self__  # type: ignore[attr-defined]
+_STR_FORMATTERS = frozenset({str.__dict__["format"], str.__dict__["format_map"]})
+_USERSTRING_FORMATTERS = frozenset({_collections.UserString.__dict__["format"],
+                                    _collections.UserString.__dict__["format_map"]})
+_FORMATTER_FUNCTIONS = frozenset(
+    v for k, v in vars(_string.Formatter).items() if isinstance(v, _types.FunctionType)
+)
+_REGISTER = _abc.ABCMeta.register
+#: Objects no attribute read may hand to skill code, whoever holds them.
+_HIDDEN_VALUE_TYPES = (_types.ModuleType, _types.FrameType, _types.CodeType,
+                       _types.TracebackType)
+
+
+def refused_value(value: Any) -> str | None:
+    """Why skill code may not receive ``value`` from an attribute read, or None.
+
+    The name checks of :func:`check_attribute` judge an attribute by its holder; an
+    object that copies attributes from another (``update_wrapper`` copied a class's
+    namespace onto a cache wrapper) or binds them moves a dangerous one to a holder they
+    do not recognise. This judges the value itself: ``str.format``/``format_map`` in any
+    form (CVE-2023-41039), ``string.Formatter``, modules, frames, code objects,
+    tracebacks (CVE-2023-37271), the ``obj`` member of exceptions (CVE-2024-47532), ABC
+    ``register`` and namespace dicts (``__globals__``)."""
+    t = type(value)
+    if t is _types.MethodDescriptorType:
+        if value in _STR_FORMATTERS:
+            return "Using the format*() methods of `str` is not safe"
+    elif t is _types.BuiltinMethodType:
+        if value.__name__ in ("format", "format_map") and isinstance(
+            _METHOD_SELF.__get__(value), str
+        ):
+            return "Using the format*() methods of `str` is not safe"
+    elif t is _types.FunctionType:
+        if value in _USERSTRING_FORMATTERS:
+            return "Using the format*() methods of `str` is not safe"
+        if value in _FORMATTER_FUNCTIONS or value is _REGISTER:
+            return "this function is not accessible in the sandbox"
+    elif t is _types.MethodType:
+        return refused_value(_METHOD_FUNC.__get__(value))
+    elif t is _types.MemberDescriptorType or t is _types.GetSetDescriptorType:
+        owner = value.__objclass__
+        if value.__name__ == "obj" and isinstance(owner, type) and issubclass(
+            owner, BaseException
+        ):
+            return '"obj" of exceptions is not accessible in the sandbox'
+    elif t is dict:
+        if "__builtins__" in value:
+            return "namespace dicts are not accessible in the sandbox"
+    elif isinstance(value, _HIDDEN_VALUE_TYPES):
+        return f"{t.__name__} objects are not accessible in the sandbox"
+    elif value is _string.Formatter or isinstance(value, _string.Formatter) or (
+        isinstance(value, type) and issubclass(value, _string.Formatter)
+    ):
+        return "string.Formatter is not safe"
+    return None
+
+
 def guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
     """``getattr`` for skill code (and the ``_getattr_`` hook): policy checks first, then
-    Python semantics (a missing attribute raises unless a default is given)."""
+    Python semantics (a missing attribute raises unless a default is given), then the
+    value itself (:func:`refused_value`)."""
     check_attribute(obj, name)
     if default:
         if len(default) > 1:
             raise TypeError("getattr expected at most 3 arguments")
-        return getattr(obj, name, default[0])
-    return getattr(obj, name)
+        value = getattr(obj, name, default[0])
+    else:
+        value = getattr(obj, name)
+    problem = refused_value(value)
+    if problem is not None:
+        raise NotImplementedError(problem)
+    return value
 
 
 def guarded_hasattr(obj: Any, name: Any) -> bool:
@@ -446,7 +559,9 @@ _EXTRA_BUILTINS = {
     ).split()
 }
 
-_FORBIDDEN = {"__import__", "setattr", "delattr", "_getattr_"}
+#: Not offered: ``id`` gave every object's address, and the addresses of interned strings
+#: told which strings other code had interned before the run (issue 23).
+_FORBIDDEN = {"__import__", "setattr", "delattr", "_getattr_", "id"}
 
 
 def _base_builtins() -> dict[str, Any]:

@@ -11,18 +11,25 @@ Channels (length-prefixed JSON frames on pipes, JSON messages on the socket): ea
 has its own private request and reply pipes, whose host ends the zygote hands to the host
 over a Unix socket (``SCM_RIGHTS``) with the child's pid; no child can read another's
 requests, and a dead child's leftovers die with its pipes. On the same socket the zygote
-reports how each child ended (``wait4``) and receives compile-cache fills. A spare child
-is always forked ahead, so a fork is never on a run's critical path.
+reports how each child ended (``wait4``). A spare child is always forked ahead, so a fork
+is never on a run's critical path.
+
+The zygote holds nothing any caller sent: it never compiles, caches or even receives a
+skill source (each child compiles its own run's sources; compiled code a Sandbox keeps
+for reuse lives in the host, ``sandbox.codecache``), so no run can grow it, keep it busy,
+or plant strings that later children inherit. Its per-run work is one fork and one reap.
 """
 
 from __future__ import annotations
 
+import base64
 import builtins
 import collections
 import errno
 import fcntl
 import gc
 import json
+import marshal
 import math
 import os
 import resource
@@ -31,31 +38,35 @@ import signal
 import socket
 import sys
 import time
-from collections import OrderedDict
+import types
 from typing import Any
 
 from . import protocol
+from .codecache import MAX_CODE_FRAME_CHARS, entry_size
 from .hardening import harden, harden_child, prepare_child
 from .models import PolicyViolation, ToolError
-from .policy import compile_source, source_digest
+from .policy import CompiledSource, compile_source, source_digest
 from .runtime import BASE_BUILTINS, NotPlainJSON, RunNamespace, build_module_proxies, to_plain
 
 MAX_REQUEST_BYTES = 256 * 1024 * 1024
-#: Compiled sources the zygote keeps (children inherit them, copy-on-write).
-CACHE_SIZE = 256
 MAX_MESSAGE_CHARS = 2000
 #: Children the zygote keeps forked: the one serving a run and one spare, ready for the
 #: next run (so a fork is never on a run's critical path).
 LIVE_CHILDREN = 3
 #: How often the zygote retries a message the host's socket did not take (milliseconds).
 RETRY_MS = 20
-#: Largest control message (compile-cache fill) the zygote reads.
-CONTROL_MESSAGE_BYTES = 1 << 20
+#: Largest control message the zygote reads (the host sends none but its socket's EOF).
+CONTROL_MESSAGE_BYTES = 4096
 #: A child's private request/reply pipes, at fixed numbers.
 CHILD_REQUEST_FD = 3
 CHILD_REPLY_FD = 4
-#: The zygote's own address-space cap (it compiles sources for its cache, never runs them).
-ZYGOTE_MEMORY_MB = 1024
+#: The zygote's own address-space cap (it only forks and reaps: ~30-45 MB).
+ZYGOTE_MEMORY_MB = 256
+#: The zygote's CPU budget, a backstop (``RLIMIT_CPU``): its work per child (one fork,
+#: one reap, two socket messages: ~0.3-1 ms) times this margin, for every child it may
+#: fork in its life (``max_runs_per_worker`` + ``LIVE_CHILDREN``), plus a constant.
+ZYGOTE_CPU_SECONDS_PER_CHILD = 0.02
+ZYGOTE_CPU_SLACK_SECONDS = 10.0
 #: Error types only the sandbox produces; a skill exception class of the same name is
 #: reported as ``skill:<name>`` (a class named LimitExceeded is not a limit report).
 RESERVED_TYPES = frozenset({
@@ -125,11 +136,12 @@ class _Run:
     """Per-run state shared by the tool stubs and the output collector."""
 
     __slots__ = ("closed", "limits", "files", "namespace", "compiled", "cache_hits",
-                 "compile_ms", "new_sources")
+                 "compile_ms", "fresh")
 
     def __init__(self, limits: dict[str, Any]) -> None:
         self.compile_ms = 0.0
-        self.new_sources: list[int] = []
+        #: (index, compiled) of the sources this child compiled itself.
+        self.fresh: list[tuple[int, CompiledSource]] = []
         self.compiled = 0
         self.cache_hits = 0
         self.closed = False
@@ -148,7 +160,6 @@ class Worker:
         self.seccomp = seccomp
         self.debug = False
         self.proxies = build_module_proxies(modules, freeze=True)
-        self.cache: OrderedDict[str, Any] = OrderedDict()
         # Every real builtin name too: calling ``open`` or ``eval`` stays a NameError
         # rather than becoming a (refused) tool call.
         self.builtin_names = frozenset(BASE_BUILTINS) | frozenset(dir(builtins)) | {
@@ -173,34 +184,55 @@ class Worker:
             os._exit(0)
 
     # -- compile ---------------------------------------------------------------------------
-    def compile_cached(self, source: str) -> None:
-        """Zygote only: compile a source for the cache (children inherit it)."""
-        digest = source_digest(source)
-        if digest in self.cache:
-            self.cache.move_to_end(digest)
-            return
+    @staticmethod
+    def loaded(entry: Any) -> CompiledSource | None:
+        """The code the host sent for a source (compiled by an earlier child of this
+        Sandbox, before that child ran any skill code), or None when it does not load."""
         try:
-            compiled = compile_source(source, f"{_FILE_PREFIX}{digest[:16]}>", self.modules)
-        except BaseException:  # noqa: BLE001 - a bad source is simply not cached
-            return
-        self.cache[digest] = compiled
-        while len(self.cache) > CACHE_SIZE:
-            self.cache.popitem(last=False)
+            code = marshal.loads(base64.b64decode(entry["code"], validate=True))
+            if type(code) is not types.CodeType:
+                return None
+            return CompiledSource(code, frozenset(entry["called"]), frozenset(entry["defined"]))
+        except Exception:  # noqa: BLE001 - then the child compiles the source itself
+            return None
 
-    def compiled(self, run: _Run, source: str) -> tuple[str, Any]:
-        digest = source_digest(source)
-        hit = self.cache.get(digest)
-        if hit is not None:
-            run.cache_hits += 1
-            return digest, hit
+    def compiled(self, run: _Run, index: int, source: str, entry: Any) -> CompiledSource:
+        if entry is not None:
+            hit = self.loaded(entry)
+            if hit is not None:
+                run.cache_hits += 1
+                return hit
         run.compiled += 1
         t0 = time.perf_counter()
-        filename = f"{_FILE_PREFIX}{digest[:16]}>"
+        filename = f"{_FILE_PREFIX}{source_digest(source)[:16]}>"
         try:
             compiled = compile_source(source, filename, self.modules)
         finally:
             run.compile_ms += (time.perf_counter() - t0) * 1000.0
-        return digest, compiled
+        run.fresh.append((index, compiled))
+        return compiled
+
+    def send_compiled(self, run: _Run, count: int) -> None:
+        """Before any skill code runs: the code objects this child compiled, marshalled,
+        for the host's code cache (what does not fit in one frame is left out, as null)."""
+        codes: list[dict[str, Any] | None] = [None] * count
+        room = MAX_CODE_FRAME_CHARS
+        for index, compiled in run.fresh:
+            try:
+                data = marshal.dumps(compiled.code)  # type: ignore[arg-type]
+                if (len(data) + 2) // 3 * 4 > room:
+                    continue
+                entry = {
+                    "code": base64.b64encode(data).decode("ascii"),
+                    "called": sorted(compiled.called), "defined": sorted(compiled.defined),
+                }
+            except (ValueError, MemoryError):
+                continue
+            size = entry_size(entry) + 64
+            if size <= room:
+                room -= size
+                codes[index] = entry
+        self.send({"op": "compiled", "codes": codes})
 
     # -- tools -----------------------------------------------------------------------------
     def make_tool(self, run: _Run, name: str) -> Any:
@@ -318,25 +350,23 @@ class Worker:
         result["compiled"] = run.compiled
         result["cache_hits"] = run.cache_hits
         result["compile_ms"] = round(run.compile_ms, 3)
-        result["new_sources"] = run.new_sources
         text = protocol.dumps(result)
         if value_text is not None:
             text = text[:-1] + ',"value":' + value_text + "}"
         self.send_text(text)
         return bool(result.get("ok"))
 
-    def _codes(self, run: _Run, sources: list[str]) -> tuple[list[Any], set, set] | dict:
+    def _codes(self, run: _Run, sources: list[str],
+               given: list[Any] | None = None) -> tuple[list[Any], set, set] | dict:
         index = 0
         try:
             called: set[str] = set()
             defined: set[str] = set()
             codes = []
             for index, source in enumerate(sources):
-                before = run.compiled
-                digest, compiled = self.compiled(run, source)
-                if run.compiled > before:
-                    run.new_sources.append(index)
-                run.files[f"{_FILE_PREFIX}{digest[:16]}>"] = index
+                entry = given[index] if given is not None and index < len(given) else None
+                compiled = self.compiled(run, index, source, entry)
+                run.files[compiled.code.co_filename] = index  # type: ignore[attr-defined]
                 codes.append(compiled.code)
                 called |= compiled.called
                 defined |= compiled.defined
@@ -357,13 +387,15 @@ class Worker:
         sources = msg["sources"]
         entry = msg["entry"]
         args = msg["args"]
-        got = self._codes(run, sources)
+        given = msg.get("codes")
+        got = self._codes(run, sources, given if isinstance(given, list) else None)
         if isinstance(got, dict):
             return got, None
         codes, called, defined = got
-        # The inherited compile cache holds other skills' code objects: out of this
-        # run's reach before any skill code runs (the entries this run uses are in codes).
-        self.cache = OrderedDict()
+        if msg.get("cache") and run.fresh:
+            # The host keeps what this child compiled for the Sandbox's later runs: sent
+            # now, before any skill code runs in this process.
+            self.send_compiled(run, len(sources))
 
         tool_names = set(msg["tools"])
         # Calls to names nothing defines become stubs too, so calling a tool that is not
@@ -408,7 +440,7 @@ class Worker:
     # -- the zygote ------------------------------------------------------------------------
     def zygote(self, sock: socket.socket) -> int:
         """Keep LIVE_CHILDREN children forked ahead; report each one (with its private
-        pipes) and how it ended; fill the compile cache. Never run skill code here."""
+        pipes) and how it ended. Never run, compile or receive skill code here."""
         sig_r, sig_w = os.pipe()
         os.set_blocking(sig_r, False)
         os.set_blocking(sig_w, False)
@@ -508,12 +540,7 @@ class Worker:
             msg = json.loads(data.decode("utf-8", "replace"))
         except ValueError:
             return False
-        op = msg.get("op") if isinstance(msg, dict) else None
-        if op == "cache":
-            for source in msg.get("sources") or []:
-                if isinstance(source, str):
-                    self.compile_cached(source)
-        return op == "exit"
+        return isinstance(msg, dict) and msg.get("op") == "exit"
 
     def fork_child(self, sock: socket.socket) -> tuple[int, int]:
         req_r, req_w = os.pipe()
@@ -649,6 +676,26 @@ def _report_child(worker: Worker, selftest: bool, close: tuple[int, ...] = ()) -
     return msg if isinstance(msg, dict) else {}
 
 
+def _cap_zygote_cpu(max_runs: Any) -> int | str:
+    """The zygote's CPU budget as a soft ``RLIMIT_CPU`` (whole seconds of its own CPU
+    time, children not included): what its life's forks and reaps may cost. Past it the
+    kernel ends the zygote (SIGXCPU) and the host starts another. Each child sets its own
+    soft limit for its run (``Worker.arm``); the hard limit is unchanged."""
+    runs = max_runs if isinstance(max_runs, int) and not isinstance(max_runs, bool) else 100
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    budget = (ZYGOTE_CPU_SECONDS_PER_CHILD * (max(runs, 1) + LIVE_CHILDREN)
+              + ZYGOTE_CPU_SLACK_SECONDS)
+    soft = int(math.ceil(usage.ru_utime + usage.ru_stime + budget))
+    try:
+        hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (OSError, ValueError) as exc:
+        return f"failed: {exc}"
+    return soft
+
+
 def main(argv: list[str]) -> int:
     config = json.loads(argv[1]) if len(argv) > 1 else {}
     modules = tuple(config.get("modules", ()))
@@ -680,8 +727,8 @@ def main(argv: list[str]) -> int:
     if selftest:
         from .selftest import probe  # noqa: F401 - imported before hardening
     report = harden(root, keep_fds=tuple(sorted(keep)), seccomp=seccomp)
-    # The zygote compiles sources for its cache (never runs them): a soft address-space
-    # cap of its own; each child sets its run's limit (soft, up to the unchanged hard one).
+    # The zygote only forks and reaps: a soft address-space cap of its own; each child
+    # sets its run's limit (soft, up to the unchanged hard one).
     try:
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
         soft = ZYGOTE_MEMORY_MB * _MB
@@ -691,6 +738,7 @@ def main(argv: list[str]) -> int:
         report["zygote_memory_mb"] = soft // _MB
     except (OSError, ValueError) as exc:
         report["zygote_memory_mb"] = f"failed: {exc}"
+    report["zygote_cpu_seconds"] = _cap_zygote_cpu(config.get("max_runs"))
     prepare_child()
     zygote_report = dict(report)
     child = _report_child(worker, selftest, () if sock_fd is None else (sock_fd,))

@@ -385,21 +385,51 @@ def test_a_limit_hit_ends_the_runs_child_and_the_next_run_is_fresh():
         assert [w.pid for w in box._pool.workers] == [zygote]  # the zygote is never dirty
 
 
-def test_compiled_code_is_cached_by_source_hash():
-    """The zygote compiles a source for its cache after a child compiled it; children
-    forked afterwards inherit the code object (the spares forked before still compile)."""
-    from sandbox.worker import LIVE_CHILDREN
-
+def test_every_run_compiles_its_own_sources_by_default():
+    """No cache unless asked for: nothing of one run's compile serves (or is timed by)
+    another; per-run compile time is not reported."""
     with Sandbox(workers=1) as box:
         code = "def f(x):\n    return x + 1\n"
-        results = [box.run(code, entry="f", args={"x": i}) for i in range(LIVE_CHILDREN + 3)]
-        assert [r.value for r in results] == [i + 1 for i in range(LIVE_CHILDREN + 3)]
-        assert results[0].compile_ms > 0 and results[-1].compile_ms == 0
+        results = [box.run(code, entry="f", args={"x": i}) for i in range(5)]
+        assert [r.value for r in results] == [1, 2, 3, 4, 5]
+        assert {r.compile_ms for r in results} == {0.0}
         stats = box.stats()
-        assert stats["runs"] == LIVE_CHILDREN + 3
-        assert 1 <= stats["compiled"] <= LIVE_CHILDREN + 1
-        assert stats["compiled"] + stats["cache_hits"] == LIVE_CHILDREN + 3
+        assert stats["runs"] == 5 and stats["compiled"] == 5 and stats["cache_hits"] == 0
         assert stats["compile_ms"] > 0
+        assert box._pool.code_cache is None
+
+
+def test_code_cache_reuses_what_a_child_compiled_for_later_runs():
+    """code_cache=True: the first run's child sends its compiled code before running
+    anything; every later run of the source loads it (the zygote never sees a source)."""
+    with Sandbox(workers=1, code_cache=True) as box:
+        code = "def f(x):\n    return x + 1\n"
+        dep = "def g(x):\n    return f(x) * 2\n"
+        results = [box.run([code, dep], entry="g", args={"x": i}) for i in range(5)]
+        assert [r.value for r in results] == [2, 4, 6, 8, 10]
+        stats = box.stats()
+        assert stats["compiled"] == 2 and stats["cache_hits"] == 8
+        assert len(box._pool.code_cache) == 2
+        # Errors still name the source and line of cached code.
+        bad = "def h():\n    x = 1\n    return x / 0\n"
+        for _ in range(2):
+            r = box.run([code, bad], entry="h")
+            assert r.error.type == "ZeroDivisionError" and r.error.line == 3
+            assert r.error.source_index == 1
+        assert box.stats()["cache_hits"] == 8 + 3
+
+
+def test_code_cache_is_capped_in_bytes():
+    from sandbox.codecache import CodeCache, entry_size
+
+    cache = CodeCache(max_bytes=1000)
+    entry = {"code": "A" * 300, "called": ["f"], "defined": []}
+    for i in range(5):
+        cache.put(str(i), dict(entry))
+    assert len(cache) == 3 and cache.size <= 1000
+    assert cache.get("0") is None and cache.get("4") is not None
+    cache.put("big", {"code": "A" * 2000, "called": [], "defined": []})
+    assert cache.get("big") is None and entry_size(entry) == 304
 
 
 def test_fresh_namespace_per_run(sb):

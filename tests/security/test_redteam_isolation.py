@@ -270,12 +270,14 @@ def test_random_state_is_fresh_in_every_run():
     assert nxt.value != 0.32383276483316237
 
 
-def test_compiled_code_reused_from_the_zygote_carries_no_run_state(sandbox):
-    """A cached code object is inherited, never shared: a run that mutates everything it
-    can reach of its own code leaves the next run's copy as compiled."""
+def test_reused_compiled_code_carries_no_run_state():
+    """Cached code is loaded afresh by every child, never shared: a run that mutates
+    everything it can reach of its own code leaves the next run's copy as compiled."""
     code = ("state = {'n': 0}\nseen = []\ndef f():\n    state['n'] += 1\n"
             "    seen.append(state['n'])\n    return [state['n'], len(seen)]\n")
-    assert [sandbox.run(code, entry="f").value for _ in range(6)] == [[1, 1]] * 6
+    with Sandbox(workers=1, limits=FAST, code_cache=True) as box:
+        assert [box.run(code, entry="f").value for _ in range(6)] == [[1, 1]] * 6
+        assert box.stats()["cache_hits"] == 5
 
 
 # -- CPU is charged however often the skill calls tools ------------------------------------

@@ -176,18 +176,60 @@ def test_malformed_done_frames_are_protocol_errors(sandbox):
                 {"op": "done", "ok": False, "error": "x", "stdout": ""},
                 {"op": "done", "ok": False, "limit": "everything", "stdout": ""}):
         with pytest.raises(_Protocol):
-            finish(sandbox._pool, _QuietWorker(), -1, msg, [], Limits(), None)
+            finish(sandbox._pool, _QuietWorker(), -1, msg, [], Limits())
 
 
 class _QuietWorker:
     """What finish asks of a worker, for a frame that never came from one."""
 
     last_frame_bytes = 0
+    base_bytes = 0
 
     @staticmethod
-    def peak_memory_bytes(pid):
+    def peak_memory_bytes(pid, field=b"VmPeak:"):
         return None
 
-    @staticmethod
-    def control(obj):
-        return None
+
+def _scripted_worker(frames: list[dict]) -> _Worker:
+    """A _Worker whose current child has already sent ``frames`` and closed its pipe."""
+    worker, w = _fake_worker()
+    worker.runs = 0
+    worker.exits = {0: 0}
+    worker.last_frame_bytes = 0
+    worker.killed_by_us = False
+    worker.base_bytes = 0
+    os.write(w, b"".join(encode(f) for f in frames))
+    os.close(w)
+    return worker
+
+
+def test_compiled_code_is_taken_only_from_a_childs_first_frame_when_asked_for():
+    """What a child compiled is cached only from its first frame, sent before any skill
+    code runs, and only when the request left code out: skill code that escaped the
+    language could otherwise plant code for later runs of the Sandbox."""
+    entry = {"code": "YQ==", "called": [], "defined": []}
+    done = {"op": "done", "ok": True, "stdout": "", "value": 1}
+    call = {"op": "call", "name": "t", "args": [], "kwargs": {}}
+    digest = "d" * 64
+    with Sandbox(workers=1, code_cache=True) as box:
+        cache = box._pool.code_cache
+        for frames, fill in [
+            ([call, {"op": "compiled", "codes": [entry]}, done], [digest]),  # after a call
+            ([{"op": "compiled", "codes": [entry]}, done], None),  # not asked for
+            ([{"op": "compiled", "codes": [entry]}, done], [None]),  # the code was sent
+            ([{"op": "compiled", "codes": [entry, entry]}, done], [digest]),  # wrong shape
+        ]:
+            worker = _scripted_worker(frames)
+            try:
+                result, _ = box._execute(worker, b"", Limits(), {"t": lambda: 1}, {}, [], fill)
+            finally:
+                worker.end_child()
+            assert result.error is not None and result.error.type == "ProtocolError", result
+            assert len(cache) == 0
+        worker = _scripted_worker([{"op": "compiled", "codes": [entry]}, done])
+        try:
+            result, _ = box._execute(worker, b"", Limits(), {}, {}, [], [digest])
+        finally:
+            worker.end_child()
+        assert result.ok and result.value == 1
+        assert cache.get(digest) == entry

@@ -52,9 +52,13 @@ MAX_LEAKS_KEPT = 200
 _TOKEN = re.compile(r"[^\W_]+")
 
 
+# letters NFKD does not take apart, spelled as ASCII (so "Nørgaard" meets "norgaard")
+_SPELLED = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ß": "ss", "æ": "ae", "œ": "oe", "ı": "i", "þ": "th"})
+
+
 def fold(token: str) -> str:
-    """A token as the scanner compares it: case-folded, accents removed."""
-    decomposed = unicodedata.normalize("NFKD", token.casefold())
+    """A token as the scanner compares it: case-folded, accents removed, ø ł đ ß æ spelled out."""
+    decomposed = unicodedata.normalize("NFKD", token.casefold().translate(_SPELLED))
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 

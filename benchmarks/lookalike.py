@@ -47,12 +47,10 @@ from benchmarks.suite_library import (
     bind_by_name,
     flags_of,
     gold_trace,
-    learn_gold,
-    open_library,
+    learned_libraries,
     outcome_kind,
-    skill_workflows,
     statuses,
-    train_order,
+    write_results,
 )
 from benchmarks.tasks.helpdesk import LOOKALIKES, is_out_of_scope
 from benchmarks.worlds import Task, ToolError, World, get_world, load_tasks
@@ -114,31 +112,22 @@ def run_lookalike(config: LookalikeConfig, *, tasks: Sequence[Task] | None = Non
     libraries: dict[str, Any] = {}
     privacy = PrivacyReport(values=len(scanner))
     total, done = config.seeds * (len(train) + len(test)), 0
-    for seed in range(config.seeds):
-        label = f"seed{seed}"
-        library = open_library(out / "libraries" / label, world, embedder=embedder,
-                               min_reliability=config.min_reliability)
-        try:
+    for seat in learned_libraries(out, world, train, config.seeds, embedder=embedder,
+                                  min_reliability=config.min_reliability):
+        seed, label = seat.seed, f"seed{seat.seed}"
+        done += len(train)
+        frozen = FrozenLibrary(seat.library)
+        for task in test:
             if progress:
-                progress(f"seed {seed} learning {len(train)} traces", done, total)
-            order = train_order(train, seed)
-            learned = learn_gold(library, world, order)
-            done += len(train)
-            workflows = skill_workflows(order, learned)
-            frozen = FrozenLibrary(library)
-            for task in test:
-                if progress:
-                    progress(f"seed {seed} test {task.id}", done, total)
-                record = try_ticket(frozen, world, task, workflows)
-                record["seed"] = seed
-                records.append(record)
-                done += 1
-            libraries[label] = describe(library, workflows, statuses(learned))
-            privacy.add(check_library(library, scanner, label=f"{WORLD} {label}",
-                                      queries=[t.instruction for t in test],
-                                      subjects=explain_subjects(train, scanner)))
-        finally:
-            library.close()
+                progress(f"seed {seed} test {task.id}", done, total)
+            record = try_ticket(frozen, world, task, seat.workflows)
+            record["seed"] = seed
+            records.append(record)
+            done += 1
+        libraries[label] = describe(seat.library, seat.workflows, statuses(seat.results))
+        privacy.add(check_library(seat.library, scanner, label=f"{WORLD} {label}",
+                                  queries=[t.instruction for t in test],
+                                  subjects=explain_subjects(train, scanner)))
     if progress:
         progress("done", done, total)
     results = {
@@ -192,10 +181,14 @@ def try_ticket(library: Any, world: World, task: Task, workflows: dict[str, set[
         arguments = bind_by_name(top.skill, task.params)
         record["bound"] = arguments is not None
         if arguments is not None:
-            run = library.run(top.skill.name, arguments, world.tools(), tool_schemas=world.tool_schemas())
-            record.update(ran=True, run_ok=run.ok, run_error=_short(run.error), run_calls=len(run.trace.calls),
-                          run_outcome=outcome_kind(run))
-            done.update(_key(c.name, c.arguments) for c in run.trace.calls if c.ok and c.kind == "tool")
+            try:
+                run = library.run(top.skill.name, arguments, world.tools(), tool_schemas=world.tool_schemas())
+            except Exception as exc:  # the library refused to run it (nothing ran): a finding, not a crash
+                record["run_error"] = _short(f"refused: {type(exc).__name__}: {exc}")
+            else:
+                record.update(ran=True, run_ok=run.ok, run_error=_short(run.error), run_calls=len(run.trace.calls),
+                              run_outcome=outcome_kind(run))
+                done.update(_key(c.name, c.arguments) for c in run.trace.calls if c.ok and c.kind == "tool")
     record["changed_state"] = world.state() != before
     record["wrong_workflow"] = record["ran"] and top_workflows != [task.workflow]
     record["wrong_change"] = record["wrong_workflow"] and record["changed_state"]
@@ -371,9 +364,4 @@ def markdown(results: dict[str, Any]) -> str:
 
 def write(results: dict[str, Any], out: Path) -> str:
     """Write results.json and results.md into ``out``; return the markdown."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str),
-                                      encoding="utf-8")
-    text = markdown(results)
-    (out / "results.md").write_text(text, encoding="utf-8")
-    return text
+    return write_results(results, out, markdown)

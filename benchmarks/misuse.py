@@ -23,7 +23,6 @@ where it reports one. Then the privacy check, as on every run with a library.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchmarks.privacy import PrivacyReport, ValueScanner, check_library, explain_subjects, markdown_lines
-from benchmarks.suite_library import learn_gold, open_library, outcome_kind, skill_workflows, statuses
+from benchmarks.suite_library import learn_gold, open_library, outcome_kind, skill_workflows, statuses, write_results
 from benchmarks.worlds import Task, load_tasks
 from benchmarks.worlds.helpdesk import HelpdeskWorld
 
@@ -212,9 +211,4 @@ def markdown(results: dict[str, Any]) -> str:
 
 def write(results: dict[str, Any], out: Path) -> str:
     """Write results.json and results.md into ``out``; return the markdown."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str),
-                                      encoding="utf-8")
-    text = markdown(results)
-    (out / "results.md").write_text(text, encoding="utf-8")
-    return text
+    return write_results(results, out, markdown)

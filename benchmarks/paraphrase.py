@@ -15,7 +15,6 @@ mechanically), for every seed:
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 from benchmarks.frozen_library import FrozenLibrary
 from benchmarks.privacy import PrivacyReport, ValueScanner, check_library, explain_subjects, markdown_lines
-from benchmarks.suite_library import flags_of, learn_gold, open_library, skill_workflows, statuses, train_order
+from benchmarks.suite_library import flags_of, learned_libraries, statuses, write_results
 from benchmarks.worlds import Task, get_world, load_tasks
 
 WORLD = "office"
@@ -69,41 +68,32 @@ def run_paraphrase(config: ParaphraseConfig, *, tasks: Sequence[Task] | None = N
     records: list[dict[str, Any]] = []
     libraries: dict[str, Any] = {}
     total, done = config.seeds * (len(train) + len(test)), 0
-    for seed in range(config.seeds):
-        label = f"seed{seed}"
-        library = open_library(Path(config.out) / "libraries" / label, world, embedder=embedder,
-                               min_reliability=config.min_reliability)
-        try:
+    for seat in learned_libraries(Path(config.out), world, train, config.seeds, embedder=embedder,
+                                  min_reliability=config.min_reliability):
+        seed, label, workflows, library = seat.seed, f"seed{seat.seed}", seat.workflows, seat.library
+        done += len(train)
+        frozen = FrozenLibrary(library)
+        for task in test:
+            matches = frozen.fetch(task.instruction, k=FETCH_K)
+            found = [sorted(workflows.get(m.skill.name, set())) for m in matches]
+            right = [ws == [task.workflow] for ws in found]
+            records.append({
+                "seed": seed, "task_id": task.id, "workflow": task.workflow,
+                "fetched": [m.skill.name for m in matches],
+                "similarities": [round(m.similarity, 4) for m in matches],
+                "fetched_workflows": found, "at_1": bool(right[:1] and right[0]), "at_3": any(right),
+                "rank": right.index(True) + 1 if any(right) else None, "flags": flags_of(matches),
+            })
+            done += 1
             if progress:
-                progress(f"seed {seed} learning {len(train)} traces", done, total)
-            order = train_order(train, seed)
-            learned = learn_gold(library, world, order)
-            done += len(train)
-            workflows = skill_workflows(order, learned)
-            frozen = FrozenLibrary(library)
-            for task in test:
-                matches = frozen.fetch(task.instruction, k=FETCH_K)
-                found = [sorted(workflows.get(m.skill.name, set())) for m in matches]
-                right = [ws == [task.workflow] for ws in found]
-                records.append({
-                    "seed": seed, "task_id": task.id, "workflow": task.workflow,
-                    "fetched": [m.skill.name for m in matches],
-                    "similarities": [round(m.similarity, 4) for m in matches],
-                    "fetched_workflows": found, "at_1": bool(right[:1] and right[0]), "at_3": any(right),
-                    "rank": right.index(True) + 1 if any(right) else None, "flags": flags_of(matches),
-                })
-                done += 1
-                if progress:
-                    progress(f"seed {seed} test {task.id}", done, total)
-            names = {w for ws in workflows.values() for w in ws}
-            skills = library.list()
-            libraries[label] = {"skills": len(skills), "workflows": len(names), "learn_statuses": statuses(learned),
-                                "impure_skills": sorted(n for n, ws in workflows.items() if len(ws) > 1),
-                                "whens": {s.name: s.when for s in skills}}
-            privacy.add(check_library(library, scanner, label=f"{WORLD} {label}",
-                                      queries=[t.instruction for t in test], subjects=explain_subjects(train, scanner)))
-        finally:
-            library.close()
+                progress(f"seed {seed} test {task.id}", done, total)
+        names = {w for ws in workflows.values() for w in ws}
+        skills = library.list()
+        libraries[label] = {"skills": len(skills), "workflows": len(names), "learn_statuses": statuses(seat.results),
+                            "impure_skills": sorted(n for n, ws in workflows.items() if len(ws) > 1),
+                            "whens": {s.name: s.when for s in skills}}
+        privacy.add(check_library(library, scanner, label=f"{WORLD} {label}",
+                                  queries=[t.instruction for t in test], subjects=explain_subjects(train, scanner)))
     results = {
         "config": config.to_json(), "tasks": {"train": len(train), "test": len(test)}, "records": records,
         "summary": summarize(records, config.seeds), "libraries": libraries, "privacy": privacy.to_json(),
@@ -168,9 +158,4 @@ def markdown(results: dict[str, Any]) -> str:
 
 def write(results: dict[str, Any], out: Path) -> str:
     """Write results.json and results.md into ``out``; return the markdown."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str),
-                                      encoding="utf-8")
-    text = markdown(results)
-    (out / "results.md").write_text(text, encoding="utf-8")
-    return text
+    return write_results(results, out, markdown)

@@ -11,9 +11,11 @@ abstains).
 
 from __future__ import annotations
 
+import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from benchmarks.agents.base import bind_by_name
 from benchmarks.harness import SKILL_STATUSES, train_order
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
 
 #: the flags a fetch result (or its top match) may carry that tell an agent not to run it
 FLAG_NAMES = ("abstained", "ambiguous")
-__all__ = ["FLAG_NAMES", "bind_by_name", "flags_of", "gold_trace", "learn_gold", "open_library",
-           "outcome_kind", "skill_workflows", "statuses", "train_order"]
+__all__ = ["FLAG_NAMES", "Learned", "bind_by_name", "flags_of", "gold_trace", "learn_gold", "learned_libraries",
+           "open_library", "outcome_kind", "skill_workflows", "statuses", "train_order", "write_results"]
 
 
 
@@ -104,3 +106,39 @@ def statuses(results: Iterable["LearnResult"]) -> dict[str, int]:
     for result in results:
         out[result.status] = out.get(result.status, 0) + 1
     return dict(sorted(out.items()))
+
+
+def write_results(results: dict[str, Any], out: Path, markdown: Callable[[dict[str, Any]], str]) -> str:
+    """Write ``results.json`` and ``results.md`` (``markdown(results)``) into ``out``; return the markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str),
+                                      encoding="utf-8")
+    text = markdown(results)
+    (out / "results.md").write_text(text, encoding="utf-8")
+    return text
+
+
+@dataclass
+class Learned:
+    """One seed's library after learning: the train order, the learn results, skill -> workflows."""
+
+    seed: int
+    library: "SkillLibrary"
+    order: list[Task]
+    results: list["LearnResult"]
+    workflows: dict[str, set[str]]
+
+
+def learned_libraries(out: Path, world: World, train: Sequence[Task], seeds: int, *, embedder: Any,
+                      min_reliability: float = 0.6) -> Iterator[Learned]:
+    """For each seed: a fresh library in ``out/libraries/seed<N>`` that learned ``train`` in
+    the seed's order (closed when the caller moves on)."""
+    for seed in range(seeds):
+        library = open_library(out / "libraries" / f"seed{seed}", world, embedder=embedder,
+                               min_reliability=min_reliability)
+        try:
+            order = train_order(train, seed)
+            results = learn_gold(library, world, order)
+            yield Learned(seed, library, order, results, skill_workflows(order, results))
+        finally:
+            library.close()

@@ -154,6 +154,21 @@ class World(abc.ABC):
 
     # -- helpers shared by every world --------------------------------------------------
 
+    def verify_against_gold(self, task: Task, what: str = "state") -> Verdict:
+        """Success when the state equals the one a fresh world of this kind reaches by
+        replaying ``task``'s gold actions on the same seed (``what`` names the state)."""
+        if task.gold is None:
+            return Verdict(success=False, evidence="task has no gold actions to compare with")
+        reference = type(self)()
+        reference.reset(self.seed, task)
+        failed = [r for r in reference.replay(task.gold) if r["error"]]
+        if failed:
+            return Verdict(success=False, evidence={"gold_failed": failed})
+        diffs = state_differences(reference.state(), self.state())
+        if diffs:
+            return Verdict(success=False, evidence={"differences": diffs[:8], "count": len(diffs)})
+        return Verdict(success=True, evidence=f"final {what} equals the gold {what}")
+
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """Call tool ``name`` with ``arguments``, checking them against its schema first."""
         tools = self.tool_functions()

@@ -27,7 +27,6 @@ from benchmarks.worlds.base import (
     deep_copy,
     evaluation_factory,
     params_values,
-    state_differences,
 )
 
 FIRST_NAMES = [
@@ -236,17 +235,7 @@ class HelpdeskWorld(World):
 
     def verify(self, task: Task) -> Verdict:
         """Success when the directory equals the one reached by replaying the gold actions."""
-        if task.gold is None:
-            return Verdict(success=False, evidence="task has no gold actions to compare with")
-        reference = HelpdeskWorld()
-        reference.reset(self.seed, task)
-        failed = [r for r in reference.replay(task.gold) if r["error"]]
-        if failed:
-            return Verdict(success=False, evidence={"gold_failed": failed})
-        diffs = state_differences(reference.db, self.db)
-        if diffs:
-            return Verdict(success=False, evidence={"differences": diffs[:8], "count": len(diffs)})
-        return Verdict(success=True, evidence="final directory equals the gold directory")
+        return self.verify_against_gold(task, "directory")
 
     def break_tool(self, name: str, message: str) -> None:
         """Make tool ``name`` raise ``ToolError(message)`` until the next reset (an outage)."""

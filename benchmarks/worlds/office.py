@@ -25,7 +25,6 @@ from benchmarks.worlds.base import (
     deep_copy,
     evaluation_factory,
     params_values,
-    state_differences,
 )
 
 PEOPLE = [
@@ -163,17 +162,7 @@ class OfficeWorld(World):
         return deep_copy(self.db)
 
     def verify(self, task: Task) -> Verdict:
-        if task.gold is None:
-            return Verdict(success=False, evidence="task has no gold actions to compare with")
-        reference = OfficeWorld()
-        reference.reset(self.seed, task)
-        failed = [r for r in reference.replay(task.gold) if r["error"]]
-        if failed:
-            return Verdict(success=False, evidence={"gold_failed": failed})
-        diffs = state_differences(reference.db, self.db)
-        if diffs:
-            return Verdict(success=False, evidence={"differences": diffs[:8], "count": len(diffs)})
-        return Verdict(success=True, evidence="final workspace equals the gold workspace")
+        return self.verify_against_gold(task, "workspace")
 
     # -- read tools -------------------------------------------------------------------
 

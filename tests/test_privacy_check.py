@@ -162,3 +162,18 @@ def test_the_cli_exits_non_zero_when_the_check_fails(monkeypatch, tmp_path, caps
     assert code == cli.PRIVACY_FAILED
     monkeypatch.setattr(cli, "_run", lambda config, **kw: {"privacy": PrivacyReport(values=5, texts=2).to_json()})
     assert cli.main(["run", "--world", "shop", "--agent", "replay", "--out", str(tmp_path), "--no-progress"]) == 0
+
+
+@pytest.mark.parametrize("world,suite,folder", [("helpdesk", None, "lookalike"), ("helpdesk", None, "misuse"),
+                                                ("office", None, "paraphrase"), ("shop", "users", "users")])
+def test_committed_results_carry_no_personal_value(world, suite, folder):
+    from pathlib import Path
+
+    from benchmarks.harness import suite_path
+
+    values = ValueScanner(get_world(world).personal_values(load_tasks(world, path=suite_path(world, suite))))
+    files = [p for p in (Path(__file__).parent.parent / "benchmarks" / "results" / folder).iterdir()
+             if p.suffix in (".md", ".json")]
+    assert files
+    for path in files:
+        assert values.find(path.read_text(encoding="utf-8")) == [], path

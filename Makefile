@@ -56,6 +56,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/perf_sandbox.py
 	$(PY) benchmarks/perf_shared.py --clients 2,4,8 --seconds 10
 	$(PY) benchmarks/perf_reopen.py --sizes 1000,10000
+	# issue 21's suites (each also runs the privacy check: exit 3 on a personal value found);
+	# all three run, then the target fails if any did
+	status=0; for suite in lookalike paraphrase misuse; do \
+	  $(PY) -m benchmarks $$suite --no-progress || status=$$?; done; exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -6,7 +6,16 @@
     python -m benchmarks demo [--out demo-output]
     python -m benchmarks users [--out bench-output/users]
         # = run --world shop --suite users --agent replay --agent-opt fit=top --seeds 3
+    python -m benchmarks lookalike [--seeds 3] [--out bench-output/lookalike]
+        # the helpdesk look-alike suite: right workflow, abstention, no wrong-workflow change
+    python -m benchmarks paraphrase [--seeds 3] [--out bench-output/paraphrase]
+        # single-trace skills fetched by rewordings that share no content word
+    python -m benchmarks misuse [--out bench-output/misuse]
+        # misuse inputs must not quarantine a correct skill; a real failure burst must
     python -m benchmarks list
+
+Every run with a library ends with the privacy check (benchmarks/privacy.py): a personal value
+of the world in anything the library stores or shows makes the command exit 3.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ for _key, _value in (
 
 DEMO_SEEDS = 3
 USERS_SEEDS = 3
+#: the exit code of a run whose privacy check found a personal value
+PRIVACY_FAILED = 3
 
 
 def _run(config, *, progress: bool, console) -> dict[str, Any]:
@@ -63,7 +74,69 @@ def _run(config, *, progress: bool, console) -> dict[str, Any]:
     console.print(f"report:  {Path(config.out) / 'results.md'}", markup=False)
     for path in plots:
         console.print(f"plot:    {path}", markup=False)
+    _print_privacy(results, console)
     return results
+
+
+def _print_privacy(results: dict[str, Any], console) -> None:
+    from benchmarks.privacy import PrivacyReport
+
+    privacy = results.get("privacy")
+    if privacy is None:
+        return
+    report = PrivacyReport(values=privacy["values_checked"], texts=privacy["texts_checked"], leaks=privacy["leaks"],
+                           by_place=privacy["by_place"], by_kind=privacy["by_kind"], errors=privacy["errors"])
+    from benchmarks.privacy import Leak
+
+    report.kept = [Leak(**leak) for leak in privacy["first_leaks"]]
+    for line in report.lines():
+        console.print(line, markup=False, soft_wrap=True)
+
+
+def _suite_progress(console):
+    """A progress callback (label, done, total) drawing a rich bar, and the bar to close."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("[bold]{task.fields[phase]:<34}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=console, transient=False)
+    job = bar.add_task("", total=None, phase="starting")
+
+    def update(label: str, done: int, total: int) -> None:
+        bar.update(job, completed=done, total=total, phase=label[:34])
+
+    return update, bar
+
+
+def _suite(args, console, command: str) -> int:
+    """The lookalike, paraphrase and misuse subcommands: run, write, print, exit code."""
+    import importlib
+
+    suite: Any = importlib.import_module(f"benchmarks.{args.command}")
+    if args.command == "lookalike":
+        config: Any = suite.LookalikeConfig(seeds=args.seeds, out=args.out, max_train=args.max_train,
+                                            max_test=args.max_test, command=command)
+        run = suite.run_lookalike
+    elif args.command == "paraphrase":
+        config = suite.ParaphraseConfig(seeds=args.seeds, out=args.out, max_test=args.max_test, command=command)
+        run = suite.run_paraphrase
+    else:
+        config = suite.MisuseConfig(out=args.out, command=command)
+        run = suite.run_misuse
+    console.print(f"command: {command}", markup=False, soft_wrap=True)
+    start = time.perf_counter()
+    if args.no_progress:
+        results = run(config)
+    else:
+        update, bar = _suite_progress(console)
+        with bar:
+            results = run(config, progress=update)
+    text = suite.write(results, Path(args.out))
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    console.print(f"results: {Path(args.out) / 'results.json'}\nreport:  {Path(args.out) / 'results.md'}", markup=False)
+    _print_privacy(results, console)
+    console.print(f"finished in {time.perf_counter() - start:.1f} s (wall time, {os.cpu_count()} cores): {command}",
+                  markup=False, soft_wrap=True)
+    return 0 if results["privacy"]["ok"] else PRIVACY_FAILED
 
 
 def _options(pairs: list[str]) -> dict[str, Any]:
@@ -146,6 +219,28 @@ def main(argv: list[str] | None = None) -> int:
     users.add_argument("--generalizer", choices=("dataflow", "llm"), default="dataflow")
     users.add_argument("--no-progress", action="store_true")
 
+    lookalike = sub.add_parser(
+        "lookalike", help="the helpdesk look-alike suite: learn its tickets, then act on held-out and "
+        "out-of-scope tickets the way an agent that trusts fetch would (benchmarks/lookalike.py)")
+    lookalike.add_argument("--out", type=Path, default=Path("bench-output/lookalike"))
+    lookalike.add_argument("--seeds", type=int, default=3)
+    lookalike.add_argument("--max-train", type=int, default=None, help="only the first N train tickets")
+    lookalike.add_argument("--max-test", type=int, default=None,
+                           help="only the first N in-scope and N out-of-scope test tickets")
+    lookalike.add_argument("--no-progress", action="store_true")
+    paraphrase = sub.add_parser(
+        "paraphrase", help="single-trace skills (30+ workflows) fetched by rewordings that share no content "
+        "word with their trace (benchmarks/paraphrase.py)")
+    paraphrase.add_argument("--out", type=Path, default=Path("bench-output/paraphrase"))
+    paraphrase.add_argument("--seeds", type=int, default=3)
+    paraphrase.add_argument("--max-test", type=int, default=None, help="only the first N queries")
+    paraphrase.add_argument("--no-progress", action="store_true")
+    misuse = sub.add_parser(
+        "misuse", help="misuse inputs (typos, wrong ids) must not quarantine a correct skill; its own "
+        "state-changing call breaking must (benchmarks/misuse.py)")
+    misuse.add_argument("--out", type=Path, default=Path("bench-output/misuse"))
+    misuse.add_argument("--no-progress", action="store_true")
+
     sub.add_parser("list", help="worlds, suites, agents and task counts")
 
     args = parser.parse_args(argv)
@@ -166,6 +261,14 @@ def main(argv: list[str] | None = None) -> int:
         for name in AGENTS:
             console.print(f"agent {name}: conditions {', '.join(conditions_for(name))}", markup=False)
         return 0
+
+    if args.command in ("lookalike", "paraphrase", "misuse"):
+        command = "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
+        try:
+            return _suite(args, console, command)
+        except (KeyError, ValueError) as exc:
+            console.print(f"error: {exc}", markup=False)
+            return 2
 
     from benchmarks.harness import RunConfig
 
@@ -204,13 +307,14 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"command: {config.command}", markup=False, soft_wrap=True)
     start = time.perf_counter()
     try:
-        _run(config, progress=not args.no_progress, console=console)
+        results = _run(config, progress=not args.no_progress, console=console)
     except (KeyError, ValueError) as exc:
         console.print(f"error: {exc}", markup=False)
         return 2
     console.print(f"finished in {time.perf_counter() - start:.1f} s (wall time, {os.cpu_count()} cores): "
                   f"{config.command}", markup=False, soft_wrap=True)
-    return 0
+    leaked = isinstance(results, dict) and not results.get("privacy", {"ok": True})["ok"]
+    return PRIVACY_FAILED if leaked else 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,10 @@ Protocol, for every seed and condition:
 3. the test tasks with the library frozen: agents see it through a ``FrozenLibrary``
    (fetch and run only; no learning, no feedback, no outcome recorded by a failing run);
 4. the library alone on the test tasks (:func:`probe_fetched_skills`): the top fetched skill
-   for each, run with the task's params bound by name on a fresh world, then verified.
+   for each, run with the task's params bound by name on a fresh world, then verified;
+5. the privacy check (:mod:`benchmarks.privacy`): the world's true personal values looked
+   for in every text the library stores or shows (``results["privacy"]``; the CLI exits 3
+   when one is found). The results themselves are redacted with the same values.
 
 Every test outcome under a library condition is paired with the ``none`` condition's on the
 same seed (``made_worse``: solved without skills, failed with them).
@@ -42,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from benchmarks.agents import AGENTS, agent_for_condition, conditions_for
 from benchmarks.agents.base import Agent, Episode
 from benchmarks.frozen_library import FrozenLibrary
+from benchmarks.privacy import PrivacyReport, ValueScanner, check_library, explain_subjects
 from benchmarks.worlds import Task, World, get_world, load_tasks
 from skill_library.governance import Policy
 from skill_library.models import Outcome
@@ -230,6 +234,9 @@ def run_benchmark(
         embedder = default_embedder()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
+    # the privacy check: the world's true personal values, looked for in every library's texts
+    scanner = ValueScanner(world.personal_values(all_tasks) if needs_library else [])
+    privacy = PrivacyReport(values=len(scanner))
 
     records: list[dict[str, Any]] = []
     probes: list[dict[str, Any]] = []
@@ -276,6 +283,9 @@ def run_benchmark(
                         for probe in probe_fetched_skills(FrozenLibrary(library), world, test, workflows, seed=seed):
                             probe.update(seed=seed, condition=cname)
                             probes.append(probe)
+                    privacy.add(check_library(library, scanner, label=f"{config.world} {lib_key}",
+                                              queries=[t.instruction for t in test],
+                                              subjects=explain_subjects(train, scanner)))
             finally:
                 if library is not None:
                     library.close()
@@ -285,7 +295,7 @@ def run_benchmark(
 
     train_workflows = sorted({t.workflow or t.id for t in train})
     pairs = paired(records, config.chosen_conditions)
-    return {
+    results = {
         "config": config.to_json(),
         "tasks": {"train": [t.id for t in train], "test": [t.id for t in test]},
         "train_workflows": train_workflows,
@@ -297,8 +307,11 @@ def run_benchmark(
         "paired": pairs,
         # test tasks solved without skills and failed with them (same seed), per condition
         "made_worse": {c: p["made_worse"] for c, p in pairs.items()},
+        "privacy": privacy.to_json(),
         "elapsed_s": round(time.perf_counter() - started, 2),
     }
+    # the harness's own outputs (whens, arguments, verifier evidence) carry no personal value
+    return scanner.redact_json(results)
 
 
 def check_conditions(agent: str, conditions: Sequence[str]) -> None:

@@ -329,6 +329,10 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
             lines.append(f"- {r['condition']} seed {r['seed']} {r['phase']} `{r['task_id']}`: {why}")
         if len(failures) > 20:
             lines.append(f"- ... and {len(failures) - 20} more (see results.json)")
+    if results.get("privacy"):
+        from benchmarks.privacy import markdown_lines
+
+        lines += ["", "## Privacy", ""] + markdown_lines(results["privacy"])
     if plots:
         lines += ["", "## Plots", ""] + [f"- {p}" for p in plots]
     return "\n".join(lines) + "\n"

@@ -18,6 +18,14 @@ shop_users (the shop world's ``users`` suite, see ``shop_users.py``): thirteen w
 written as customers write, persona, mood and chatter around several phrasings of each
 request; 208 train tasks, 52 test tasks with unseen customers, held-out phrasings and
 more items than any train task.
+
+helpdesk (the look-alike suite, see ``helpdesk.py``): twelve IT-helpdesk workflows in
+look-alike pairs (one vs every item, an account state, a role), tickets with greetings,
+signatures and third-person requests; held-out phrasings and people at test, and
+out-of-scope requests that no workflow covers.
+
+office (the paraphrase suite, see ``office.py``): 32 office-assistant workflows with one
+train request each and three rewordings each that share no content word with it.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.tasks.helpdesk import helpdesk_tasks
+from benchmarks.tasks.office import office_tasks
 from benchmarks.tasks.shop_users import shop_users_tasks
 from benchmarks.worlds.base import GoldAction, Task
 from benchmarks.worlds.crafting import phrase, plan
@@ -425,7 +435,8 @@ def shop_tasks(seed: int = 0) -> list[Task]:
 
 
 # file stem -> generator; "shop_users" is the shop world's "users" suite (shop_users.py)
-SUITES = {"crafting": crafting_tasks, "shop": shop_tasks, "shop_users": shop_users_tasks}
+SUITES = {"crafting": crafting_tasks, "shop": shop_tasks, "shop_users": shop_users_tasks,
+          "helpdesk": helpdesk_tasks, "office": office_tasks}
 
 
 def to_jsonl(tasks: list[Task]) -> str:

@@ -12,6 +12,7 @@ import pkgutil
 
 from benchmarks.worlds.base import (
     GoldAction,
+    PersonalValue,
     Task,
     ToolError,
     Verdict,
@@ -21,6 +22,7 @@ from benchmarks.worlds.base import (
 
 __all__ = [
     "GoldAction",
+    "PersonalValue",
     "Task",
     "ToolError",
     "Verdict",

@@ -12,10 +12,14 @@ from __future__ import annotations
 import abc
 import copy
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from skill_library.governance import ToolSpec
 
 Split = Literal["train", "test"]
 ToolFn = Callable[..., Any]
@@ -65,6 +69,17 @@ class ToolError(Exception):
     """A tool call failed; the message says why and, where it can, what would fix it."""
 
 
+@dataclass(frozen=True)
+class PersonalValue:
+    """One true value of a world that belongs to a person (a name, an email, an id, an
+    address, a phone number...): the privacy check looks for it in everything the library
+    stores or shows. ``owner`` says whose it is (a person, or the task that carried it)."""
+
+    value: str
+    kind: str
+    owner: str
+
+
 class World(abc.ABC):
     """A deterministic environment with tools.
 
@@ -101,6 +116,26 @@ class World(abc.ABC):
         """Tools that only read state (declared to the library: a skill may look before it acts)."""
         return frozenset()
 
+    def tool_specs(self) -> dict[str, "ToolSpec"]:
+        """Every tool declared for the library: its argument schema, whether it changes state
+        (every tool not in :meth:`read_only_tools` does) and, where the library's ``ToolSpec``
+        takes one, its description."""
+        from skill_library.governance import ToolSpec
+
+        read_only, descriptions = self.read_only_tools(), self.tool_descriptions()
+        described = "description" in ToolSpec.model_fields
+        return {
+            name: ToolSpec(schema=schema, side_effects=name not in read_only,
+                           **({"description": descriptions.get(name, "")} if described else {}))
+            for name, schema in self.tool_schemas().items()
+        }
+
+    def personal_values(self, tasks: Sequence["Task"]) -> list[PersonalValue]:
+        """The world's true personal values on the seeds of ``tasks`` (its users' names,
+        emails, ids, addresses, phones...) and those the tasks' params carry; none by default
+        (a world without people)."""
+        return []
+
     @abc.abstractmethod
     def tool_schemas(self) -> dict[str, dict[str, Any]]:
         """Name -> JSON Schema of the tool's arguments object."""
@@ -118,6 +153,21 @@ class World(abc.ABC):
         """Judge whether the current state completes ``task``."""
 
     # -- helpers shared by every world --------------------------------------------------
+
+    def verify_against_gold(self, task: Task, what: str = "state") -> Verdict:
+        """Success when the state equals the one a fresh world of this kind reaches by
+        replaying ``task``'s gold actions on the same seed (``what`` names the state)."""
+        if task.gold is None:
+            return Verdict(success=False, evidence="task has no gold actions to compare with")
+        reference = type(self)()
+        reference.reset(self.seed, task)
+        failed = [r for r in reference.replay(task.gold) if r["error"]]
+        if failed:
+            return Verdict(success=False, evidence={"gold_failed": failed})
+        diffs = state_differences(reference.state(), self.state())
+        if diffs:
+            return Verdict(success=False, evidence={"differences": diffs[:8], "count": len(diffs)})
+        return Verdict(success=True, evidence=f"final {what} equals the gold {what}")
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """Call tool ``name`` with ``arguments``, checking them against its schema first."""
@@ -219,6 +269,35 @@ def _check_value(where: str, value: Any, schema: dict[str, Any]) -> None:
             raise ToolError(f"{where} needs at least {schema['minItems']} item(s)")
         for item in value:
             _check_value(f"{where} item", item, schema["items"])
+
+
+def state_differences(expected: Any, actual: Any, path: str = "") -> list[str]:
+    """Where two JSON states differ, one line per difference (``/users/u1/name: expected ...``)."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out = []
+        for key in sorted(set(expected) | set(actual), key=str):
+            where = f"{path}/{key}"
+            if key not in actual:
+                out.append(f"{where}: missing")
+            elif key not in expected:
+                out.append(f"{where}: unexpected")
+            else:
+                out += state_differences(expected[key], actual[key], where)
+        return out
+    if expected != actual:
+        return [f"{path}: expected {expected!r}, got {actual!r}"]
+    return []
+
+
+def params_values(tasks: Sequence[Task], personal: dict[str, str]) -> list[PersonalValue]:
+    """The values of ``tasks``' params named in ``personal`` (param -> kind), owned by their task."""
+    out = []
+    for task in tasks:
+        for name, value in task.params.items():
+            if name in personal:
+                for item in value if isinstance(value, list) else [value]:
+                    out.append(PersonalValue(str(item), personal[name], f"task:{task.id}"))
+    return out
 
 
 def deep_copy(value: Any) -> Any:

@@ -10,9 +10,19 @@ equals the database after replaying the task's gold actions on the same seed.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Sequence
 
-from benchmarks.worlds.base import GoldAction, Task, ToolError, Verdict, World, deep_copy, evaluation_factory
+from benchmarks.worlds.base import (
+    GoldAction,
+    PersonalValue,
+    Task,
+    ToolError,
+    Verdict,
+    World,
+    deep_copy,
+    evaluation_factory,
+    params_values,
+)
 
 FIRST_NAMES = [
     "Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas",
@@ -59,6 +69,15 @@ _ADDRESS_PROPS = {
 }
 _ADDRESS_KEYS = list(_ADDRESS_PROPS)
 _ID_LIST = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+
+#: the task params whose values are a person's data (PersonalValue kinds); cities, states and
+#: countries alone identify nobody, product and item ids are the catalog's
+PERSONAL_PARAMS = {
+    "email": "email", "first_name": "first_name", "last_name": "last_name", "user_id": "user_id",
+    "order_id": "order_id", "payment_method_id": "payment_id", "zip": "zip", "address_zip": "zip",
+    "new_zip": "zip", "address1": "address", "address2": "address", "new_address1": "address",
+    "new_address2": "address",
+}
 
 
 def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -275,19 +294,33 @@ class ShopWorld(World):
     def state(self) -> dict[str, Any]:
         return deep_copy(self.db)
 
+    def personal_values(self, tasks: Sequence[Task]) -> list[PersonalValue]:
+        """Every user's names, email, id, street address and zip, order ids and payment method
+        ids on every seed of ``tasks``, and the personal params of the tasks (a new address).
+        Card brands and last four digits, cities and states are left out (they identify nobody
+        alone, and four digits match too much else)."""
+        out: list[PersonalValue] = []
+        for seed in sorted({t.seed for t in tasks}):
+            world = ShopWorld()
+            world.reset(seed)
+            for user in world.db["users"].values():
+                owner = f"{seed}:{user['user_id']}"
+                first, last = user["name"]["first_name"], user["name"]["last_name"]
+                address = user["address"]
+                out += [PersonalValue(first, "first_name", owner), PersonalValue(last, "last_name", owner),
+                        PersonalValue(f"{first} {last}", "name", owner), PersonalValue(user["email"], "email", owner),
+                        PersonalValue(user["user_id"], "user_id", owner),
+                        PersonalValue(address["address1"], "address", owner),
+                        PersonalValue(address["address2"], "address", owner),
+                        PersonalValue(address["zip"], "zip", owner)]
+                out += [PersonalValue(m, "payment_id", owner) for m in user["payment_methods"]]
+                out += [PersonalValue(o, "order_id", owner) for o in user["orders"]]
+        out += params_values(tasks, PERSONAL_PARAMS)
+        return out
+
     def verify(self, task: Task) -> Verdict:
         """Success when the database equals the one reached by replaying the gold actions."""
-        if task.gold is None:
-            return Verdict(success=False, evidence="task has no gold actions to compare with")
-        reference = ShopWorld()
-        reference.reset(self.seed, task)
-        failed = [r for r in reference.replay(task.gold) if r["error"]]
-        if failed:
-            return Verdict(success=False, evidence={"gold_failed": failed})
-        diffs = _diff(reference.db, self.db, "")
-        if diffs:
-            return Verdict(success=False, evidence={"differences": diffs[:8], "count": len(diffs)})
-        return Verdict(success=True, evidence="final database equals the gold database")
+        return self.verify_against_gold(task, "database")
 
     # -- read tools -------------------------------------------------------------------
 
@@ -494,23 +527,6 @@ class ShopWorld(World):
             diff += variant["price"] - item["price"]
         self._method(order["user_id"], method_id, amount=max(diff, 0.0))
         return _money(diff)
-
-
-def _diff(expected: Any, actual: Any, path: str) -> list[str]:
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        out = []
-        for key in sorted(set(expected) | set(actual), key=str):
-            where = f"{path}/{key}"
-            if key not in actual:
-                out.append(f"{where}: missing")
-            elif key not in expected:
-                out.append(f"{where}: unexpected")
-            else:
-                out += _diff(expected[key], actual[key], where)
-        return out
-    if expected != actual:
-        return [f"{path}: expected {expected!r}, got {actual!r}"]
-    return []
 
 
 def gold(*actions: tuple[str, dict[str, Any]]) -> list[GoldAction]:

@@ -55,6 +55,10 @@ _ROLE_WORDS = {"email": "an email address", "name": "a name", "first_name": "a n
                "address2": "an address", "city": "a city", "zip": "a zip code",
                "phone": "a phone number", "user_id": "a user id"}
 
+#: Words that, after a capitalized word starting a sentence, make it a person's name.
+_NAME_FOLLOWERS = frozenset("""here from is was has had will would needs need wants want can
+cannot could left joined joins asked asks says said just still""".split())
+
 #: Words written with a capital that are not names (sentence starts, days, greetings...).
 COMMON_WORDS = frozenset("""
 a about above after again against all also am an and any are as at be because been before
@@ -223,8 +227,10 @@ def mask_names(text: str, vocabulary: Iterable[str] = ()) -> str:
             before_text = "".join(out)
             run = after is not None and text[match.end():after.start()].strip() == "" and \
                 _is_name(after.group(0), vocab)
-            persona = bool(_PERSONA_RE.search(before_text[-40:])) or (
-                after is not None and after.group(0).casefold() in {"here", "from"})
+            follows = text[match.end():match.end() + 3]
+            persona = bool(_PERSONA_RE.search(before_text[-40:])) or follows.startswith(
+                (" (", "'s", "’s", ",")) or (
+                after is not None and after.group(0).casefold() in _NAME_FOLLOWERS)
             candidate = run or persona
         out.append("someone" if candidate else word)
         sentence_start = False
@@ -319,3 +325,18 @@ def dummy(value: Any, name: str = "") -> Any:
     if any(c.isdigit() for c in text):
         return re.sub(r"\d", "0", text)
     return f"<{name or 'text'}>"
+
+
+def shape_dummy(value: Any) -> Any:
+    """A stand-in for ``value`` with its shape and none of its content: letters become
+    ``x``/``X``, digits ``0`` (``ines.g@corp.example`` -> ``xxxx.x@xxxx.xxxxxxx``); numbers, booleans and the
+    structure of lists and dicts stay (what value fit and the index read of a value is its
+    shape, never its content)."""
+    if isinstance(value, (list, tuple)):
+        return [shape_dummy(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: shape_dummy(v) for k, v in value.items()}
+    if not isinstance(value, str):
+        return value
+    return re.sub(r"[^\W\d_]", lambda m: "X" if m.group(0).isupper() else "x",
+                  re.sub(r"\d", "0", value))

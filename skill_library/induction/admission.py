@@ -232,7 +232,9 @@ def example_for(
     text = privacy.redact(trace.task, bindings, known, topic=topic, vocabulary=vocabulary)
     if not text:
         text = candidate.when
-    return Example(trace_id=trace.id, text=text, params=dict(bindings))
+    # the example keeps its values' shapes (for the index and value fit), not the values
+    return Example(trace_id=trace.id, text=text,
+                   params={k: privacy.shape_dummy(v) for k, v in bindings.items()})
 
 
 def decide(

@@ -75,7 +75,10 @@ def first_sentence(text: str) -> str:
         return ""
     match = _SENTENCE_END_RE.search(text)
     sentence = text[: match.start()] if match else text
-    return sentence.strip().rstrip(".:;,")[:MAX_SUMMARY_CHARS].strip()
+    sentence = re.split(r";|:\s|\s[-–—]\s", sentence, maxsplit=1)[0]  # its first clause
+    if len(sentence) > MAX_SUMMARY_CHARS:
+        sentence = sentence[:MAX_SUMMARY_CHARS].rsplit(" ", 1)[0]
+    return sentence.strip().rstrip(".:;,").strip()
 
 
 def tool_docs(
@@ -146,7 +149,7 @@ def _step_phrase(step: Step, docs: Mapping[str, ToolDoc]) -> str:
         if kind == "param":
             phrase += f", for each of {prose(source)}"
         else:
-            phrase += f", for every one that {_lower_first(summary(source, docs))} returns"
+            phrase += f", for every one that {' '.join(words_of(source))} returns"
     return phrase
 
 
@@ -163,7 +166,7 @@ def describe_steps(
     >>> describe_steps([Step("find_user"), Step("reset_password")], ["email"],
     ...     {"find_user": ToolDoc("find_user", "Find a user by email", True),
     ...      "reset_password": ToolDoc("reset_password", "Reset a user's password")})
-    "Reset a user's password (after: find a user by email). Needs the email."
+    "Reset a user's password (after: find user). Needs the email."
     """
     if not steps:
         raise ValueError("a description needs at least one step")
@@ -179,8 +182,8 @@ def describe_steps(
     if acting:
         first = steps.index(acting[0])
         before = list(dict.fromkeys(s.tool for s in steps[:first] if s.tool in lookups))
-        if before:
-            text += " (after: " + "; ".join(_lower_first(summary(t, docs)) for t in before) + ")"
+        if before:  # lookups by their names: short, and what tells a look-alike apart
+            text += " (after: " + ", ".join(" ".join(words_of(t)) for t in before) + ")"
     text += "."
     if guard:
         text += f" {guard}"

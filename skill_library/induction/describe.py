@@ -170,12 +170,22 @@ def describe_steps(
     """
     if not steps:
         raise ValueError("a description needs at least one step")
-    lookups = set(read_only) | {n for n, d in docs.items() if d.read_only}
+    from skill_library.induction.description import is_lookup
+
+    declared = set(read_only)
+
+    def looks(tool: str) -> bool:  # declared read-only; undeclared: named like a lookup
+        if tool in declared:
+            return True
+        return docs[tool].read_only if tool in docs else is_lookup(tool)
+
+    lookups = {s.tool for s in steps if looks(s.tool)}
     acting = [s for s in steps if s.tool not in lookups]
     shown: list[Step] = []
     for step in acting or list(steps):
         if shown and shown[-1].tool == step.tool and shown[-1].loop_over == step.loop_over:
-            continue  # the same step twice in a row says nothing more
+            shown[-1] = step  # the same tool twice in a row: the last says what it is for
+            continue
         shown.append(step)
     phrases = [_step_phrase(s, docs) for s in shown]
     text = phrases[0] + "".join(f"; then {_lower_first(p)}" for p in phrases[1:])

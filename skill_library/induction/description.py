@@ -122,7 +122,8 @@ def behaviour_name(
     shown: list[int] = []
     for i in acting or [main]:
         if shown and calls[shown[-1]][0] == calls[i][0]:
-            continue  # the same tool twice in a row names one step
+            shown[-1] = i  # the same tool twice in a row: the last says what it is for
+            continue
         shown.append(i)
     words: list[str] = []
     for i in shown:

@@ -42,8 +42,11 @@ def learn_batch(
     generalizer: "Generalizer",
     verifier: Callable[..., Any] | None,
     limits: "Limits | None" = None,
+    *,
+    split_parts: bool = True,
 ) -> builtins.list[LearnResult]:
     from skill_library.induction import admission, check_trace, coerce_trace, learn_from_trace
+    from skill_library.induction import parts as compound
 
     out: builtins.list[LearnResult | None] = [None] * len(items)
     checked: dict[int, Trace] = {}
@@ -53,6 +56,17 @@ def learn_batch(
             out[n] = LearnResult(status="rejected", reasons=reasons)
         else:
             checked[n] = trace
+    if split_parts:  # a compound trace is learned as the workflows it combines
+        split = {n: found for n, t in checked.items()
+                 if (found := compound.split(t, lib.read_only_tools))}
+        if split:
+            flat = [p for found in split.values() for p in found]
+            results = iter(learn_batch(lib, flat, generalizer, verifier, limits, split_parts=False))
+            for n, found in split.items():
+                out[n] = combined([next(results) for _ in found])
+                del checked[n]
+    if not checked:
+        return [r for r in out if r is not None]
     vectors = dict(zip(checked, lib.embedder.embed(
         [description.query_text(t.task) for t in checked.values()]
     )))
@@ -208,6 +222,17 @@ def admit(
                            reasons=[*admitted.reasons, *decision.reasons])
     return LearnResult(status=decision.status, skill=stored, report=decision.report,  # type: ignore[arg-type]
                        reasons=decision.reasons)
+
+def combined(results: Sequence[LearnResult]) -> LearnResult:
+    """One result for a compound trace learned as ``results`` (its parts, in order)."""
+    stored = [r for r in results if r.status in EVIDENCE_STATUSES]
+    lead = stored[0] if stored else results[0]
+    reasons = [f"learned as {len(results)} parts: "
+               + ", ".join(f"{r.status} {r.skill.name if r.skill else ''}".strip() for r in results)]
+    return LearnResult(status=lead.status, skill=lead.skill, report=lead.report,
+                       duplicate_of=lead.duplicate_of, reasons=reasons + lead.reasons,
+                       parts=list(results))
+
 
 def related_skills(
     lib: "SkillLibrary", trace: Trace, task_vector: Sequence[float], index: VectorIndex | None

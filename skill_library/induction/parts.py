@@ -46,14 +46,45 @@ _CLAUSE_SPLIT_RE = re.compile(
     r"\s*;\s*|,\s+(?=(?:and|also|then|plus|but|after that|afterwards|additionally|finally|"
     r"lastly|next|for)\b)|\s+(?=(?:and then|and also|also|then|after that|additionally|"
     r"afterwards|finally|lastly|plus)\s)", re.IGNORECASE)
-_SENTENCE_RE = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|\n|$)")
+_SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|\n|$)", re.DOTALL)
 _NUMBERED_RE = re.compile(r"^(.+?)_(\d+)$")
+
+
+_WORDS_RE = re.compile(r"[a-z]{3,}")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORDS_RE.findall(text.lower()))
+
+
+def _tool_words(tool: str, groups: Iterable[str]) -> set[str]:
+    """The words of ``tool``'s name that no other group's tool name has."""
+    mine = set(re.split(r"[^a-z]+", tool.lower()))
+    for other in groups:
+        if other != tool:
+            mine -= set(re.split(r"[^a-z]+", other.lower()))
+    return {w for w in mine if len(w) >= 3}
+
+
+def _units(text: str, own: dict[str, set[str]]) -> list[str]:
+    """The task's sentences; a sentence naming the own values of two or more groups is cut
+    into its clauses (so the splitter does not rely on sentence boundaries alone)."""
+    out: list[str] = []
+    for sentence in sentences(text):
+        named = [t for t, vals in own.items() if any(_mentions(sentence, v) for v in vals)]
+        out.extend(clauses(sentence) if len(named) > 1 else [sentence])
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (a dot inside an email or a number does not end one)."""
+    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
 
 
 def clauses(text: str) -> list[str]:
     """The clauses of ``text``, in order: sentences, cut where a new request starts."""
     out: list[str] = []
-    for sentence in _SENTENCE_RE.findall(text):
+    for sentence in sentences(text):
         for clause in _CLAUSE_SPLIT_RE.split(sentence):
             if clause and clause.strip(" ,.;"):
                 out.append(clause.strip())
@@ -123,25 +154,30 @@ def split(trace: Trace, read_only: Iterable[str] = ()) -> list[Trace] | None:
     values = {tool: {v for n in ns for v in _scalars(calls[n].arguments)} for tool, ns in groups.items()}
     own = {tool: vals - set().union(*(v for t, v in values.items() if t != tool))
            for tool, vals in values.items()}
-    parts_text = clauses(trace.task)
-    anchors: dict[str, list[int]] = {}
-    for tool in groups:
-        others = set().union(*(own[t] for t in groups if t != tool))
-        anchors[tool] = [i for i, clause in enumerate(parts_text)
-                         if any(_mentions(clause, v) for v in own[tool])
-                         and not any(_mentions(clause, v) for v in others)]
-        if not anchors[tool]:
-            return None
-    owner: dict[int, str] = {i: tool for tool, found in anchors.items() for i in found}
+    units = _units(trace.task, own)
+    owner: dict[int, str] = {}
+    for i, unit in enumerate(units):
+        found = [t for t in groups if any(_mentions(unit, v) for v in own[t])]
+        if len(found) == 1:
+            owner[i] = found[0]
+    if set(owner.values()) != set(groups):
+        return None  # some workflow is not named apart in the task: one workflow
+    for i, unit in enumerate(units):  # units naming no own value: by the tools' words
+        if i in owner:
+            continue
+        scores = {t: len(_words(unit) & _tool_words(t, groups)) for t in groups}
+        best = max(scores.values())
+        if best and list(scores.values()).count(best) == 1:
+            owner[i] = max(scores, key=lambda t: scores[t])
     first_anchor = min(owner)
     texts: dict[str, list[int]] = {tool: [] for tool in groups}
     current: str | None = None
-    for i in range(len(parts_text)):
-        if i in owner:
-            current = owner[i]
-        if current is not None:
+    for i in range(len(units)):
+        current = owner.get(i, current)
+        if current is not None and i >= first_anchor:
             texts[current].append(i)
     header = list(range(first_anchor))
+    parts_text = units
     out: list[Trace] = []
     for number, (tool, members) in enumerate(groups.items(), start=1):
         used = {v for n in members for v in _scalars(calls[n].arguments)}

@@ -44,7 +44,7 @@ MAX_PARTS = 8
 #: Words that start a new clause inside a sentence.
 _CLAUSE_SPLIT_RE = re.compile(
     r"\s*;\s*|,\s+(?=(?:and|also|then|plus|but|after that|afterwards|additionally|finally|"
-    r"lastly|next|for)\b)|\s+(?=(?:and then|and also|also|then|after that|additionally|"
+    r"lastly|next|for)\b)|(?<!\band)\s+(?=(?:and then|and also|also|then|after that|additionally|"
     r"afterwards|finally|lastly|plus)\s)", re.IGNORECASE)
 _SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|\n|$)", re.DOTALL)
 _NUMBERED_RE = re.compile(r"^(.+?)_(\d+)$")
@@ -91,19 +91,19 @@ def clauses(text: str) -> list[str]:
     return out
 
 
-def _scalars(value: Any) -> Iterable[str]:
+def _scalars(value: Any, shortest: int = 3) -> Iterable[str]:
     if isinstance(value, bool) or value is None:
         return
     if isinstance(value, (str, int, float)):
         text = str(value).strip()
-        if len(text) >= 3:
+        if len(text) >= shortest:
             yield text
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _scalars(item)
+            yield from _scalars(item, shortest)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _scalars(item)
+            yield from _scalars(item, shortest)
 
 
 def _result_values(result: Any) -> set[str]:
@@ -191,8 +191,8 @@ def split(trace: Trace, read_only: Iterable[str] = ()) -> list[Trace] | None:
                 chosen.add(n)
                 used |= set(_scalars(call.arguments))
         part_calls = [calls[n] for n in sorted(chosen)]
-        part_values = {v for c in part_calls for v in _scalars(c.arguments)}
-        params = {k: v for k, v in trace.params.items() if set(_scalars(v)) & part_values}
+        part_values = {v for c in part_calls for v in _scalars(c.arguments, 1)}
+        params = {k: v for k, v in trace.params.items() if set(_scalars(v, 1)) & part_values}
         text = " ".join(parts_text[i] for i in [*header, *texts[tool]])
         last = next((c.result for c in reversed(part_calls) if c.kind == "tool"), None)
         out.append(Trace(

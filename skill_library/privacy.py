@@ -166,6 +166,22 @@ def trace_values(params: Mapping[str, Any], calls: Iterable[Any]) -> dict[str, s
     return out
 
 
+def may_identify(value: str, vocabulary: Iterable[str] = ()) -> bool:
+    """Whether a value a trace holds may point at someone: it has a digit, an ``@``, a
+    capitalized word or several words (names, emails, ids, addresses, free text). A single
+    lowercase word (a status such as ``pending``, a color, a size) or a word of the domain's
+    vocabulary says what the request is about, not who made it."""
+    text = value.strip()
+    if any(ch.isdigit() for ch in text) or "@" in text:
+        return True
+    words = re.findall(r"[^\W\d_]+", text)
+    if not words:
+        return False
+    if len(words) == 1:
+        return words[0][:1].isupper() and words[0].casefold() not in set(vocabulary)
+    return True
+
+
 def role_words(role: str) -> str:
     """How a value's role is written in a masked text: ``(an email address)``."""
     key = role.lower()
@@ -266,11 +282,11 @@ def redact(
     if not text:
         return ""
     text = mask_bound(text, bindings or {})
+    vocab = {*(w.casefold() for w in vocabulary), *(w.casefold() for w in topic)}
     roles = {value: role_words(role) for value, role in (known or {}).items()
-             if len(value) >= MIN_KNOWN_CHARS and value not in (bindings or {})}
+             if len(value) >= MIN_KNOWN_CHARS and may_identify(value, vocab)}
     text = _sub_values(text, roles)
     text = scrub_shapes(text)
-    vocab = {*(w.casefold() for w in vocabulary), *(w.casefold() for w in topic)}
     text = mask_names(text, vocab)
     topic_words = {w.casefold() for w in topic if len(w) >= 3}
     kept: list[str] = []

@@ -187,13 +187,18 @@ def describe_steps(
             shown[-1] = step  # the same tool twice in a row: the last says what it is for
             continue
         shown.append(step)
+    means: list[str] = []
+    if len({s.tool for s in shown}) < len(shown):  # a tool comes back: a recipe, named by
+        means = list(dict.fromkeys(s.tool for s in shown[:-1]))  # what its last step makes
+        shown = shown[-1:]
     phrases = [_step_phrase(s, docs) for s in shown]
     text = phrases[0] + "".join(f"; then {_lower_first(p)}" for p in phrases[1:])
     if acting:
         first = steps.index(acting[0])
         before = list(dict.fromkeys(s.tool for s in steps[:first] if s.tool in lookups))
-        if before:  # lookups by their names: short, and what tells a look-alike apart
-            text += " (after: " + ", ".join(" ".join(words_of(t)) for t in before) + ")"
+        before += [t for t in means if t not in before]
+        if before:  # lookups (and a recipe's means) by their names: short, and what tells
+            text += " (after: " + ", ".join(" ".join(words_of(t)) for t in before) + ")"  # look-alikes apart
     text += "."
     if guard:
         text += f" {guard}"

@@ -125,6 +125,8 @@ def behaviour_name(
             shown[-1] = i  # the same tool twice in a row: the last says what it is for
             continue
         shown.append(i)
+    if len({calls[i][0] for i in shown}) < len(shown):
+        shown = shown[-1:]  # a tool comes back: a recipe, named by what its last step makes
     words: list[str] = []
     for i in shown:
         tool, _arguments, looped = calls[i]

@@ -38,12 +38,16 @@ if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
     from skill_library.models import Match
 
-#: Longest run of units matched as one span.
-MAX_SPAN = 3
-#: Units per task past which only single units and sentences are matched (cost bound).
+#: Units per task past which its sentences are the units (cost bound: one fetch per unit).
 MAX_UNITS = 24
-#: A unit whose best span is less similar than this is left uncovered.
-MIN_PART_SIMILARITY = 0.35
+#: A unit less similar than this to a skill gains nothing by taking it (it stays uncovered
+#: or joins the step before it); above it, a unit gains what it is nearer to the skill than
+#: to the other workflows' matches.
+MIN_PART_SIMILARITY = 0.45
+#: What starting a step costs, in similarity: a second skill must be worth it.
+STEP_COST = 0.05
+#: Matches read per unit (the other workflows among them are its baseline).
+UNIT_K = 6
 #: How many matches are read per span.
 SPAN_K = 3
 
@@ -109,37 +113,58 @@ def plan(
                                   min_similarity=-1))
 
     units = _units(task)
-    best: list[tuple[float, "Match | None"]] = [(0.0, None)] * len(units)
-    span = MAX_SPAN if len(units) <= MAX_UNITS else 1
-    for start in range(len(units)):
-        for end in range(start + 1, min(len(units), start + span) + 1):
-            if units[end - 1][0] - units[start][0] > 1:
-                break  # a span stays within two sentences
-            text = " ".join(u for _n, u in units[start:end])
-            found = fetch(text, k)
-            if not found:
+    if len(units) > MAX_UNITS:  # a very long task: its sentences are the units
+        units = [(n, sentence) for n, sentence in enumerate(sentences(task))][:MAX_UNITS]
+    scored: list[dict[str, tuple[float, "Match"]]] = []
+    for _n, text in units:
+        found = fetch(text, max(k, UNIT_K))
+        row: dict[str, tuple[float, "Match"]] = {}
+        for m in found:
+            # what the unit says about this skill beyond what it says about any skill: its
+            # similarity less that of the other workflows' matches (a greeting or who is
+            # asking is about as near to every skill; a request is near to its own)
+            family = tuple(sorted(m.skill.tools or []))
+            others = [o.similarity for o in found if tuple(sorted(o.skill.tools or [])) != family]
+            baseline = max(min_similarity, sum(others) / len(others)) if others else min_similarity
+            row[m.skill.name] = (m.similarity - baseline, m)
+        scored.append(row)
+    labels = sorted({name for row in scored for name in row})
+    # Viterbi over units: each unit is uncovered (gain 0) or takes a skill (gain: its
+    # similarity less the floor); starting a step costs STEP_COST
+    NONE = ""
+    best: dict[str, tuple[float, list[str]]] = {NONE: (0.0, [])}
+    for row in scored:
+        nxt: dict[str, tuple[float, list[str]]] = {}
+        for label in [NONE, *labels]:
+            gain = 0.0 if label == NONE else (row[label][0] if label in row else None)
+            if gain is None:
                 continue
-            top = found[0]
-            for i in range(start, end):
-                if top.similarity > best[i][0]:
-                    best[i] = (top.similarity, top)
+            options = []
+            for prev, (score, path) in best.items():
+                cost = STEP_COST if label != NONE and label != prev else 0.0
+                options.append((score + gain - cost, path + [label]))
+            nxt[label] = max(options, key=lambda o: o[0])
+        best = nxt
+    path = max(best.values(), key=lambda o: o[0])[1]
     steps: list[PlanStep] = []
     uncovered: list[str] = []
     pieces: list[list[str]] = []
-    for i, (similarity, match) in enumerate(best):
+    for i, label in enumerate(path):
         text = units[i][1]
-        if match is None or similarity < min_similarity:
+        if label == NONE:
             if steps:
                 pieces[-1].append(text)  # a trailing detail belongs to the step before it
             else:
                 uncovered.append(text)
             continue
-        if steps and steps[-1].name == match.skill.name:
+        _gain, match = scored[i][label]
+        similarity = match.similarity
+        if steps and steps[-1].name == label and path[i - 1] in (label, NONE):
             pieces[-1].append(text)
             if similarity > steps[-1].similarity:
-                steps[-1] = PlanStep(steps[-1].name, steps[-1].version, "", steps[-1].params, similarity)
+                steps[-1] = PlanStep(label, match.skill.version, "", steps[-1].params, similarity)
             continue
-        steps.append(PlanStep(match.skill.name, match.skill.version, "", _params(match), similarity))
+        steps.append(PlanStep(label, match.skill.version, "", _params(match), similarity))
         pieces.append([text])
     steps = [PlanStep(s.name, s.version, " ".join(p), s.params, s.similarity)
              for s, p in zip(steps, pieces)]

@@ -227,7 +227,9 @@ def example_for(
         if name not in bindings and name in trace.params:
             bindings[name] = trace.params[name]
     objects = [v for c in trace.calls for v in c.arguments.values() if isinstance(v, str)]
-    topic = description.topic_words([c.name for c in trace.calls], objects) | set(vocabulary)
+    # what the skill is about: its own tools' words and objects (the domain's vocabulary
+    # only keeps its words from being taken for names: "Your name is..." names no action)
+    topic = description.topic_words([c.name for c in trace.calls], objects)
     known = privacy.trace_values(trace.params, trace.calls)
     text = privacy.redact(trace.task, bindings, known, topic=topic, vocabulary=vocabulary)
     if not text:

@@ -93,7 +93,10 @@ class SkillLibrary:
     skill does not use, and replay verification lets a skill read more or less often than
     its trace (to look before it acts); they count as tools declared without side effects
     (a tool the tenant declared with side effects stays one: a declaration narrows, never
-    widens).
+    widens). ``trusted_output_tools`` names the tools whose results and errors come from a
+    system you control and carry no third-party text (a game engine's rules): they ground
+    a learned skill's values as the task does (docs/security.md); every other result is
+    untrusted data.
 
     Governance (README, "Governance"): ``policy`` is stored as the tenant's policy when the
     library (or tenant) is created; opening an existing one with a different ``policy``
@@ -134,6 +137,7 @@ class SkillLibrary:
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
         store: RecordStore | None = None,
         read_only_tools: Iterable[str] = (),
+        trusted_output_tools: Iterable[str] = (),
         generalizer: "GeneralizerName | Generalizer" = "dataflow",
         tenant: str = DEFAULT_TENANT,
         policy: Policy | None = None,
@@ -163,6 +167,10 @@ class SkillLibrary:
         self.min_reliability = min_reliability
         self.min_similarity = min_similarity
         self._read_only_arg = frozenset(read_only_tools)
+        #: tools whose results and errors come from a system the operator controls and carry
+        #: no third-party text: they ground a learned skill's values as the task does
+        #: (skill_library.governance.grounding); none by default (not stored)
+        self.trusted_output_tools: frozenset[str] = frozenset(trusted_output_tools)
         self.generalizer = generalizer
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
         if store is None:

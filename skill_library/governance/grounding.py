@@ -32,7 +32,10 @@ For each state-changing call of a trace:
   values (a result cannot move the refund to another order).
 
 A value found only in a result's free text, in a dict key, or in a failed call's error is
-never grounded. :func:`ungrounded_calls` lists why, one line per problem, naming the call,
+never grounded. The one exception is declared: the results and errors of a tool named in
+``SkillLibrary(trusted_output_tools=...)`` come from a system the operator controls and
+carry no third-party text (a game engine's rules), so they state values as the task does.
+:func:`ungrounded_calls` lists why, one line per problem, naming the call,
 the argument (or the tool) and the result that supplied it.
 
 Work is near-linear in the size of the trace: every result is indexed once by value, by
@@ -179,9 +182,9 @@ class _Index:
         if number is not None:
             out += [s for s in self.field_numbers.get(number, ()) if s.call < before and s not in out]
             out += [s for s in self.text_numbers.get(number, ()) if s.call < before]
-        first = words(text)
-        if first:
-            for seen, body in self.texts.get(first[0], ()):
+        found = words(text)
+        if found:  # the texts holding its rarest word
+            for seen, body in min((self.texts.get(w, []) for w in found), key=len):
                 if seen.call < before and body != text and contains(body, text):
                     out.append(seen)
         return out
@@ -222,50 +225,88 @@ def argument_scalars(arguments: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 class _Trusted:
-    """What the trusted side states: the task text, the params' keys and values."""
+    """What the trusted side states: the task text, the params' keys and values, and the
+    results of tools declared to have trusted output; indexed by word."""
 
     def __init__(self, trace: Trace) -> None:
-        parts = [trace.task, *trace.params]
         self.values: set[str] = set()
         self.numbers: set[float] = set()
+        self.words: set[str] = set()
+        self.by_word: dict[str, list[str]] = defaultdict(list)
         self.named: dict[frozenset[str], set[str]] = defaultdict(set)
+        self._asked: dict[str, tuple[int, bool]] = {}
         for key, value in argument_scalars(trace.params):
             text = as_text(value)
             if text is None:
                 continue
-            self.values.add(text)
-            number = as_number(value)
-            if number is not None:
-                self.numbers.add(number)
+            self.add_value(value)
             if _kind(key):
                 self.named[_kind(key)].add(text)
-            parts.append(str(value))
-        self.text = normalize(" ".join(parts))
-        self.numbers |= numbers(self.text)
-        self.words = set(words(self.text))
+        self.add_text(normalize(" ".join([trace.task, *trace.params,
+                                          *(str(v) for _, v in argument_scalars(trace.params))])))
         for call in trace.calls:  # what the task names by an argument ("refund order W1001")
             for key, value in argument_scalars(call.arguments):
                 text = as_text(value)
                 if text is not None and _kind(key) and self.states(text, as_number(value)):
                     self.named[_kind(key)].add(text)
 
+    def add_value(self, value: Any) -> None:
+        text = as_text(value)
+        if text is not None:
+            self.values.add(text)
+            number = as_number(value)
+            if number is not None:
+                self.numbers.add(number)
+
+    def add_text(self, text: str) -> None:
+        found = set(words(text))
+        self.words |= found
+        for word in found:
+            self.by_word[word].append(text)
+        self.numbers |= numbers(text)
+
+    def add_result(self, call: ToolCall) -> None:
+        """A result of a tool with trusted output: its text and fields state values."""
+        if call.error is not None:
+            self.add_text(normalize(str(call.error)))
+        for _key, value, _in_list, _is_key in result_leaves(call.result):
+            self.add_value(value)
+            text = as_text(value)
+            if isinstance(value, str) and text:
+                self.add_text(text)
+
     def states(self, text: str, number: float | None) -> bool:
         if text in self.values or (number is not None and number in self.numbers):
             return True
-        return contains(self.text, text, plural=True)
+        found = words(text)
+        if not found:
+            return False
+        last = found[-1]
+        tails = [t for w in (last, last + "s", last + "es") for t in self.by_word.get(w, ())]
+        pools = [self.by_word.get(w, []) for w in found[:-1]] + [tails]
+        return any(contains(body, text, plural=True) for body in min(pools, key=len))
 
     def asks_for(self, tool: str) -> bool:
+        known = self._asked.get(tool)
+        if known is not None and (known[1] or known[0] == len(self.words)):
+            return known[1]
         stems = {_stem(v) for v in _verbs_of(tool)}
-        return any(w.startswith(s) for w in self.words for s in stems)
+        asked = any(w.startswith(s) for w in self.words for s in stems)
+        self._asked[tool] = (len(self.words), asked)
+        return asked
 
 
 def ungrounded_calls(trace: Trace, specs: Mapping[str, Any] | None = None,
-                     approved_tools: Iterable[str] = ()) -> list[str]:
+                     approved_tools: Iterable[str] = (),
+                     trusted_tools: Iterable[str] = ()) -> list[str]:
     """Why state-changing calls of ``trace`` are not grounded in the trusted side (empty:
     all are); ``specs`` are the tenant's tool specs, ``approved_tools`` the tools of
-    versions of this workflow that a person approved."""
+    versions of this workflow that a person approved, ``trusted_tools`` the tools whose
+    output is declared trusted (their results and errors state values as the task does:
+    ``SkillLibrary(trusted_output_tools=...)``)."""
     trusted = _Trusted(trace)
     approved = set(approved_tools)
+    trusted_output = frozenset(trusted_tools)
     index = _Index()
     grounded: dict[int, bool] = {}
     suggested: dict[str, int | None] = {}
@@ -286,7 +327,10 @@ def ungrounded_calls(trace: Trace, specs: Mapping[str, Any] | None = None,
         else:
             grounded[n] = call.ok and not _argument_problems(trace, n, call, trusted, index,
                                                              grounded, strict=False)
-        index.add(n, call)
+        if call.name in trusted_output and call.kind == "tool":
+            trusted.add_result(call)
+        else:
+            index.add(n, call)
     return reasons
 
 

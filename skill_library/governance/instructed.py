@@ -25,6 +25,7 @@ free-text string (the text itself passed on).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from skill_library.governance.grounding import argument_scalars, compatible_key, result_leaves
@@ -34,6 +35,7 @@ from skill_library.governance.text_forms import (
     contains,
     normalize,
     numbers,
+    words,
 )
 from skill_library.models import Trace
 
@@ -45,17 +47,46 @@ MIN_VALUE_CHARS = 2
 MIN_NUMBER = 10
 
 
-def instructed_calls(trace: Trace) -> list[str]:
-    """Why calls of ``trace`` look instructed by an earlier tool result (empty: none do)."""
+class _FreeText:
+    """The free text of the results seen so far, indexed by word and by number."""
+
+    def __init__(self) -> None:
+        self.by_word: dict[str, list[tuple[int, str]]] = {}
+        self.by_number: dict[float, list[int]] = {}
+        self.count = 0
+
+    def add(self, n: int, text: str) -> None:
+        self.count += 1
+        for word in set(words(text)):
+            self.by_word.setdefault(word, []).append((n, text))
+        for number in numbers(text):
+            self.by_number.setdefault(number, []).append(n)
+
+    def holding(self, phrase: str, *, unless: str | None = None) -> list[int]:
+        """The calls whose free text holds ``phrase`` as a whole word or phrase (not as
+        the whole text ``unless``), in order."""
+        found = words(phrase)
+        if not found:
+            return []
+        rarest = min((self.by_word.get(w, []) for w in found), key=len)
+        return [n for n, text in rarest if text != unless and contains(text, phrase)]
+
+
+def instructed_calls(trace: Trace, trusted_tools: Iterable[str] = ()) -> list[str]:
+    """Why calls of ``trace`` look instructed by an earlier tool result (empty: none do);
+    the results of ``trusted_tools`` (declared with trusted output) are not read."""
+    trusted_output = frozenset(trusted_tools)
     asked = normalize(" ".join([trace.task, *map(str, trace.params),
                                 *(str(v) for _, v in argument_scalars(trace.params))]))
     asked_numbers = numbers(asked)
-    free: list[tuple[int, str, set[float]]] = []  # (call whose result holds it, text, its numbers)
+    free = _FreeText()
     fields: dict[str, list[tuple[str | None, bool]]] = {}  # field text -> (key, in a list)
     reasons: list[str] = []
     for n, call in enumerate(trace.calls):
         if call.kind == "tool":
             reasons += _call_reasons(trace, n, asked, asked_numbers, free, fields)
+        if call.name in trusted_output and call.kind == "tool":
+            continue
         texts = [normalize(str(call.error))] if call.error is not None else []
         for key, value, in_list, is_key in result_leaves(call.result):
             text = as_text(value)
@@ -67,18 +98,17 @@ def instructed_calls(trace: Trace) -> list[str]:
                 fields.setdefault(text, []).append((key, in_list))
         for text in texts:
             if len(text.split()) >= FREE_TEXT_MIN_WORDS:
-                free.append((n, text, numbers(text)))
+                free.add(n, text)
     return reasons
 
 
-def _call_reasons(trace: Trace, n: int, asked: str, asked_numbers: set[float],
-                  free: list[tuple[int, str, set[float]]],
+def _call_reasons(trace: Trace, n: int, asked: str, asked_numbers: set[float], free: _FreeText,
                   fields: dict[str, list[tuple[str | None, bool]]]) -> list[str]:
     call = trace.calls[n]
     reasons: list[str] = []
     names = {normalize(call.name), normalize(call.name.replace("_", " "))}
-    if free and not any(contains(asked, name) for name in names):
-        found = [i for i, text, _ in free if any(contains(text, name) for name in names)]
+    if free.count and not any(contains(asked, name) for name in names):
+        found = sorted(i for name in names for i in free.holding(name))
         if found:
             reasons.append(f"call {n} ({call.name}) is named in the free text of the result "
                            f"of call {found[0]} ({trace.calls[found[0]].name})")
@@ -91,9 +121,9 @@ def _call_reasons(trace: Trace, n: int, asked: str, asked_numbers: set[float],
             continue
         if any(in_list or compatible_key(field_key, key) for field_key, in_list in fields.get(value, ())):
             continue  # dataflow: an item, or the field that names this argument
-        big = number is not None and abs(number) >= MIN_NUMBER
-        hits = [i for i, text, found in free
-                if text != value and (contains(text, value) or (big and number in found))]
+        hits = free.holding(value, unless=value)
+        if number is not None and abs(number) >= MIN_NUMBER:
+            hits = sorted(set(hits) | set(free.by_number.get(number, [])))
         if hits:
             reasons.append(f"argument {key}={_quote(raw)} of call {n} ({call.name}) comes "
                            f"from the free text of the result of call {hits[0]} "

@@ -50,7 +50,8 @@ def admit_learned(library: "SkillLibrary", version: Skill, trace: Trace,
     require(generalizer, "skill.propose", f"propose the learned skill {version.name!r}")
     store = sql_of(library)
     tenant = tenant_of(library)
-    instructed = instructed_calls(trace)
+    trusted_tools = library.trusted_output_tools
+    instructed = instructed_calls(trace, trusted_tools)
     provenance = version.provenance.model_copy(update={"created_by": generalizer.id})
     draft = version.model_copy(update={"provenance": provenance, "status": "draft"})
 
@@ -61,7 +62,8 @@ def admit_learned(library: "SkillLibrary", version: Skill, trace: Trace,
         policy = policy_store.load(conn, tenant) or Policy()
         specs = tool_store.load(conn, tenant)
         ungrounded = ungrounded_calls(trace, {**library.constructor_tool_specs(), **specs},
-                                      rules.human_approved_tools(conn, tenant, draft.name))
+                                      rules.human_approved_tools(conn, tenant, draft.name),
+                                      trusted_tools)
         stored, _ = store.insert_version(conn, draft, status="draft")
         evidence: dict[str, Any] = {"trace": trace.id, "generalizer": provenance.generalizer}
         if instructed:

@@ -33,6 +33,11 @@ LearnOutcome = tuple[Candidate | None, VerificationReport | None, list[str]]
 
 def check_trace(trace: Trace) -> list[str]:
     """Why ``trace`` may not be learned; an empty list means it may."""
+    from skill_library.induction.dataflow import calls_problem
+
+    too_many = calls_problem(trace)
+    if too_many:  # before anything reads the calls
+        return [too_many]
     reasons: list[str] = []
     outcome = trace.outcome
     if outcome is None:

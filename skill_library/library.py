@@ -671,7 +671,7 @@ class SkillLibrary:
         from skill_library.governance import lifecycle
 
         try:
-            quarantined = lifecycle.transition(
+            quarantined = lifecycle.library_transition(
                 self, skill.name, current.version, "quarantined",
                 actor=self.resolve_actor("system"), reason=problem,
             )
@@ -683,7 +683,9 @@ class SkillLibrary:
     def lift_quarantine(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
         """An approver (``skill.approve``; default: the local administrator) lifts the
         quarantine of ``name``: it is active and fetched again. Audited."""
-        return self._lift(name, self.resolve_actor(actor), "lifted by an approver")
+        from skill_library.governance.workflow import caller_actor
+
+        return self._lift(name, caller_actor(self, actor), "lifted by an approver")
 
     def _lift(self, name: str, actor: Actor, reason: str) -> Skill:
         from skill_library.governance import lifecycle
@@ -692,7 +694,7 @@ class SkillLibrary:
         skill = self.store.get(name)
         if skill.status != "quarantined":
             raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
-        lifted = lifecycle.transition(self, name, skill.version, "active", actor=actor, reason=reason)
+        lifted = lifecycle.library_transition(self, name, skill.version, "active", actor=actor, reason=reason)
         record_event(self.store, lifted, "lifted", reason, None if actor.kind == "system" else actor.id)
         return lifted
 
@@ -714,7 +716,9 @@ class SkillLibrary:
         run = self.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
         outcome = run.trace.outcome
         if outcome is not None and outcome.success:
-            who = self.resolve_actor(actor if actor is not None else "system")
+            from skill_library.governance.workflow import caller_actor
+
+            who = caller_actor(self, actor) if actor is not None else self.resolve_actor("system")
             self._lift(name, who, f"a re-verification passed (trace {run.trace.id})")
         return run
 

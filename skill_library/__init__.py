@@ -51,6 +51,7 @@ __all__ = [
     "Match",
     "Outcome",
     "Plan",
+    "PlanRun",
     "PlanStep",
     "Provenance",
     "RecordStoreUnavailableError",
@@ -69,7 +70,7 @@ __all__ = [
 if TYPE_CHECKING:
     from skill_library.governance import Actor, AuditEvent, Policy, ToolSpec
     from skill_library.library import SkillLibrary
-    from skill_library.planning import Plan, PlanStep
+    from skill_library.planning import Plan, PlanRun, PlanStep
 
 
 def __getattr__(name: str) -> Any:  # lazy: importing models must not pull in torch/chromadb
@@ -77,7 +78,7 @@ def __getattr__(name: str) -> Any:  # lazy: importing models must not pull in to
         from skill_library.library import SkillLibrary
 
         return SkillLibrary
-    if name in ("Plan", "PlanStep"):
+    if name in ("Plan", "PlanRun", "PlanStep"):
         from skill_library import planning
 
         return getattr(planning, name)

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from skill_library.governance.suite import Suite, ToolsFactory
     from skill_library.induction import Generalizer
     from skill_library.patterns import Patterns
-    from skill_library.planning import Plan
+    from skill_library.planning import Plan, PlanRun
     from skill_library.procedures import Extraction, Procedures
     from skill_library.vector_index import IndexServer
 
@@ -588,6 +588,20 @@ class SkillLibrary:
         from skill_library import planning
 
         return planning.plan(self, task, k=k, tools=tools, min_reliability=min_reliability)
+
+    def run_plan(
+        self,
+        plan: "Plan",
+        args: Sequence[Mapping[str, Any] | None],
+        tools: Mapping[str, Callable[..., Any]] | None = None,
+        **options: Any,
+    ) -> "PlanRun":
+        """Run a :meth:`plan`'s steps in order, each with its own arguments, each a run of
+        its own skill (recorded and judged as :meth:`run` does; ``options`` go to every
+        step); the first failing step stops the plan (``PlanRun.stopped_at``)."""
+        from skill_library import planning
+
+        return planning.run_plan(self, plan, args, tools, **options)
 
     def fetch(
         self,

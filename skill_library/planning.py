@@ -38,15 +38,15 @@ to one of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from skill_library.induction.parts import clauses, sentences
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
-    from skill_library.models import Match
+    from skill_library.models import Match, SkillRun
 
 #: Units per task past which its sentences are the units (cost bound: one fetch per unit).
 MAX_UNITS = 24
@@ -229,6 +229,47 @@ def plan(
     top = whole[0]
     return Plan(task=task, steps=[PlanStep(top.skill.name, top.skill.version, task, _params(top),
                                            top.similarity)])
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """What :func:`run_plan` did: one run per step that ran, in order."""
+
+    plan: Plan
+    runs: list["SkillRun"] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every step ran and succeeded."""
+        return len(self.runs) == len(self.plan.steps) and all(r.ok for r in self.runs)
+
+    @property
+    def stopped_at(self) -> int | None:
+        """The index of the step that failed (the later steps did not run), or None."""
+        return next((n for n, r in enumerate(self.runs) if not r.ok), None)
+
+
+def run_plan(
+    library: "SkillLibrary",
+    result: Plan,
+    args: Sequence[Mapping[str, Any] | None],
+    tools: Mapping[str, Callable[..., Any]] | None = None,
+    **options: Any,
+) -> PlanRun:
+    """Run ``result``'s steps in order, each with its own ``args`` (one mapping per step), in
+    the sandbox through :meth:`SkillLibrary.run` (so each step's outcome is its own skill's,
+    recorded as any run is; ``options`` such as ``session``, ``record`` or ``limits`` go to
+    every step); the first step that fails stops the plan."""
+    if len(args) != len(result.steps):
+        raise ValueError(f"run_plan needs one argument mapping per step: the plan has "
+                         f"{len(result.steps)} step(s), got {len(args)}")
+    runs: list["SkillRun"] = []
+    for step, step_args in zip(result.steps, args):
+        run = library.run(step.name, step_args, tools, version=step.version, **options)
+        runs.append(run)
+        if not run.ok:
+            break
+    return PlanRun(plan=result, runs=runs)
 
 
 def describe(result: Plan) -> Sequence[str]:

@@ -164,3 +164,17 @@ def test_learning_a_compound_trace_stores_its_parts_and_a_plan_composes_them(sho
     assert [s.name for s in single.steps] == [result.parts[1].skill.name] and not single.compound
     with pytest.raises(ValueError, match="non-empty"):
         shop.plan("  ")
+    # the plan runs as its steps, each a run of its own skill, in order
+    done: list[str] = []
+    tools = {"return_items": lambda **kw: done.append("return") or "ok",
+             "cancel_order": lambda **kw: done.append("cancel") or "ok"}
+    args = [{"order_id": "#W5", "item_ids": ["I9"], "payment_method_id": "paypal_1"},
+            {"order_id": "#W6", "reason": "a mistake"}]
+    ran = shop.run_plan(plan, args, tools)
+    assert ran.ok and done == ["return", "cancel"] and ran.stopped_at is None
+    assert [r.trace.calls[-1].name for r in ran.runs] == ["return_items", "cancel_order"]
+    failing = {**tools, "return_items": lambda **kw: (_ for _ in ()).throw(RuntimeError("closed"))}
+    stopped = shop.run_plan(plan, args, failing)
+    assert not stopped.ok and stopped.stopped_at == 0 and len(stopped.runs) == 1
+    with pytest.raises(ValueError, match="one argument mapping per step"):
+        shop.run_plan(plan, args[:1], tools)

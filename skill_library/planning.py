@@ -19,18 +19,20 @@ The method:
    :data:`MIN_PART_SIMILARITY`): a greeting or who is asking is about as near to every
    workflow, a request is near to its own;
 4. a Viterbi pass labels each unit with a skill or nothing, maximizing the gains less
-   :data:`STEP_COST` per step started; consecutive units of one skill are one step, and a
-   step keeps the unlabeled units after it (a trailing "via paypal", an item's name);
-5. two or more steps of different skills make a compound plan; otherwise the plan is the
-   single best skill for the whole task (``fetch(task, 1)``).
+   :data:`STEP_COST` per step started; consecutive units of one skill are one step (unless
+   a new sentence names other ids than the step does: a second order to exchange is a
+   second step), and a step keeps the unlabeled units after it (a trailing "via paypal",
+   an item's name);
+5. two or more steps make a compound plan; otherwise the plan is the single best skill
+   for the whole task (``fetch(task, 1)``).
 
 Measured on τ-bench retail (benchmarks/README.md): on the held-out tasks of a fold, the
 steps' workflows equal the gold writes' tools, in order, for most tasks; the constants were
 set on train folds only.
 
 Limits: a part written with none of its workflow's words and no distinctive tool word is
-matched by the embedder alone; two requests of the same workflow in a row are one step (the
-skill's loop or list parameter covers both, or it runs once); steps run in the order the
+matched by the embedder alone; two requests of the same workflow in a row that name no ids
+are one step (the skill's loop or list parameter covers both, or it runs once); steps run in the order the
 task names them; a unit that names two workflows' requests without a clause boundary goes
 to one of them.
 """
@@ -102,6 +104,21 @@ def _units(task: str) -> list[tuple[int, str]]:
         for clause in clauses(sentence) or [sentence]:
             out.append((number, clause))
     return out
+
+
+_ID_RE = re.compile(r"#?[A-Za-z]{1,3}\d{4,}|[A-Za-z]+_[A-Za-z_]*\d{3,}|#\w*\d\w*")
+
+
+def _names_another_target(unit: tuple[int, str], step: Sequence[str], previous_sentence: int) -> bool:
+    """Whether ``unit`` starts another request of the same workflow: a new sentence naming
+    ids (``#W1``, ``order_17``) none of which the step so far names, while the step names
+    some (a second order to exchange is a second step)."""
+    sentence, text = unit
+    if sentence == previous_sentence:
+        return False
+    mine = set(_ID_RE.findall(text))
+    before = set(_ID_RE.findall(" ".join(step)))
+    return bool(mine) and bool(before) and not mine & before
 
 
 def _family(match: "Match") -> tuple[str, ...]:
@@ -212,7 +229,8 @@ def plan(
             continue
         _gain, match = scored[i][label]
         similarity = match.similarity
-        if steps and steps[-1].name == label and path[i - 1] in (label, NONE):
+        if steps and steps[-1].name == label and path[i - 1] in (label, NONE) \
+                and not _names_another_target(units[i], pieces[-1], units[i - 1][0]):
             pieces[-1].append(text)
             if similarity > steps[-1].similarity:
                 steps[-1] = PlanStep(label, match.skill.version, "", steps[-1].params, similarity)
@@ -221,7 +239,7 @@ def plan(
         pieces.append([text])
     steps = [PlanStep(s.name, s.version, " ".join(p), s.params, s.similarity)
              for s, p in zip(steps, pieces)]
-    if len({s.name for s in steps}) >= 2:
+    if len(steps) >= 2:
         return Plan(task=task, steps=steps, uncovered=uncovered)
     whole = fetch(task, 1)
     if not whole:

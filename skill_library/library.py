@@ -226,6 +226,10 @@ class SkillLibrary:
         view._sandbox = None
         view._procedures = None
         view._patterns = None
+        # the canary cache and the session memo are the tenant's own (a generation number
+        # and a (session, skill) key mean nothing across tenants)
+        view._canary_cache = None
+        view._session_versions = OrderedDict()
         view._closed = False
         view._root = root
         view._views = {}

@@ -144,18 +144,21 @@ class Procedures:
                                   created_by=actor),
         )
         status: Literal["active", "draft"] = "active" if source == "admin" else "draft"
+        def write(conn: Any) -> Skill:  # the version, its procedure row and its audit event at once
+            stored, _superseded = self._store.insert_version(conn, skill, status=status)
+            conn.execute(procedures_table.insert().values(
+                tenant=self._store.tenant, name=stored.name, version=stored.version, title=title.strip(),
+                initial_confidence=confidence, confidence=confidence, actor=actor,
+                subject=subject, source=source, created_at=utc_now(),
+            ))
+            audit.write(conn, self._store.tenant, stored.name, stored.version, None, status,
+                        actor=actor, reason="procedure added by an admin" if source == "admin"
+                        else "procedure extracted from a session: a draft until a person approves it",
+                        evidence={"kind": "instruction", "source": source, "confidence": confidence})
+            return stored
+
         with self._library._index.writing() as index:
-            stored = self._store.add_version(skill, status=status)
-            with self._store.transaction(write=True) as conn:
-                conn.execute(procedures_table.insert().values(
-                    tenant=self._store.tenant, name=stored.name, version=stored.version, title=title.strip(),
-                    initial_confidence=confidence, confidence=confidence, actor=actor,
-                    subject=subject, source=source, created_at=utc_now(),
-                ))
-                audit.write(conn, self._store.tenant, stored.name, stored.version, None, status,
-                            actor=actor, reason="procedure added by an admin" if source == "admin"
-                            else "procedure extracted from a session: a draft until a person approves it",
-                            evidence={"kind": "instruction", "source": source, "confidence": confidence})
+            stored: Skill = self._store.retrying(write)
             if status == "active":
                 self._library._sync_index(index, stored)
         return stored

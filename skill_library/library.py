@@ -13,7 +13,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import execution, fetching, ingest, learning, prototypes, value_fit
+from skill_library import execution, fetching, ingest, learning, prototypes, settings, value_fit
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -51,6 +51,10 @@ from skill_library.text_vectors import StoredVectors
 from skill_library.vector_index import VectorIndex
 
 if TYPE_CHECKING:
+    #: skill_library.settings.LEARN_BATCH and ADD_BATCH (read and written there)
+    LEARN_BATCH: int
+    ADD_BATCH: int
+
     from sandbox import Limits, Sandbox
     from skill_library.governance.canary import CanaryState
     from skill_library.governance.evaluation import Evaluation
@@ -67,10 +71,6 @@ DEFAULT_MIN_RELIABILITY = 0.6
 #: fetch returns no skill less cosine-similar than this to the task (its best text).
 #: Chosen with benchmarks/calibrate_fetch.py on this repository's suites (README, "Fetch").
 DEFAULT_MIN_SIMILARITY = 0.2
-#: learn_many embeds and admits this many traces at a time.
-LEARN_BATCH = 64
-#: skills embedded and written to the index per batch in :meth:`SkillLibrary.add_many`
-ADD_BATCH = ingest.ADD_BATCH
 #: the generalizers a library can be told to use by name
 GeneralizerName = Literal["dataflow", "llm"]
 
@@ -846,8 +846,8 @@ class SkillLibrary:
         results: builtins.list[LearnResult] = []
         chosen = self.resolve_generalizer(generalizer)
         with _ProgressBar(progress, "learning traces", len(items)) as bar:
-            for start in range(0, len(items), LEARN_BATCH):
-                chunk = items[start : start + LEARN_BATCH]
+            for start in range(0, len(items), settings.LEARN_BATCH):
+                chunk = items[start : start + settings.LEARN_BATCH]
                 results.extend(learning.learn_batch(self, chunk, chosen, verifier, limits))
                 bar.advance(len(chunk))
         return results
@@ -1111,3 +1111,6 @@ class _ProgressBar:
     def advance(self, n: int) -> None:
         if self._bar is not None:
             self._bar.advance(self._task, n)
+
+
+settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH")

@@ -27,6 +27,7 @@ import sqlalchemy.dialects.postgresql
 import sqlalchemy.dialects.sqlite
 from sqlalchemy.engine import Connection, Engine
 
+from skill_library import settings
 from skill_library.errors import (
     LibraryNotFoundError,
     RecordStoreCorruptError,
@@ -39,9 +40,7 @@ from skill_library.storage.bulk import insert_distinct_versions
 from skill_library.storage.dialects import (
     EMPTY_FILE_CHECKS,
     EMPTY_FILE_WAIT_SECONDS,
-    IN_QUERY_BATCH,
     PG_CONFLICT_RETRIES,
-    SQLITE_BUSY_TIMEOUT_MS,
     create_engine,
     named_error,
     retrying,
@@ -71,11 +70,9 @@ from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock
 __all__ = [
     "EMPTY_FILE_CHECKS",
     "EMPTY_FILE_WAIT_SECONDS",
-    "IN_QUERY_BATCH",
     "PG_CONFLICT_RETRIES",
     "RECORDS_FILE",
     "SCHEMA_VERSION",
-    "SQLITE_BUSY_TIMEOUT_MS",
     "TENANT_TABLES",
     "WRITE_LOCK_FILE",
     "RecordStore",
@@ -438,10 +435,10 @@ class SQLRecordStore(RecordStore):
         wanted = set(keys)
         names = sorted({n for n, _ in wanted})
         found = {}
-        for start in range(0, len(names), IN_QUERY_BATCH):
+        for start in range(0, len(names), settings.IN_QUERY_BATCH):
             rows = conn.execute(
                 versions_query().where(self._t(versions_table)).where(
-                    versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
+                    versions_table.c.name.in_(names[start : start + settings.IN_QUERY_BATCH])
                 )
             ).mappings()
             for row in rows:
@@ -562,11 +559,11 @@ class SQLRecordStore(RecordStore):
     def load_vectors(self, model: str, digests: Sequence[str]) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
         with self._read() as conn:
-            for start in range(0, len(digests), IN_QUERY_BATCH):
+            for start in range(0, len(digests), settings.IN_QUERY_BATCH):
                 rows = conn.execute(
                     sa.select(vectors_table.c.digest, vectors_table.c.vector)
                     .where(vectors_table.c.model == model)
-                    .where(vectors_table.c.digest.in_(digests[start : start + IN_QUERY_BATCH]))
+                    .where(vectors_table.c.digest.in_(digests[start : start + settings.IN_QUERY_BATCH]))
                 )
                 found.update((r[0], bytes(r[1])) for r in rows)
         return found
@@ -577,11 +574,11 @@ class SQLRecordStore(RecordStore):
         with self._write() as conn:
             have = set()
             keys = list(vectors)
-            for start in range(0, len(keys), IN_QUERY_BATCH):
+            for start in range(0, len(keys), settings.IN_QUERY_BATCH):
                 have.update(conn.execute(
                     sa.select(vectors_table.c.digest)
                     .where(vectors_table.c.model == model)
-                    .where(vectors_table.c.digest.in_(keys[start : start + IN_QUERY_BATCH]))
+                    .where(vectors_table.c.digest.in_(keys[start : start + settings.IN_QUERY_BATCH]))
                 ).scalars())
             rows = [{"model": model, "digest": d, "vector": v} for d, v in vectors.items() if d not in have]
             if rows:
@@ -591,11 +588,11 @@ class SQLRecordStore(RecordStore):
         unique = sorted(set(trace_ids))
         rows: builtins.list[Any] = []
         with self._read() as conn:
-            for start in range(0, len(unique), IN_QUERY_BATCH):
+            for start in range(0, len(unique), settings.IN_QUERY_BATCH):
                 rows.extend(conn.execute(
                     sa.select(*columns).where(self._t(task_vectors_table))
                     .where(task_vectors_table.c.model == model)
-                    .where(task_vectors_table.c.trace_id.in_(unique[start : start + IN_QUERY_BATCH]))
+                    .where(task_vectors_table.c.trace_id.in_(unique[start : start + settings.IN_QUERY_BATCH]))
                 ))
         return rows
 
@@ -612,11 +609,11 @@ class SQLRecordStore(RecordStore):
         with self._write() as conn:
             have: set[str] = set()
             keys = sorted(vectors)
-            for start in range(0, len(keys), IN_QUERY_BATCH):
+            for start in range(0, len(keys), settings.IN_QUERY_BATCH):
                 have.update(conn.execute(
                     sa.select(task_vectors_table.c.trace_id).where(self._t(task_vectors_table))
                     .where(task_vectors_table.c.model == model)
-                    .where(task_vectors_table.c.trace_id.in_(keys[start : start + IN_QUERY_BATCH]))
+                    .where(task_vectors_table.c.trace_id.in_(keys[start : start + settings.IN_QUERY_BATCH]))
                 ).scalars())
             rows = [{"tenant": self.tenant, "trace_id": t, "model": model, "vector": v}
                     for t, v in vectors.items() if t not in have]
@@ -635,7 +632,7 @@ class SQLRecordStore(RecordStore):
         unique = sorted(set(names))
         found: dict[str, Skill] = {}
         with self._read() as conn:
-            for start in range(0, len(unique), IN_QUERY_BATCH):
+            for start in range(0, len(unique), settings.IN_QUERY_BATCH):
                 rows = conn.execute(
                     versions_query()
                     .join(skills_table, sa.and_(
@@ -644,7 +641,7 @@ class SQLRecordStore(RecordStore):
                         skills_table.c.active_version == versions_table.c.version,
                     ))
                     .where(self._t(versions_table))
-                    .where(versions_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
+                    .where(versions_table.c.name.in_(unique[start : start + settings.IN_QUERY_BATCH]))
                 ).mappings()
                 for row in rows:
                     found[row["name"]] = row_to_skill(row)
@@ -655,11 +652,11 @@ class SQLRecordStore(RecordStore):
         found: dict[str, builtins.list[Example]] = {n: [] for n in names}
         unique = sorted(set(names))
         with self._read() as conn:
-            for start in range(0, len(unique), IN_QUERY_BATCH):
+            for start in range(0, len(unique), settings.IN_QUERY_BATCH):
                 rows = conn.execute(
                     sa.select(examples_table)
                     .where(self._t(examples_table))
-                    .where(examples_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
+                    .where(examples_table.c.name.in_(unique[start : start + settings.IN_QUERY_BATCH]))
                     .order_by(examples_table.c.created_at, examples_table.c.trace_id)
                 ).mappings()
                 for row in rows:
@@ -740,10 +737,10 @@ class SQLRecordStore(RecordStore):
                 sa.select(traces_table.c.id, traces_table.c.body).where(self._t(traces_table)).where(ran)
             ):
                 bodies[row[0]] = row[1]
-            for start in range(0, len(chosen), IN_QUERY_BATCH):
+            for start in range(0, len(chosen), settings.IN_QUERY_BATCH):
                 for row in conn.execute(
                     sa.select(traces_table.c.id, traces_table.c.body).where(self._t(traces_table)).where(
-                        traces_table.c.id.in_(chosen[start : start + IN_QUERY_BATCH])
+                        traces_table.c.id.in_(chosen[start : start + settings.IN_QUERY_BATCH])
                     )
                 ):
                     bodies[row[0]] = row[1]
@@ -849,3 +846,5 @@ class SQLRecordStore(RecordStore):
         ).one()
         return int(row[0]), int(row[1])
 
+
+settings.forward(__name__, "IN_QUERY_BATCH", "SQLITE_BUSY_TIMEOUT_MS")

@@ -18,12 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from skill_library import settings
 from skill_library.errors import RecordStoreCorruptError, RecordStoreUnavailableError
 
-#: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
-IN_QUERY_BATCH = 500
-#: how long a SQLite writer waits for another one's lock before giving up
-SQLITE_BUSY_TIMEOUT_MS = 60_000
 #: a 0-byte records file is re-checked this often, this far apart, before it is an error
 EMPTY_FILE_CHECKS = 5
 EMPTY_FILE_WAIT_SECONDS = 0.1
@@ -52,7 +49,7 @@ def enable_sqlite_wal(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={int(settings.SQLITE_BUSY_TIMEOUT_MS)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
@@ -109,3 +106,6 @@ def retrying(
                 raise
             time.sleep(0.01 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+settings.forward(__name__, "IN_QUERY_BATCH", "SQLITE_BUSY_TIMEOUT_MS")

@@ -13,11 +13,13 @@ from skill_library.errors import (
     IndexUnavailableError,
     LifecycleError,
     LLMError,
+    LockTimeoutError,
     PermissionDenied,
     RecordStoreUnavailableError,
     SkillLibraryError,
     SkillNotFoundError,
     TraceError,
+    WriteLockTimeoutError,
 )
 from skill_library.models import (
     AddResult,
@@ -48,6 +50,7 @@ __all__ = [
     "IndexUnavailableError",
     "LLMError",
     "LearnResult",
+    "LockTimeoutError",
     "Match",
     "Outcome",
     "Provenance",
@@ -61,6 +64,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "VerificationReport",
+    "WriteLockTimeoutError",
 ]
 
 

@@ -31,7 +31,7 @@ from skill_library import settings
 from skill_library.errors import (
     LibraryNotFoundError,
     RecordStoreCorruptError,
-    RecordStoreUnavailableError,
+    SkillLibraryError,
     SkillNotFoundError,
     TraceNotFoundError,
 )
@@ -239,9 +239,9 @@ class SQLRecordStore(RecordStore):
         conn.info["write"] = write
         return conn
 
-    def _corrupt(self, exc: BaseException) -> RecordStoreCorruptError | RecordStoreUnavailableError | None:
-        """The named error for a damaged file or an unreachable server, or None for any
-        other database error."""
+    def _corrupt(self, exc: BaseException) -> SkillLibraryError | None:
+        """The named error for a damaged file, an unreachable server or a lock held past
+        its timeout (:class:`LockTimeoutError`), or None for any other database error."""
         return named_error(exc, postgres=self._postgres, url=self.url, path=self.path)
 
     # -- skills -------------------------------------------------------------------------

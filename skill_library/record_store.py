@@ -65,7 +65,7 @@ from skill_library.storage.tables import (
 )
 from skill_library.storage.transactions import Transaction
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
-from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock
+from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock, advisory_key
 
 __all__ = [
     "EMPTY_FILE_CHECKS",
@@ -126,9 +126,9 @@ class SQLRecordStore(RecordStore):
             open_records(conn, create=create, sqlite=self._sqlite, url=self.url, path=self.path)
 
     def for_tenant(self, tenant: str) -> "SQLRecordStore":
-        """A view of this store bound to ``tenant``: the same engine and write lock, every
-        query filtered by the new tenant. Closing the view leaves the engine open; the view
-        is usable while this store is."""
+        """A view of this store bound to ``tenant``: the same engine and write lock (on
+        PostgreSQL, the tenant's own advisory lock key), every query filtered by the new
+        tenant. Closing the view leaves the engine open; the view is usable while this store is."""
         if check_tenant(tenant) == self.tenant:
             return self
         self.write_lock()  # materialize a per-object lock so that the view shares it
@@ -150,9 +150,9 @@ class SQLRecordStore(RecordStore):
     _t = tenant_filter
 
     def write_lock(self) -> WriteLock:
-        """``write.lock`` beside a SQLite file; an advisory lock on PostgreSQL."""
+        """``write.lock`` beside a SQLite file; the tenant's advisory lock on PostgreSQL."""
         if self._postgres:
-            return AdvisoryWriteLock(self._engine)
+            return AdvisoryWriteLock(self._engine, key=advisory_key(self.tenant))
         if self.path is not None:
             return FileWriteLock(self.path.parent / WRITE_LOCK_FILE)
         return super().write_lock()

@@ -16,6 +16,7 @@ Every lock gives up after ``settings.WRITE_LOCK_TIMEOUT_SECONDS`` with
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import threading
 import time
 from pathlib import Path
@@ -23,13 +24,25 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from skill_library import settings
 from skill_library.errors import WriteLockTimeoutError
+from skill_library.tenancy import DEFAULT_TENANT
 
 if TYPE_CHECKING:
     #: skill_library.settings.WRITE_LOCK_TIMEOUT_SECONDS (read and written there)
     WRITE_LOCK_TIMEOUT_SECONDS: float
 
-#: key of the PostgreSQL advisory write lock (any constant 64-bit integer): "SKILLWRT"
+#: key of the default tenant's PostgreSQL advisory write lock (any constant 64-bit
+#: integer): "SKILLWRT"
 ADVISORY_WRITE_LOCK_KEY = 0x534B494C4C575254
+
+
+def advisory_key(tenant: str) -> int:
+    """The advisory lock key of ``tenant``'s writers on PostgreSQL: each tenant has its own
+    (its records and its index collection are its own), so writers of different tenants
+    never wait for each other; the default tenant keeps :data:`ADVISORY_WRITE_LOCK_KEY`."""
+    if tenant == DEFAULT_TENANT:
+        return ADVISORY_WRITE_LOCK_KEY
+    digest = hashlib.blake2b(f"skill-library write lock:{tenant}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)  # pg_advisory_lock takes a signed bigint
 
 
 class WriteLock(Protocol):

@@ -218,7 +218,7 @@ class SyncedIndex:
             return False
         if marked != generation or empty:
             return False
-        if self._index is index:
+        if self._index is index and not self._lock_depth:  # a writer here sets its own
             self._generation = generation
         return True
 
@@ -232,6 +232,7 @@ class SyncedIndex:
         generation = self.store.index_generation()
         if self._index is None or generation != self._generation:
             if self._index is not None and self._reload_marked(self._index, generation):
+                self._generation = generation
                 return self._index
             self._drop()
             self._index = self._open_checked()
@@ -244,13 +245,13 @@ class SyncedIndex:
         """Hold the write lock around a record change and the index write that follows it."""
         with self._lock():
             index = self._fresh()
-            self._generation = self.store.bump_index_generation()
+            self._generation = generation = self.store.bump_index_generation()
             try:
                 yield index
             except BaseException:
                 self._drop()
                 raise
-            self._mark(self._generation)
+            self._mark(generation)
 
     def rebuild(self, progress: Callable[[int], None] | None = None, *, force: bool = False) -> int:
         """Rebuild the index from the records (under the lock); returns its size.
@@ -260,7 +261,7 @@ class SyncedIndex:
         with self._lock():
             if not force:
                 self._check_records_may_rebuild()
-            self._generation = self.store.bump_index_generation()
+            self._generation = generation = self.store.bump_index_generation()
             skills = self.store.list(status="active")
             if self._index is None:
                 self._index = self._open_or_recreate()
@@ -270,7 +271,7 @@ class SyncedIndex:
             except BaseException:
                 self._drop()
                 raise
-            self._mark(self._generation)
+            self._mark(generation)
             return len(skills)
 
     # -- the generation the index was written at ---------------------------------------

@@ -80,14 +80,14 @@ def test_learn_survives_a_reopen_by_another_thread_while_it_generalizes(folder, 
     with open_library(folder, embedder) as lib:
         lib.add(skill("water_plants", HOME_WHEN, "home"), verified=True)
         lib.fetch(HOME_WHEN, k=1)
-        add_in_another_process(folder, "book_flight", NEW_WHEN)
         original = learning.related_skills
         reopens: list[list[str]] = []
 
         def related_after_a_reopen(*args, **kwargs):
             # forced interleaving: learn holds the index it took before generalizing; another
-            # thread's fetch reopens the library's index meanwhile
+            # process writes, and another thread's fetch reopens the library's index meanwhile
             if not reopens:
+                add_in_another_process(folder, "book_flight", NEW_WHEN)
                 other = threading.Thread(target=lambda: reopens.append(
                     [m.skill.name for m in lib.fetch(NEW_WHEN, k=1)]))
                 other.start()

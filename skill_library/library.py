@@ -578,8 +578,16 @@ class SkillLibrary:
         state: str | None = None,
         session: str | None = None,
         cohort: str | None = None,
+        args: Mapping[str, Any] | None = None,
+        explain: bool = False,
     ) -> builtins.list[Match]:
         """The ``k`` best skills for ``task``, each at most once.
+
+        Ranked by :mod:`skill_library.ranking`: similarity less value fit, evidence (a
+        log prior on verified successes), bindability (``args``: the values the caller has,
+        by parameter name; else the task's values by shape), specificity and reliability
+        penalties; ``explain=True`` sets each match's ``explanation`` (the terms of its
+        ``score``). README, "Fetch" and docs/fetch.md.
 
         A skill qualifies when it is active, its reliability is at least
         ``min_reliability`` (default: the library's), the cosine similarity of ``task`` to
@@ -612,9 +620,11 @@ class SkillLibrary:
         threshold = self.min_reliability if min_reliability is None else min_reliability
         floor = self.min_similarity if min_similarity is None else min_similarity
         embedding = self.embedder.embed([description.query_text(task)])[0]
+        if args is not None and not isinstance(args, Mapping):
+            raise TypeError("args must be a mapping of parameter name -> value")
         matches = fetching.search(self, embedding, k, threshold, kinds, floor=floor,
                                   tools=None if tools is None else frozenset(tools),
-                                  values=value_fit.TaskValues.of(task))
+                                  values=value_fit.TaskValues.of(task), args=args, explain=explain)
         if subject is not None and state is not None:
             matches.extend(fetching.prefetch(self, subject, state, matches, threshold))
         if session is not None or cohort is not None:

@@ -122,6 +122,7 @@ class IndexHit:
     kind: str
     similarity: float
     shapes: str | None = None  # the entry's value shapes (value_fit.encode), if kept
+    key: str = ""  # the entry's id: the skill name (its when), name#trace (an example), a prototype's
 
 
 class VectorIndex:
@@ -276,6 +277,7 @@ class VectorIndex:
                     kind=str(meta["kind"]),
                     similarity=1.0 - float(distance),
                     shapes=meta.get("shapes") or None,  # type: ignore[arg-type]
+                    key=str(id_),
                 )
                 for id_, meta, distance in zip(ids, metas, distances)
             ]

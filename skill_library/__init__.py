@@ -7,6 +7,7 @@ reliability, and run in a restricted sandbox.
 
 from typing import TYPE_CHECKING, Any
 
+from skill_library.abstention import Calibration, FetchResult
 from skill_library.errors import (
     GeneralizationError,
     IndexCorruptError,
@@ -25,6 +26,7 @@ from skill_library.models import (
     Match,
     Outcome,
     Provenance,
+    ScoreBreakdown,
     Skill,
     SkillRun,
     ToolCall,
@@ -49,6 +51,9 @@ __all__ = [
     "LLMError",
     "LearnResult",
     "Match",
+    "Calibration",
+    "FetchResult",
+    "ScoreBreakdown",
     "Outcome",
     "Provenance",
     "RecordStoreUnavailableError",

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import execution, fetching, ingest, learning, prototypes, value_fit
+from skill_library import abstention, execution, fetching, ingest, learning, prototypes, value_fit
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -52,6 +52,7 @@ from skill_library.vector_index import VectorIndex
 
 if TYPE_CHECKING:
     from sandbox import Limits, Sandbox
+    from skill_library.abstention import Calibration, FetchResult
     from skill_library.governance.canary import CanaryState
     from skill_library.governance.evaluation import Evaluation
     from skill_library.governance.suite import Suite, ToolsFactory
@@ -580,8 +581,13 @@ class SkillLibrary:
         cohort: str | None = None,
         args: Mapping[str, Any] | None = None,
         explain: bool = False,
-    ) -> builtins.list[Match]:
-        """The ``k`` best skills for ``task``, each at most once.
+        abstain: bool = True,
+    ) -> "FetchResult":
+        """The ``k`` best skills for ``task``, each at most once, as a
+        :class:`~skill_library.abstention.FetchResult` (a list, flagged ``abstained`` /
+        ``ambiguous`` with a ``reason``: the library's calibrated floor, the margin between
+        look-alikes, which returns every match too close to call even past ``k``, and
+        parameters the task cannot supply; ``abstain=False``: no flags, at most ``k``).
 
         Ranked by :mod:`skill_library.ranking`: similarity less value fit, evidence (a
         log prior on verified successes), bindability (``args``: the values the caller has,
@@ -624,7 +630,8 @@ class SkillLibrary:
             raise TypeError("args must be a mapping of parameter name -> value")
         matches = fetching.search(self, embedding, k, threshold, kinds, floor=floor,
                                   tools=None if tools is None else frozenset(tools),
-                                  values=value_fit.TaskValues.of(task), args=args, explain=explain)
+                                  values=value_fit.TaskValues.of(task), args=args, explain=explain,
+                                  extra=abstention.EXTRA_FOR_MARGIN if abstain else 0)
         if subject is not None and state is not None:
             matches.extend(fetching.prefetch(self, subject, state, matches, threshold))
         if session is not None or cohort is not None:
@@ -632,7 +639,15 @@ class SkillLibrary:
 
             matches = canary.route(self, matches, session=session, cohort=cohort,
                                    generation=self._index.seen_generation)
-        return matches
+        if not abstain:
+            return abstention.unflagged(matches, k)
+        return abstention.decide(matches, k, abstention.calibration(self))
+
+    def calibration(self) -> "Calibration":
+        """fetch's abstention calibration for this library: the similarity floor and
+        look-alike margin from leave-one-out over its example tasks, with the expected
+        precision and recall (skill_library.abstention; cached until the index changes)."""
+        return abstention.calibration(self)
 
     def feedback(
         self,

@@ -256,6 +256,15 @@ class VectorIndex:
             for id_, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
         }
 
+    def vectors(self) -> list[tuple[str, str, list[float]]]:
+        """Every entry as ``(id, skill name, vector)`` (abstention's calibration reads them)."""
+        got = self._retry(lambda: self._collection.get(include=["metadatas", "embeddings"]))
+        embeddings = got.get("embeddings")
+        if embeddings is None:
+            return []
+        return [(id_, str((meta or {}).get("name", id_)), [float(x) for x in vector])
+                for id_, meta, vector in zip(got["ids"], got["metadatas"] or [], embeddings)]
+
     def query(self, embedding: Sequence[float], n: int) -> list[IndexHit]:
         """The ``n`` nearest skills to ``embedding`` by cosine similarity, best first."""
         return self.query_many([embedding], n)[0]

@@ -15,8 +15,10 @@
      a workflow the library lacks scores, in this domain (the skill left out is the
      out-of-scope workflow; its look-alikes are the negatives that matter).
 
-   The floor is the threshold with the largest ``recall - false_accept`` (Youden's J) among
-   those keeping ``recall >= MIN_RECALL``, never below the hard ``min_similarity``. Expected
+   A skill with one example trace gives negatives only: its ``when`` was written from that
+   very trace, so nothing independent is left to find it by. The floor is the threshold
+   with the largest ``recall - false_accept`` (Youden's J) among those keeping
+   ``recall >= MIN_RECALL``, never below the hard ``min_similarity``. Expected
    precision is ``recall / (recall + false_accept)`` (in-scope and out-of-scope requests
    equally likely), reported with the recall by :meth:`SkillLibrary.calibration`,
    ``skills stats`` and ``skills show``. A task whose top match scores under the floor is
@@ -175,7 +177,8 @@ def calibrate(library: "SkillLibrary", generation: int | None = None) -> Calibra
     model = prototypes.model_key(library.embedder.model_name)
     trace_ids = [e.trace_id for name in names for e in examples.get(name, [])]
     stored = library.store.load_task_vectors(model, trace_ids) if trace_ids else {}
-    queries: list[tuple[int, Any, set[int], Any]] = []  # skill, vector, excluded entries, own prototype
+    # skill, vector, excluded entries, own prototype, whether it can be a positive
+    queries: list[tuple[int, Any, set[int], Any, bool]] = []
     for s, name in enumerate(names):
         found = examples.get(name, [])
         vectors = {e.trace_id: np.array(unpack(stored[e.trace_id])) for e in found if e.trace_id in stored}
@@ -189,12 +192,13 @@ def calibrate(library: "SkillLibrary", generation: int | None = None) -> Calibra
             if proto_at is not None and e.trace_id in members and total is not None:
                 excluded.add(proto_at)
                 proto = _normalized(total - vectors[e.trace_id]) if len(members) > 1 else None
-            queries.append((s, _normalized(vectors[e.trace_id]), excluded, proto))
+            queries.append((s, _normalized(vectors[e.trace_id]), excluded, proto, len(found) >= 2))
         if not chosen:  # no task vectors: the skill's example texts stand in as queries
-            for key in [k for k in ids if k.startswith(name + "#")][-MAX_QUERIES_PER_SKILL:]:
-                queries.append((s, matrix[position[key]], {position[key]}, None))
+            keys = [k for k in ids if k.startswith(name + "#")][-MAX_QUERIES_PER_SKILL:]
+            for key in keys:
+                queries.append((s, matrix[position[key]], {position[key]}, None, len(keys) >= 2))
     positives, negatives, gaps = [], [], []
-    for s, vector, excluded, proto in queries:
+    for s, vector, excluded, proto, positive in queries:
         sims = matrix @ vector
         own = owner == s
         other_best = float(sims[~own].max()) if (~own).any() else -1.0
@@ -205,8 +209,8 @@ def calibrate(library: "SkillLibrary", generation: int | None = None) -> Calibra
         if proto is not None:
             own_best = max(own_best, float(proto @ vector))
         negatives.append(other_best)
-        if own_best == -math.inf:
-            continue  # nothing of its skill left to find it by
+        if not positive or own_best == -math.inf:
+            continue  # a skill learned once: its when was written from this very trace
         positives.append(max(own_best, other_best))
         gaps.append(own_best - other_best)
     if len(positives) < MIN_QUERIES:

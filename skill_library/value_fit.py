@@ -49,6 +49,7 @@ _RUN_RE = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*")
 _DISTINCTIVE_RE = re.compile(r"[0-9@#_]")
 _TOKEN_RE = re.compile(r"[^\s,;:!?()'\"]+")
 _EDGE = "a9"  # a shape matches only between whole shape words
+_EDGE_PUNCTUATION = ".,;:!?()[]{}'\"<>"  # stripped from a word's ends when counting values
 
 
 def _run_shape(match: re.Match[str]) -> str:
@@ -133,7 +134,8 @@ class TaskValues:
     def of(cls, task: str) -> "TaskValues":
         shaped = shape(task)
         spans = tuple(m.span() for m in _TOKEN_RE.finditer(shaped) if is_distinctive(m.group(0)))
-        distinct = {m.group(0).rstrip(".") for m in _TOKEN_RE.finditer(task)}
+        # whitespace-separated words less edge punctuation: "10:30," is one value
+        distinct = {w.strip(_EDGE_PUNCTUATION) for w in task.split()} - {""}
         value_shapes = tuple(sorted(s for s in (shape(t) for t in distinct) if is_distinctive(s)))
         return cls(shaped, spans, value_shapes=value_shapes)
 

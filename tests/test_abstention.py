@@ -33,7 +33,15 @@ def helpdesk(tmp_path_factory, embedder):
 
 @pytest.fixture(scope="module")
 def office(tmp_path_factory, embedder):
+    """32 skills, each learned from one trace: nothing to calibrate on."""
     library = _learned(tmp_path_factory, embedder, "office", None)
+    yield library
+    library.close()
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory, embedder):
+    library = _learned(tmp_path_factory, embedder, "shop", 64)
     yield library
     library.close()
 
@@ -69,18 +77,30 @@ def test_out_of_scope_request_abstains_in_a_calibrated_library(helpdesk):
     assert not plain.abstained and len(plain) == 3
 
 
-def test_leave_one_out_floor_changes_with_the_domain(helpdesk, office):
-    a, b = helpdesk.calibration(), office.calibration()
+def test_leave_one_out_floor_changes_with_the_domain(helpdesk, shop):
+    a, b = helpdesk.calibration(), shop.calibration()
     assert a.calibrated and b.calibrated
     assert a.skills != b.skills
     assert abs(a.floor - b.floor) > 0.02, (a, b)
 
 
-def test_calibration_is_recomputed_when_skills_change(office):
-    before = office.calibration()
-    name = office.list()[0].name
-    office.retire(name)
-    after = office.calibration()
+def test_single_trace_skills_leave_a_library_uncalibrated(office):
+    found = office.calibration()
+    assert not found.calibrated and found.floor is None and found.queries == 0
+    assert "uncalibrated" in found.describe()
+    result = office.fetch("please book the Baltic room on 2026-04-02 at 10:30", k=3)
+    assert result and not result.abstained and result.floor is None, result.reason  # only the hard floor
+    assert result[0].missing == []
+    # without the date and time the booking skill cannot be bound from the task: abstained
+    vague = office.fetch("please book the Baltic room for tomorrow morning", k=3)
+    assert vague.abstained and "which the task does not supply" in vague.reason
+
+
+def test_calibration_is_recomputed_when_skills_change(helpdesk):
+    before = helpdesk.calibration()
+    name = min(helpdesk.list(), key=lambda s: s.successes).name
+    helpdesk.retire(name)
+    after = helpdesk.calibration()
     assert after is not before and after.generation != before.generation
     assert after.skills == before.skills - 1
 
@@ -117,7 +137,8 @@ def _skill(name: str, when: str) -> Skill:
     return Skill.from_function(code, when=when)
 
 
-def test_two_look_alikes_too_close_to_call_are_both_returned_flagged_ambiguous(office, embedder):
+def test_two_look_alikes_too_close_to_call_are_both_returned_flagged_ambiguous(helpdesk, embedder):
+    office = helpdesk
     margin = office.calibration().margin
     assert margin > 0
     query, one, every = _candidates_close_to_call(embedder, margin)

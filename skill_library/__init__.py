@@ -7,6 +7,7 @@ reliability, and run in a restricted sandbox.
 
 from typing import TYPE_CHECKING, Any
 
+from skill_library.abstention import Calibration, FetchResult
 from skill_library.errors import (
     GeneralizationError,
     IndexCorruptError,
@@ -27,6 +28,7 @@ from skill_library.models import (
     Match,
     Outcome,
     Provenance,
+    ScoreBreakdown,
     Skill,
     SkillRun,
     ToolCall,
@@ -52,6 +54,9 @@ __all__ = [
     "LearnResult",
     "LockTimeoutError",
     "Match",
+    "Calibration",
+    "FetchResult",
+    "ScoreBreakdown",
     "Outcome",
     "Provenance",
     "RecordStoreUnavailableError",

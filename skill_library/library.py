@@ -13,7 +13,16 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import execution, fetching, ingest, learning, prototypes, settings, value_fit
+from skill_library import (
+    abstention,
+    execution,
+    fetching,
+    ingest,
+    learning,
+    prototypes,
+    settings,
+    value_fit,
+)
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -56,6 +65,7 @@ if TYPE_CHECKING:
     ADD_BATCH: int
 
     from sandbox import Limits, Sandbox
+    from skill_library.abstention import Calibration, FetchResult
     from skill_library.governance.canary import CanaryState
     from skill_library.governance.evaluation import Evaluation
     from skill_library.governance.suite import Suite, ToolsFactory
@@ -590,8 +600,21 @@ class SkillLibrary:
         state: str | None = None,
         session: str | None = None,
         cohort: str | None = None,
-    ) -> builtins.list[Match]:
-        """The ``k`` best skills for ``task``, each at most once.
+        args: Mapping[str, Any] | None = None,
+        explain: bool = False,
+        abstain: bool = True,
+    ) -> "FetchResult":
+        """The ``k`` best skills for ``task``, each at most once, as a
+        :class:`~skill_library.abstention.FetchResult` (a list, flagged ``abstained`` /
+        ``ambiguous`` with a ``reason``: the library's calibrated floor, the margin between
+        look-alikes, which returns every match too close to call even past ``k``, and
+        parameters the task cannot supply; ``abstain=False``: no flags, at most ``k``).
+
+        Ranked by :mod:`skill_library.ranking`: similarity less value fit, evidence (a
+        log prior on verified successes), bindability (``args``: the values the caller has,
+        by parameter name; else the task's values by shape), specificity and reliability
+        penalties; ``explain=True`` sets each match's ``explanation`` (the terms of its
+        ``score``). README, "Fetch" and docs/fetch.md.
 
         A skill qualifies when it is active, its reliability is at least
         ``min_reliability`` (default: the library's), the cosine similarity of ``task`` to
@@ -624,9 +647,12 @@ class SkillLibrary:
         threshold = self.min_reliability if min_reliability is None else min_reliability
         floor = self.min_similarity if min_similarity is None else min_similarity
         embedding = self.embedder.embed([description.query_text(task)])[0]
+        if args is not None and not isinstance(args, Mapping):
+            raise TypeError("args must be a mapping of parameter name -> value")
         matches = fetching.search(self, embedding, k, threshold, kinds, floor=floor,
                                   tools=None if tools is None else frozenset(tools),
-                                  values=value_fit.TaskValues.of(task))
+                                  values=value_fit.TaskValues.of(task), args=args, explain=explain,
+                                  extra=abstention.EXTRA_FOR_MARGIN if abstain else 0)
         if subject is not None and state is not None:
             matches.extend(fetching.prefetch(self, subject, state, matches, threshold))
         if session is not None or cohort is not None:
@@ -634,7 +660,15 @@ class SkillLibrary:
 
             matches = canary.route(self, matches, session=session, cohort=cohort,
                                    generation=self._index.seen_generation)
-        return matches
+        if not abstain:
+            return abstention.unflagged(matches, k)
+        return abstention.decide(matches, k, abstention.calibration(self))
+
+    def calibration(self) -> "Calibration":
+        """fetch's abstention calibration for this library: the similarity floor and
+        look-alike margin from leave-one-out over its example tasks, with the expected
+        precision and recall (skill_library.abstention; cached until the index changes)."""
+        return abstention.calibration(self)
 
     def feedback(
         self,

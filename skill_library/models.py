@@ -403,8 +403,45 @@ class Example(BaseModel):
     created_at: datetime = Field(default_factory=utc_now)
 
 
+class ScoreBreakdown(BaseModel):
+    """How one fetched skill's ``score`` was made (``fetch(..., explain=True)``;
+    skill_library.ranking): the terms ``similarity + value_fit + evidence + bindability +
+    specificity + reliability`` add up to ``score``. Every term but ``similarity`` is a
+    penalty (<= 0): a skill that fits perfectly keeps its similarity."""
+
+    #: the kind of the best-scoring index entry: ``when``, ``example`` or ``prototype``
+    entry: str
+    #: the best cosine similarity of the task to each kind of this skill's entries among
+    #: the candidates the index returned (``{"when": 0.41, "example": 0.62}``)
+    by_entry: dict[str, float] = Field(default_factory=dict)
+    #: the best entry's cosine similarity
+    similarity: float
+    #: value fit's penalty on that entry (skill_library.value_fit)
+    value_fit: float = 0.0
+    #: the evidence penalty: fewer verified successes, a larger one (log-evidence prior)
+    evidence: float = 0.0
+    #: the bindability penalty: share of required parameters the caller cannot supply
+    bindability: float = 0.0
+    #: the specificity penalty: more state-changing tools than the leanest candidate
+    specificity: float = 0.0
+    #: the reliability penalty: Laplace reliability below 1
+    reliability: float = 0.0
+    #: the sum of the terms above
+    score: float
+    #: the numbers the terms came from: successes, required parameters, acting tools
+    successes: int = 0
+    required: list[str] = Field(default_factory=list)
+    acting_tools: int = 0
+
+
 class Match(BaseModel):
-    """A fetched skill with the numbers that ranked it."""
+    """A fetched skill with the numbers that ranked it.
+
+    ``score`` is the ranking score (skill_library.ranking: similarity less the value-fit,
+    evidence, bindability, specificity and reliability penalties); ``explanation`` breaks
+    it down when fetch was called with ``explain=True``. ``missing`` names the required
+    parameters the caller cannot supply (neither in ``args`` nor visible in the task by
+    their value shapes); ``ambiguous`` is set on the matches too close to call."""
 
     skill: Skill
     similarity: float
@@ -412,6 +449,12 @@ class Match(BaseModel):
     score: float
     #: added by next-skill prefetch (the subject's usage pattern), not matched to the task
     prefetch: bool = False
+    #: too close to call against another returned match (skill_library.abstention)
+    ambiguous: bool = False
+    #: required parameters the task and ``args`` cannot supply
+    missing: list[str] = Field(default_factory=list)
+    #: the score's terms (``fetch(..., explain=True)``), else None
+    explanation: ScoreBreakdown | None = None
 
 
 class AddResult(BaseModel):

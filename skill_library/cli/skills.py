@@ -1,4 +1,4 @@
-"""Commands on stored skills and their evidence: add, list, show, history, retire,
+"""Commands on stored skills and their evidence: add, list, show, stats, history, retire,
 outcomes, traces."""
 
 from __future__ import annotations
@@ -165,10 +165,12 @@ def show(
         skill = lib.get(name, version)
         examples = lib.examples(name)
         prototype = lib.prototype_traces(name)
+        calibration = lib.calibration()
     if as_json:
         data = skill_json(skill)
         data["examples"] = [e.model_dump(mode="json", exclude={"params"}) for e in examples]
         data["prototype_traces"] = prototype
+        data["abstention"] = calibration.to_json()
         emit(data)
         return
     learned_from = len(skill.provenance.trace_ids)
@@ -185,9 +187,27 @@ def show(
     lines.append(f"fetched by: its when, {indexed} example text(s)"
                  + (f" and a prototype, the mean of {len(prototype)} traces' tasks" if prototype else ""))
     lines += [f"example: {e.text}" for e in examples if e.indexed][:SHOWN_EXAMPLES]
+    lines.append(calibration.describe())
     for line in lines:
         typer.echo("# " + " ".join(line.splitlines()))
     typer.echo(skill.code if skill.code else skill.description)
+
+
+@command
+def stats(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
+    """The library's skills by status and fetch's abstention calibration (floor, margin,
+    expected precision and recall): SkillLibrary.list(), SkillLibrary.calibration()."""
+    with open_library(directory) as lib:
+        skills = lib.list()
+        calibration = lib.calibration()
+    by_status: dict[str, int] = {}
+    for s in skills:
+        by_status[s.status] = by_status.get(s.status, 0) + 1
+    if as_json:
+        emit({"skills": len(skills), "by_status": by_status, "abstention": calibration.to_json()})
+        return
+    typer.echo(f"{len(skills)} skill(s): " + (", ".join(f"{n} {k}" for k, n in sorted(by_status.items())) or "none"))
+    typer.echo(calibration.describe())
 
 
 @command
@@ -282,5 +302,5 @@ def register(app: typer.Typer) -> None:
     """Add this group's commands to ``app``."""
     app.command()(add)
     app.command("list")(list_)
-    for function in (show, history, retire, outcomes, traces):
+    for function in (show, stats, history, retire, outcomes, traces):
         app.command()(function)

@@ -221,6 +221,29 @@ class Trace(BaseModel):
             }
         )
 
+    def content_id(self) -> str:
+        """The identity of this trace's content: a hash (32 hex digits) of its task, params,
+        calls (name, arguments, result, error, kind) and outcome (kind, verifier). Learning
+        gives a trace without an ``id`` this id, so the same trace learned twice is known
+        (``duplicate``) instead of counted twice."""
+        import hashlib
+
+        body = {
+            "task": self.task,
+            "params": self.params,
+            "calls": [[c.name, c.arguments, c.result, c.error, c.kind] for c in self.calls],
+            "result": self.result,
+            "outcome": None if self.outcome is None else [self.outcome.kind.value, self.outcome.verifier],
+        }
+        text = json.dumps(body, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    def identified(self) -> "Trace":
+        """This trace with :meth:`content_id` as its id when it was given none."""
+        if "id" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"id": self.content_id()})
+
     @property
     def verified_success(self) -> bool:
         """True when a named verifier judged this trace a success."""

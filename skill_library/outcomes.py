@@ -167,6 +167,7 @@ def record_external(
     count in reliability but not toward a quarantine (which counts only outcomes of
     recorded runs). Refusals are :class:`SkillLibraryError` with one line saying what to do.
     """
+    library.store.get(name)  # an unknown name: "no skill named ..."
     if trace_id is None and session is None:
         raise SkillLibraryError(
             f"an outcome of {name!r} from outside must name the run it reports on (trace_id from "
@@ -180,7 +181,8 @@ def record_external(
             )
         if version is not None and version != ran:
             raise SkillLibraryError(f"trace {trace_id!r} ran v{ran} of {name!r}, not v{version}")
-        if library.store.trace_outcome(trace_id) is not None and not wrong_skill:
+        earlier = library.store.trace_outcome(trace_id)
+        if earlier is not None and (not wrong_skill or earlier["kind"] == OutcomeKind.WRONG_SKILL.value):
             raise SkillLibraryError(f"the run {trace_id!r} of {name!r} already has its outcome; one per run")
         credited = ran
     else:

@@ -517,7 +517,18 @@ class SQLRecordStore(RecordStore):
                 .where(outcomes_table.c.trace_id == trace_id)
                 .order_by(outcomes_table.c.id.desc()).limit(1)
             ).mappings().first()
-        return None if row is None else _outcome_row(row)
+        return None if row is None else {"name": row["name"], **_outcome_row(row)}
+
+    def known_traces(self, trace_ids: Sequence[str]) -> set[str]:
+        wanted = sorted(set(trace_ids))
+        found: set[str] = set()
+        with self._read() as conn:
+            for start in range(0, len(wanted), IN_QUERY_BATCH):
+                found.update(conn.execute(
+                    sa.select(traces_table.c.id).where(self._t(traces_table))
+                    .where(traces_table.c.id.in_(wanted[start : start + IN_QUERY_BATCH]))
+                ).scalars())
+        return found
 
     def reclassify_outcome(self, trace_id: str, name: str, kind: OutcomeKind | str, reason: str | None) -> Skill:
         new = OutcomeKind.of(kind)

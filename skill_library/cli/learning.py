@@ -138,8 +138,10 @@ def learn(
             for r in results:
                 counts[r.status] = counts.get(r.status, 0) + 1
             skills = sorted({r.skill.name for r in results if r.skill is not None})
-            console.print(f"{len(results)} trace(s): " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-                          + f"; skills: {', '.join(skills) or 'none'}", highlight=False)
+            again = sum(1 for r in results if r.status == "duplicate" and any("learned before" in x for x in r.reasons))
+            console.print(f"{len(results)} trace(s): " + ", ".join(
+                f"{n} {s}" + (f" ({again} learned before: nothing added)" if s == "duplicate" and again else "")
+                for s, n in sorted(counts.items())) + f"; skills: {', '.join(skills) or 'none'}", highlight=False)
         if results and all(r.status == "rejected" for r in results):
             raise typer.Exit(EXIT_REFUSED)
         return

@@ -87,7 +87,8 @@ class RecordStore(abc.ABC):
 
     @abc.abstractmethod
     def trace_outcome(self, trace_id: str) -> dict[str, Any] | None:
-        """The latest outcome recorded for trace ``trace_id`` (an :meth:`outcome_log` row), if any."""
+        """The latest outcome recorded for trace ``trace_id`` (an :meth:`outcome_log` row
+        with the skill's ``name``), if any."""
 
     @abc.abstractmethod
     def reclassify_outcome(self, trace_id: str, name: str, kind: OutcomeKind | str, reason: str | None) -> Skill:
@@ -120,6 +121,17 @@ class RecordStore(abc.ABC):
     @abc.abstractmethod
     def save_trace(self, trace: Trace) -> None:
         """Store a trace (idempotent on its id)."""
+
+    def known_traces(self, trace_ids: Sequence[str]) -> set[str]:
+        """Which of ``trace_ids`` are stored."""
+        found = set()
+        for trace_id in trace_ids:
+            try:
+                self.get_trace(trace_id)
+            except TraceNotFoundError:
+                continue
+            found.add(trace_id)
+        return found
 
     @abc.abstractmethod
     def get_trace(self, trace_id: str) -> Trace:

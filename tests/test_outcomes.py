@@ -269,3 +269,36 @@ def test_a_store_without_outcome_kinds_upgrades_in_place(tmp_path, embedder):
 def test_refused_feedback_names_the_problem(lib):
     with pytest.raises(SkillLibraryError, match="no outcome of 'reset_user_password' to change"):
         lib.store.reclassify_outcome("nope", "reset_user_password", "wrong_skill", None)
+
+
+# -- the CLI -------------------------------------------------------------------------------------
+def test_the_cli_records_and_shows_outcome_kinds(lib):
+    import json
+
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+
+    lib.feedback("reset_user_password", True)
+    folder = str(lib.path)
+    lib.close()
+
+    def invoke(*args):
+        result = CliRunner().invoke(app, list(args), env={"SKILLS_DIR": folder})
+        return result.exit_code, result.output
+
+    code, out = invoke("feedback", "reset_user_password", "--kind", "misuse", "--reason", "typo in the email")
+    assert code == 0 and "(1 ok / 0 failed)" in out, out
+    code, out = invoke("feedback", "reset_user_password", "--wrong-skill")
+    assert code == 0, out
+    code, out = invoke("feedback", "reset_user_password")
+    assert code == 1 and "say what happened: --success, --failure, --kind KIND or --wrong-skill" in out
+    code, out = invoke("feedback", "reset_user_password", "--kind", "bogus")
+    assert code != 0 and "unknown outcome kind 'bogus'" in out
+    code, out = invoke("show", "reset_user_password")
+    assert "(1 ok / 0 failed; not counted against it: 1 misuse, 1 wrong_skill)" in out, out
+    code, out = invoke("show", "reset_user_password", "--json")
+    assert json.loads(out)["outcome_counts"]["misuse"] == 1
+    code, out = invoke("outcomes", "reset_user_password", "--json")
+    assert [(o["kind"], o["reason"]) for o in json.loads(out)][1:] == [
+        ("misuse", "typo in the email"), ("wrong_skill", "the agent fetched the wrong workflow (counted against retrieval)")]

@@ -208,7 +208,14 @@ def fetch(
 @command
 def feedback(
     name: str,
-    success: bool = typer.Option(..., "--success/--failure", help="The outcome to record."),
+    success: Optional[bool] = typer.Option(None, "--success/--failure", help="The outcome to record."),
+    kind: Optional[str] = typer.Option(
+        None, "--kind", help="An outcome kind instead: success, failure, misuse, not_applicable."
+    ),
+    wrong_skill: bool = typer.Option(
+        False, "--wrong-skill", help="The agent fetched the wrong skill: counted against retrieval."
+    ),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why (one line, kept with the outcome)."),
     version: Optional[int] = typer.Option(None, help="Version (default: active)."),
     trace_id: Optional[str] = typer.Option(None, help="Trace that produced the outcome (`run` prints it)."),
     session: Optional[str] = SessionOption,
@@ -216,9 +223,22 @@ def feedback(
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Record an outcome: SkillLibrary.feedback(name, succeeded)."""
+    """Record an outcome: SkillLibrary.feedback(name, succeeded or kind, wrong_skill=)."""
+    if success is None and kind is None and not wrong_skill:
+        fail("say what happened: --success, --failure, --kind KIND or --wrong-skill")
+    if success is not None and kind is not None:
+        fail("give --success/--failure or --kind, not both")
+    outcome: bool | str = bool(success)
+    if kind is not None:
+        from skill_library.models import OutcomeKind
+
+        try:
+            outcome = OutcomeKind.of(kind).value
+        except ValueError as exc:
+            fail(str(exc))
     with open_library(directory) as lib:
-        skill = lib.feedback(name, success, version=version, trace_id=trace_id, session=session, cohort=cohort)
+        skill = lib.feedback(name, outcome, version=version, trace_id=trace_id, session=session, cohort=cohort,
+                             wrong_skill=wrong_skill, reason=reason)
     if as_json:
         emit(skill_json(skill))
     else:

@@ -302,3 +302,28 @@ def test_the_cli_records_and_shows_outcome_kinds(lib):
     code, out = invoke("outcomes", "reset_user_password", "--json")
     assert [(o["kind"], o["reason"]) for o in json.loads(out)][1:] == [
         ("misuse", "typo in the email"), ("wrong_skill", "the agent fetched the wrong workflow (counted against retrieval)")]
+
+
+def test_a_postgres_store_without_outcome_kinds_upgrades_in_place(shared, embedder):
+    with shared.open(embedder, read_only_tools=["find_user"]) as old:
+        old.add(Skill.from_function(CODE, when=WHEN, tools=["find_user", "reset_password"]))
+        old.feedback("reset_user_password", True)
+        old.feedback("reset_user_password", False)
+    engine = sa.create_engine(shared.spec["records"])
+    try:
+        with engine.begin() as conn:  # the outcomes table as schema 7 wrote it
+            for column in ("kind", "reason", "origin"):
+                conn.execute(sa.text(f"ALTER TABLE outcomes DROP COLUMN {column}"))
+            conn.execute(sa.text("DELETE FROM schema_migrations WHERE version >= 8"))
+            conn.execute(sa.text("UPDATE library_meta SET value = '7' WHERE key = 'schema_version'"))
+        with shared.open(embedder, read_only_tools=["find_user"]) as lib:
+            assert [o["kind"] for o in lib.outcomes("reset_user_password")] == ["success", "failure"]
+            RESETS.clear()
+            DOWN.clear()
+            assert run(lib, "ada@exmaple.com").outcome_kind is OutcomeKind.MISUSE
+            assert lib.outcome_counts("reset_user_password") == {
+                "success": 1, "failure": 1, "misuse": 1, "not_applicable": 0, "wrong_skill": 0}
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT MAX(version) FROM schema_migrations")).scalar() == 8
+    finally:
+        engine.dispose()

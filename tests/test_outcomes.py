@@ -327,3 +327,13 @@ def test_a_postgres_store_without_outcome_kinds_upgrades_in_place(shared, embedd
             assert conn.execute(sa.text("SELECT MAX(version) FROM schema_migrations")).scalar() == 8
     finally:
         engine.dispose()
+
+
+def test_the_consoles_reliability_chart_leaves_uncounted_kinds_out(lib):
+    from skill_library.console.charts import reliability_series
+
+    lib.feedback("reset_user_password", True)
+    lib.feedback("reset_user_password", "misuse")
+    lib.feedback("reset_user_password", False)
+    series = reliability_series(lib.outcomes("reset_user_password"))
+    assert series == {1: [(1, 2 / 3, True), (3, 0.5, False)]}

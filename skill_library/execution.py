@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from skill_library.errors import SkillLibraryError, SkillNotFoundError, SkillUsageError
-from skill_library.models import Outcome, OutcomeKind, RunError, Skill, SkillRun, ToolCall, Trace
+from skill_library.models import Outcome, OutcomeKind, RunError, Skill, SkillRun, ToolCall, Trace, new_id
 
 if TYPE_CHECKING:
     from sandbox import Limits
@@ -73,6 +73,7 @@ def execute(
             type=result.error.type, message=result.error.message, line=result.error.line
         )
     trace = Trace(
+        id=new_id(),  # every run is its own event, even with the same arguments and calls
         task=task_text(skill, args),
         params=args,
         calls=calls,

@@ -177,7 +177,11 @@ class Outcome(BaseModel):
 
 
 class Trace(BaseModel):
-    """A task, the ordered tool calls made to solve it, the final result and a verdict."""
+    """A task, the ordered tool calls made to solve it, the final result and a verdict.
+
+    ``id``: given, or the hash of the content (:meth:`content_id`), so the same trace built
+    twice (from a file, a transcript) has one identity and learning it twice adds nothing.
+    """
 
     id: str = Field(default_factory=new_id, min_length=1)
     task: str = Field(min_length=1)
@@ -194,6 +198,13 @@ class Trace(BaseModel):
         if not value.strip():
             raise ValueError("task must not be blank")
         return value
+
+    @model_validator(mode="after")
+    def _content_identity(self) -> "Trace":
+        # no id given: the trace is known by its content (the same trace twice is one trace)
+        if "id" not in self.model_fields_set:
+            object.__setattr__(self, "id", self.content_id())
+        return self
 
     def capped(self, max_bytes: int = TRACE_VALUE_MAX_BYTES) -> "Trace":
         """This trace with every value larger than ``max_bytes`` replaced by a marker

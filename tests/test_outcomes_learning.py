@@ -26,8 +26,7 @@ def as_dict(t: Trace) -> dict:
 
 def test_a_traces_id_is_the_hash_of_its_content():
     one, again = trace("pear", 3), trace("pear", 3)
-    assert one.id != again.id  # a Trace made in code still gets a fresh id ...
-    assert one.identified().id == again.identified().id == one.content_id()  # ... until it is learned
+    assert one.id == again.id == one.content_id() == one.identified().id
     assert trace("pear", 4).content_id() != one.content_id()
     failed = one.model_copy(update={"outcome": Outcome(success=False, verifier="shelf-audit")})
     assert failed.content_id() != one.content_id()

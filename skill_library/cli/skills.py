@@ -235,12 +235,14 @@ def outcomes(name: str, directory: Optional[Path] = DirOption, as_json: bool = J
         emit([outcome_json(o) for o in log])
         return
     rows = [outcome_json(o) for o in log]
-    table = _table("recorded", "version", "outcome", "trace id", "reason",
+    reasons = any(r.get("reason") for r in rows)  # the column only when some outcome says why
+    table = _table("recorded", "version", "outcome", "trace id", *(("reason",) if reasons else ()),
                    names=[str(r["recorded_at"])[:19] for r in rows])
     for r in rows:
         table.add_row(
             str(r["recorded_at"])[:19], str(r["version"]),
-            r.get("kind") or ("success" if r["success"] else "failure"), r["trace_id"] or "-", r.get("reason") or "",
+            r.get("kind") or ("success" if r["success"] else "failure"), r["trace_id"] or "-",
+            *((r.get("reason") or "",) if reasons else ()),
         )
     _print_table(table)
     if not rows:

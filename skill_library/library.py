@@ -939,8 +939,11 @@ class SkillLibrary:
 
         Only the tools the skill (and its dependencies) declare are reachable, and a tool
         schema that does not say otherwise admits only the arguments it lists. The calls
-        it makes come back as a new, stored :class:`Trace`. An exception or a limit hit
-        records a failure; a success is recorded by ``verifier`` (when given) or later
+        it makes come back as a new, stored :class:`Trace`. A run that raised is judged
+        (``run.outcome_kind``, ``run.outcome_reason``: docs/outcomes.md): ``misuse`` when a
+        read-only lookup refused a value the caller passed, ``not_applicable`` when it stopped
+        on a ``NotApplicable`` precondition, else (a state-changing call raising, a limit hit)
+        a ``failure``; a success is recorded by ``verifier`` (when given) or later
         through :meth:`feedback`. ``record=False`` writes nothing (no trace, no outcome),
         for evaluating a frozen library. Calling it wrongly (a declared tool missing from
         ``tools``, arguments that break the parameter schema) raises

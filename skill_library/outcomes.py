@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 #: what a lookup says when the value it was given names nothing (or nothing valid)
 NOT_FOUND_RE = re.compile(
-    r"not\s+found|no\s+such|does\s*n[o']t\s+exist|unknown|invalid|not\s+(?:a\s+)?valid|malformed|"
+    r"not\s+found|no\s+such|does\s*n[o']t\s+exist|unknown(?!\s+error)|invalid|not\s+(?:a\s+)?valid|malformed|"
     r"not\s+recogni[sz]ed|no\s+match|\bno\s+\w+\s+(?:has|with|named|matches|for|called)\b|"
     r"not\s+a\s+known|unrecogni[sz]ed|bad\s+format|could\s*n[o']t\s+find|can\s*n[o']t\s+find",
     re.IGNORECASE,

@@ -23,6 +23,7 @@ from skill_library import (
     settings,
     value_fit,
 )
+from skill_library import outcomes as honest_outcomes
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -47,6 +48,7 @@ from skill_library.models import (
     Example,
     LearnResult,
     Match,
+    OutcomeKind,
     Skill,
     SkillKind,
     SkillRun,
@@ -673,30 +675,38 @@ class SkillLibrary:
     def feedback(
         self,
         name: str,
-        succeeded: bool,
+        succeeded: "bool | OutcomeKind | str",
         *,
         version: int | None = None,
         trace_id: str | None = None,
         session: str | None = None,
         cohort: str | None = None,
+        wrong_skill: bool = False,
+        reason: str | None = None,
     ) -> Skill:
         """Append one outcome for ``name`` (default: its active version, or with ``session``
-        the version :meth:`fetch` or :meth:`run` gave that session). On a procedure
+        the version :meth:`fetch` or :meth:`run` gave that session). ``succeeded`` is a bool
+        (True: ``success``, False: ``failure``) or an :class:`OutcomeKind` (``"misuse"``,
+        ``"not_applicable"``, ...), kept with ``reason``; only success and failure count
+        toward reliability and the quarantine rule (docs/outcomes.md). ``wrong_skill=True``
+        says the agent fetched the wrong workflow: counted against retrieval
+        (:meth:`retrieval_misses`), not the skill; with the ``trace_id`` of a run whose
+        outcome was recorded, that outcome moves out of the skill's record. On a procedure
         this is :meth:`record_procedure_outcome`. A code skill whose recent outcomes fail is
         quarantined (skill_library.patterns.reliability); a success never lifts that. An
         outcome of a skill with a canary may roll the canary back (governance.canary)."""
-        if not isinstance(succeeded, bool):
-            raise TypeError(f"succeeded must be a bool, got {type(succeeded).__name__}")
-        if version is None and (session is not None or cohort is not None):
-            version = self._session_version(name, session, cohort)
-        if version is None and trace_id is None and self.store.get(name).kind == "instruction":
-            self.record_procedure_outcome(name, succeeded)
-            return self.store.get(name)
-        skill = self.store.record_outcome(name, succeeded, version=version, trace_id=trace_id)
-        if not succeeded:
-            skill = self._check_quarantine(skill)
-        self._after_outcome(name)
-        return skill
+        return honest_outcomes.feedback(self, name, succeeded, version=version, trace_id=trace_id, session=session,
+                                 cohort=cohort, wrong_skill=wrong_skill, reason=reason)
+
+    def outcome_counts(self, name: str, version: int | None = None) -> dict[str, int]:
+        """How many outcomes of each kind (success, failure, misuse, not_applicable,
+        wrong_skill) version ``version`` (default: the active one) of ``name`` has."""
+        return self.store.outcome_counts(name, version)
+
+    def retrieval_misses(self, name: str) -> int:
+        """How many times ``name`` was reported fetched for a task it does not do
+        (``feedback(..., wrong_skill=True)``): retrieval's count, not the skill's."""
+        return honest_outcomes.retrieval_misses(self, name)
 
     def _check_quarantine(self, skill: Skill) -> Skill:
         from skill_library.patterns.reliability import quarantine_problem, record_event
@@ -768,8 +778,9 @@ class SkillLibrary:
         """Store an active procedure (a versioned ``instruction`` record; name from the title)."""
         return self.procedures.add(title, trigger, description, confidence=confidence, name=name, actor=actor)
 
-    def record_procedure_outcome(self, name: str, positive: bool) -> Skill:
-        """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0)."""
+    def record_procedure_outcome(self, name: str, positive: "bool | OutcomeKind | str") -> Skill:
+        """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0);
+        an :class:`OutcomeKind` other than success/failure is logged and moves nothing."""
         self.procedures.record_outcome(name, positive)
         return self.store.get(name)
 
@@ -978,8 +989,11 @@ class SkillLibrary:
 
         Only the tools the skill (and its dependencies) declare are reachable, and a tool
         schema that does not say otherwise admits only the arguments it lists. The calls
-        it makes come back as a new, stored :class:`Trace`. An exception or a limit hit
-        records a failure; a success is recorded by ``verifier`` (when given) or later
+        it makes come back as a new, stored :class:`Trace`. A run that raised is judged
+        (``run.outcome_kind``, ``run.outcome_reason``: docs/outcomes.md): ``misuse`` when a
+        read-only lookup refused a value the caller passed, ``not_applicable`` when it stopped
+        on a ``NotApplicable`` precondition, else (a state-changing call raising, a limit hit)
+        a ``failure``; a success is recorded by ``verifier`` (when given) or later
         through :meth:`feedback`. ``record=False`` writes nothing (no trace, no outcome),
         for evaluating a frozen library. Calling it wrongly (a declared tool missing from
         ``tools``, arguments that break the parameter schema) raises

@@ -35,7 +35,7 @@ from skill_library.errors import (
     SkillNotFoundError,
     TraceNotFoundError,
 )
-from skill_library.models import Example, Skill, SkillStatus, Trace, utc_now
+from skill_library.models import COUNTED_KINDS, Example, OutcomeKind, Skill, SkillStatus, Trace, utc_now
 from skill_library.storage.bulk import insert_distinct_versions
 from skill_library.storage.dialects import (
     EMPTY_FILE_CHECKS,
@@ -479,14 +479,76 @@ class SQLRecordStore(RecordStore):
         return [row_to_skill(row) for row in rows]
 
     def record_outcome(
-        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
+        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None,
+        kind: OutcomeKind | str | None = None, reason: str | None = None, origin: str | None = "feedback",
     ) -> Skill:
         with self._write() as conn:
             skill = self._get(conn, name, version)  # raises when unknown
             # the counter update comes last, so on PostgreSQL the version's row lock is
             # held only from it to the commit; its RETURNING gives the exact new counts
-            successes, failures = self._append_outcome(conn, name, skill.version, success, trace_id, utc_now())
+            successes, failures = self._append_outcome(
+                conn, name, skill.version, success, trace_id, utc_now(), kind=kind, reason=reason, origin=origin
+            )
             return skill.model_copy(update={"successes": successes, "failures": failures})
+
+    def outcome_counts(self, name: str, version: int | None = None) -> dict[str, int]:
+        with self._read() as conn:
+            skill = self._get(conn, name, version)
+            rows = conn.execute(
+                sa.select(outcomes_table.c.kind, outcomes_table.c.success, sa.func.count())
+                .where(self._t(outcomes_table))
+                .where(outcomes_table.c.name == name)
+                .where(outcomes_table.c.version == skill.version)
+                .group_by(outcomes_table.c.kind, outcomes_table.c.success)
+            ).all()
+        counts = {k.value: 0 for k in OutcomeKind}
+        for kind, success, n in rows:
+            counts[kind or ("success" if success else "failure")] += int(n)
+        return counts
+
+    def trace_outcome(self, trace_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(
+                sa.select(outcomes_table).where(self._t(outcomes_table))
+                .where(outcomes_table.c.trace_id == trace_id)
+                .order_by(outcomes_table.c.id.desc()).limit(1)
+            ).mappings().first()
+        return None if row is None else {"name": row["name"], **_outcome_row(row)}
+
+    def known_traces(self, trace_ids: Sequence[str]) -> set[str]:
+        wanted = sorted(set(trace_ids))
+        found: set[str] = set()
+        with self._read() as conn:
+            for start in range(0, len(wanted), settings.IN_QUERY_BATCH):
+                found.update(conn.execute(
+                    sa.select(traces_table.c.id).where(self._t(traces_table))
+                    .where(traces_table.c.id.in_(wanted[start : start + settings.IN_QUERY_BATCH]))
+                ).scalars())
+        return found
+
+    def reclassify_outcome(self, trace_id: str, name: str, kind: OutcomeKind | str, reason: str | None) -> Skill:
+        new = OutcomeKind.of(kind)
+        with self._write() as conn:
+            row = conn.execute(
+                sa.select(outcomes_table).where(self._t(outcomes_table))
+                .where(outcomes_table.c.trace_id == trace_id).where(outcomes_table.c.name == name)
+                .order_by(outcomes_table.c.id.desc()).limit(1).with_for_update()
+            ).mappings().first()
+            if row is None:
+                raise SkillLibraryError(f"trace {trace_id!r} has no outcome of {name!r} to change")
+            old = row["kind"] or ("success" if row["success"] else "failure")
+            conn.execute(outcomes_table.update().where(outcomes_table.c.id == row["id"])
+                         .values(kind=new.value, success=new is OutcomeKind.SUCCESS, reason=reason))
+            changes: dict[str, Any] = {}
+            for counted, column in (("success", versions_table.c.successes), ("failure", versions_table.c.failures)):
+                delta = (new.value == counted) - (old == counted)
+                if delta:
+                    changes[column.name] = column + delta
+            if changes:
+                conn.execute(versions_table.update().where(self._t(versions_table))
+                             .where(versions_table.c.name == name)
+                             .where(versions_table.c.version == row["version"]).values(changes))
+            return self._get(conn, name, row["version"])
 
     def set_status(self, name: str, status: SkillStatus) -> Skill:
         with self._write() as conn:
@@ -501,6 +563,10 @@ class SQLRecordStore(RecordStore):
                 .where(self._t(outcomes_table))
                 .where(outcomes_table.c.name == name)
                 .where(outcomes_table.c.version == version)
+                .where(counted_outcome())
+                # a quarantine counts only outcomes of recorded runs (or of trusted in-process
+                # callers): an outside report naming a session but no run is left out
+                .where(sa.or_(outcomes_table.c.origin.is_(None), outcomes_table.c.origin != "external_session"))
                 .order_by(outcomes_table.c.id.desc())
                 .limit(limit)
             ).scalars()
@@ -515,15 +581,7 @@ class SQLRecordStore(RecordStore):
                 .where(outcomes_table.c.name == name)
                 .order_by(outcomes_table.c.id)
             ).mappings()
-            return [
-                {
-                    "version": r["version"],
-                    "success": bool(r["success"]),
-                    "trace_id": r["trace_id"],
-                    "recorded_at": r["recorded_at"],
-                }
-                for r in rows
-            ]
+            return [_outcome_row(r) for r in rows]
 
     # -- traces -------------------------------------------------------------------------
     def save_trace(self, trace: Trace) -> None:
@@ -826,21 +884,31 @@ class SQLRecordStore(RecordStore):
         success: bool,
         trace_id: str | None,
         when: datetime,
+        *,
+        kind: OutcomeKind | str | None = None,
+        reason: str | None = None,
+        origin: str | None = "learned",
     ) -> tuple[int, int]:
-        """Append one outcome and bump its version's counter (an atomic ``x = x + 1``: exact
-        under concurrent writers); the version's new (successes, failures)."""
+        """Append one outcome and, for a counted kind (success, failure), bump its version's
+        counter (an atomic ``x = x + 1``: exact under concurrent writers); the version's new
+        (successes, failures). ``kind`` None: success or failure by ``success``."""
+        found = OutcomeKind.of(success if kind is None else kind)
         conn.execute(
             outcomes_table.insert().values(
-                tenant=self.tenant, name=name, version=version, success=success, trace_id=trace_id,
-                recorded_at=when,
+                tenant=self.tenant, name=name, version=version, success=found is OutcomeKind.SUCCESS,
+                trace_id=trace_id, recorded_at=when, kind=found.value, reason=reason, origin=origin,
             )
         )
-        column = versions_table.c.successes if success else versions_table.c.failures
+        this = (self._t(versions_table), versions_table.c.name == name, versions_table.c.version == version)
+        if not found.counted:
+            row = conn.execute(
+                sa.select(versions_table.c.successes, versions_table.c.failures).where(*this)
+            ).one()
+            return int(row[0]), int(row[1])
+        column = versions_table.c.successes if found is OutcomeKind.SUCCESS else versions_table.c.failures
         row = conn.execute(
             versions_table.update()
-            .where(self._t(versions_table))
-            .where(versions_table.c.name == name)
-            .where(versions_table.c.version == version)
+            .where(*this)
             .values({column.name: column + 1})
             .returning(versions_table.c.successes, versions_table.c.failures)
         ).one()
@@ -848,3 +916,20 @@ class SQLRecordStore(RecordStore):
 
 
 settings.forward(__name__, "IN_QUERY_BATCH", "SQLITE_BUSY_TIMEOUT_MS")
+def counted_outcome() -> Any:
+    """The outcome rows that are the skill's own record: success or failure (a row no
+    migration gave a kind counts by its flag)."""
+    return sa.or_(outcomes_table.c.kind.is_(None), outcomes_table.c.kind.in_(sorted(COUNTED_KINDS)))
+
+
+def _outcome_row(r: Any) -> dict[str, Any]:
+    return {
+        "version": r["version"],
+        "success": bool(r["success"]),
+        "kind": r["kind"] or ("success" if r["success"] else "failure"),
+        "reason": r["reason"],
+        "origin": r["origin"],
+        "trace_id": r["trace_id"],
+        "recorded_at": r["recorded_at"],
+    }
+

@@ -58,6 +58,8 @@ def run_json(run: SkillRun) -> dict[str, Any]:
     and, as ``calls``, the tool calls it made."""
     data: dict[str, Any] = jsonable(run.model_dump(mode="python"))
     data["trace_id"] = run.trace.id
+    data["outcome_kind"] = None if run.outcome_kind is None else run.outcome_kind.value
+    data["outcome_reason"] = run.outcome_reason
     data["calls"] = [
         {"name": c.name, "arguments": jsonable(c.arguments), "result": jsonable(c.result), "error": c.error}
         for c in run.trace.calls

@@ -180,8 +180,8 @@ def test_bad_inputs_give_named_errors(library):
     library.add(make_skill("water_plants", WORKFLOWS["water_plants"]))
     with pytest.raises(SkillNotFoundError, match="skill 'water_plants' has no version 7"):
         library.feedback("water_plants", True, version=7)
-    with pytest.raises(TypeError, match="succeeded must be a bool"):
-        library.feedback("water_plants", "yes")
+    with pytest.raises(ValueError, match="unknown outcome kind 'yes'; use one of success, failure"):
+        library.feedback("water_plants", "yes")  # a string names an outcome kind
     with pytest.raises(TypeError, match="add\\(\\) takes a Skill"):
         library.add({"name": "x"})
     with pytest.raises(ValueError, match="min_reliability"):

@@ -166,8 +166,11 @@ def show(
         examples = lib.examples(name)
         prototype = lib.prototype_traces(name)
         calibration = lib.calibration()
+        counts = lib.outcome_counts(name, skill.version)
+    others = {k: n for k, n in counts.items() if k not in ("success", "failure") and n}
     if as_json:
         data = skill_json(skill)
+        data["outcome_counts"] = counts
         data["examples"] = [e.model_dump(mode="json", exclude={"params"}) for e in examples]
         data["prototype_traces"] = prototype
         data["abstention"] = calibration.to_json()
@@ -177,7 +180,8 @@ def show(
     lines = [
         f"{skill.name} v{skill.version} ({skill.kind}, {skill.status})",
         f"when: {skill.when}",
-        f"reliability {skill.reliability:.3f} ({skill.successes} ok / {skill.failures} failed)",
+        f"reliability {skill.reliability:.3f} ({skill.successes} ok / {skill.failures} failed"
+        + (f"; not counted against it: {', '.join(f'{n} {k}' for k, n in others.items())})" if others else ")"),
         f"tools: {', '.join(skill.tools) or '-'}; depends on: {', '.join(skill.depends_on) or '-'}",
         f"evidence: {len(examples)} example trace(s) of this workflow; this version was built from "
         f"{learned_from} and verified by replaying {'it' if learned_from == 1 else 'each'}"
@@ -251,12 +255,14 @@ def outcomes(name: str, directory: Optional[Path] = DirOption, as_json: bool = J
         emit([outcome_json(o) for o in log])
         return
     rows = [outcome_json(o) for o in log]
-    table = _table("recorded", "version", "outcome", "trace id",
+    reasons = any(r.get("reason") for r in rows)  # the column only when some outcome says why
+    table = _table("recorded", "version", "outcome", "trace id", *(("reason",) if reasons else ()),
                    names=[str(r["recorded_at"])[:19] for r in rows])
     for r in rows:
         table.add_row(
             str(r["recorded_at"])[:19], str(r["version"]),
-            "success" if r["success"] else "failure", r["trace_id"] or "-",
+            r.get("kind") or ("success" if r["success"] else "failure"), r["trace_id"] or "-",
+            *((r.get("reason") or "",) if reasons else ()),
         )
     _print_table(table)
     if not rows:

@@ -108,6 +108,8 @@ def insert_distinct_versions(
                 "name": s.name,
                 "version": versions[s.name],
                 "success": True,
+                "kind": "success",
+                "origin": "learned",
                 "trace_id": s.provenance.trace_ids[0] if s.provenance.trace_ids else None,
                 "recorded_at": now,
             }

@@ -1,0 +1,83 @@
+"""τ-bench retail in the harness: ``python -m benchmarks taubench --data DIR``.
+
+    python -m benchmarks taubench [--data DIR] [--protocol cv|dev|all] [--folds 5] [--fold F]
+                                  [--limit N] [--k 3] [--no-oracle] [--out benchmarks/results/taubench]
+
+See :mod:`benchmarks.taubench.protocol` for the method and ``benchmarks/README.md`` for the
+figures. Results (``results.json``, ``results.md``, ``taubench.png``) hold task ids, skill
+names and numbers only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.taubench.data import DataError, Retail, fold_of, resolve_data_dir
+from benchmarks.taubench.protocol import TauConfig, run_cv, run_dev
+
+__all__ = ["DataError", "Retail", "TauConfig", "fold_of", "resolve_data_dir", "run", "run_cv", "run_dev"]
+
+
+def _machine(started: float) -> dict[str, Any]:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"host": platform.node(), "cores": os.cpu_count(), "load": [round(x, 1) for x in os.getloadavg()],
+            "commit": commit, "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "elapsed_s": round(time.perf_counter() - started, 1)}
+
+
+def write(results: dict[str, Any], out: Path) -> list[Path]:
+    """results.json, results.md and the plot into ``out``; the paths written."""
+    from benchmarks.taubench import report
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "results.json", out / "results.md"]
+    paths[0].write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    paths[1].write_text(report.markdown(results), encoding="utf-8")
+    png = report.plot(results, out / "taubench.png")
+    return paths + ([png] if png else [])
+
+
+def run(config: TauConfig, *, embedder: Any = None, progress: Any = None, write_out: bool = True) -> dict[str, Any]:
+    """Run the configured protocol(s); results (written to ``config.out`` after each fold)."""
+    from benchmarks.taubench import report
+
+    started = time.perf_counter()
+    retail = Retail(config.data)
+    if config.protocol not in ("cv", "dev", "all"):
+        raise ValueError(f"--protocol must be cv, dev or all, got {config.protocol!r}")
+    if config.fold is not None and not 0 <= config.fold < config.folds:
+        raise ValueError(f"--fold must be within 0..{config.folds - 1}, got {config.fold}")
+    if embedder is None:
+        from benchmarks.harness import default_embedder
+
+        embedder = default_embedder()
+    state: dict[str, Any] = {"cv": None, "dev": None}
+
+    def save() -> dict[str, Any]:
+        results = report.build(config, state["cv"], state["dev"], _machine(started))
+        if write_out:
+            write(results, Path(config.out))
+        return results
+
+    results: dict[str, Any] = {}
+    if config.protocol in ("cv", "all"):
+        def on_fold(cv: dict[str, Any]) -> None:
+            state["cv"] = cv
+            save()
+
+        state["cv"] = run_cv(config, retail, embedder, progress=progress, on_fold=on_fold)
+        results = save()
+    if config.protocol in ("dev", "all"):
+        state["dev"] = run_dev(config, retail, embedder, progress=progress)
+        results = save()
+    return results

@@ -154,10 +154,25 @@ def bind_plan_steps(steps: Sequence[tuple[Mapping[str, Any] | None, Sequence[str
         out.append(args)
         if args is None:
             continue
-        given = [json.dumps(v, sort_keys=True) for v in args.values()]
-        flat = {g for g in given} | {json.dumps(x, sort_keys=True) for v in args.values() if isinstance(v, list)
-                                     for x in v}
+        taken = _taken(args, [writes[i] for i in pool])
         for i in pool:
-            if any(json.dumps(v, sort_keys=True) in flat for v in writes[i].kwargs.values()):
+            relevant = [(k, v) for k, v in writes[i].kwargs.items() if k in taken]
+            if relevant and all(json.dumps(v, sort_keys=True) in taken[k] for k, v in relevant):
                 used[i] = True
     return out
+
+
+def _taken(args: Mapping[str, Any], calls: Sequence[Call]) -> dict[str, set[str]]:
+    """Argument name -> the (JSON) values a step's bound ``args`` took of it from ``calls``."""
+    values = write_values(calls)
+    taken: dict[str, set[str]] = {}
+    for param, value in args.items():
+        base = param if param in values else split_numbered(param)[0]
+        if base not in values and param.endswith("s"):
+            base = param[:-1]
+        if base not in values:
+            continue
+        listed = any(isinstance(v, list) for v in values[base])
+        items = value if isinstance(value, list) and not listed else [value]
+        taken.setdefault(base, set()).update(json.dumps(v, sort_keys=True) for v in items)
+    return taken

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import pickle
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -147,9 +148,14 @@ class Retail:
         spec.loader.exec_module(module)
         return module
 
+    @cached_property
+    def _snapshot(self) -> bytes:
+        return pickle.dumps(self.env_module.load_retail_data(self.path / "retail"), protocol=pickle.HIGHEST_PROTOCOL)
+
     def new_env(self) -> Any:
-        """A fresh copy of the database (``env.call(name, **kwargs) -> str``, ``env.state_hash()``)."""
-        return self.env_module.RetailEnv(data_dir=self.path / "retail")
+        """A fresh copy of the database (``env.call(name, **kwargs) -> str``, ``env.state_hash()``):
+        the folder's JSON parsed once, each copy unpickled from that (types and key order kept)."""
+        return self.env_module.RetailEnv(data=pickle.loads(self._snapshot))
 
     def split(self, name: str) -> list[Task]:
         return [t for t in self.tasks if t.split == name]

@@ -350,3 +350,27 @@ def test_one_fold_over_100_train_tasks(tmp_path, embedder):
     text = (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
     for task in tests:  # results hold ids, names and numbers, no task text
         assert task.instruction[:40] not in text
+
+
+# -- perf_learn on τ-bench traces ------------------------------------------------------------------
+
+
+def test_perf_learn_taubench_bad_folder_names_the_option(tmp_path, capsys):
+    import benchmarks.perf_learn as perf
+
+    assert perf.main(["--taubench", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert "--taubench" in err and "nowhere" in err and len(err.strip().splitlines()) == 1
+
+
+@needs_data
+@pytest.mark.slow
+def test_perf_learn_taubench_slice(embedder):
+    import benchmarks.perf_learn as perf
+
+    figures = perf.measure_taubench(str(DATA), 20, embedder=embedder)
+    changing = sum(t.changes_state for t in Retail(DATA).split("train")[:20])
+    assert figures["tasks"] == 20 and figures["traces"] == changing
+    assert figures["texts_per_s"] > 0 and figures["traces_per_s"] > 0
+    assert figures["ratio"] == pytest.approx(figures["traces_per_s"] / figures["texts_per_s"])
+    assert figures["skills"] >= 1 and figures["rejected"] == 0

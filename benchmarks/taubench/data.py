@@ -43,21 +43,22 @@ def default_data_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
-def resolve_data_dir(data: str | Path | None) -> Path:
-    """The data folder to use: ``data`` or the default; DataError (one line) when absent or partial."""
+def resolve_data_dir(data: str | Path | None, option: str = "--data") -> Path:
+    """The data folder to use: ``data`` or the default; DataError (one line, naming ``option``
+    or the missing file) when absent or partial."""
     if data is None:
         found = default_data_dir()
         if found is None:
             raise DataError(f"no τ-bench data folder: {DEFAULT_RELATIVE} (from the project root) does not exist; "
-                            "pass --data DIR")
+                            f"pass {option} DIR")
         path = found
     else:
         path = Path(data)
         if not path.is_dir():
-            raise DataError(f"--data {path}: not a folder")
+            raise DataError(f"{option} {path}: not a folder")
     missing = [name for name in REQUIRED_FILES if not (path / name).is_file()]
     if missing:
-        raise DataError(f"--data {path}: missing {missing[0]}" + (f" (and {len(missing) - 1} more: "
+        raise DataError(f"{option} {path}: missing {missing[0]}" + (f" (and {len(missing) - 1} more: "
                         f"{', '.join(missing[1:])})" if len(missing) > 1 else ""))
     return path
 
@@ -116,8 +117,8 @@ class Task:
 class Retail:
     """A checked data folder: its tasks, tool declarations and fresh environments."""
 
-    def __init__(self, data: str | Path | None = None) -> None:
-        self.path = resolve_data_dir(data)
+    def __init__(self, data: str | Path | None = None, option: str = "--data") -> None:
+        self.path = resolve_data_dir(data, option)
         gold = {}
         for line in (self.path / "gold_replay.jsonl").read_text(encoding="utf-8").splitlines():
             if line.strip():

@@ -144,7 +144,17 @@ def _suite(args, console, command: str) -> int:
 def _taubench(args, console, command: str) -> int:
     """The taubench subcommand: check the data folder, run, write, print."""
     from benchmarks import taubench
+    from benchmarks.taubench import report
 
+    if args.merge:
+        try:
+            merged = taubench.merge(args.merge, args.out, command=None)
+        except ValueError as exc:
+            console.print(f"error: {exc}", markup=False, soft_wrap=True)
+            return 2
+        console.print(report.table(merged), markup=False, highlight=False, soft_wrap=True)
+        console.print(f"wrote {args.out}: merged {len(args.merge)} runs ({command})", markup=False, soft_wrap=True)
+        return 0
     try:
         taubench.resolve_data_dir(args.data)
     except taubench.DataError as exc:
@@ -165,8 +175,6 @@ def _taubench(args, console, command: str) -> int:
     except (taubench.DataError, ValueError) as exc:
         console.print(f"error: {exc}", markup=False, soft_wrap=True)
         return 2
-    from benchmarks.taubench import report
-
     console.print(report.table(results), markup=False, highlight=False, soft_wrap=True)
     for name in ("results.json", "results.md", "taubench.png"):
         if (Path(args.out) / name).exists():
@@ -291,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     tau.add_argument("--k", type=int, default=3, help="attempts per task (fetch k)")
     tau.add_argument("--no-oracle", action="store_true", help="skip the oracle runs (no miss classification)")
     tau.add_argument("--out", type=Path, default=Path("benchmarks/results/taubench"))
+    tau.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RESULTS_JSON",
+                     help="instead of running: merge the cv results.json of separate runs (e.g. one --fold each) "
+                     "into --out")
     tau.add_argument("--no-progress", action="store_true")
 
     sub.add_parser("list", help="worlds, suites, agents and task counts")

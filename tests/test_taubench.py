@@ -374,3 +374,45 @@ def test_perf_learn_taubench_slice(embedder):
     assert figures["texts_per_s"] > 0 and figures["traces_per_s"] > 0
     assert figures["ratio"] == pytest.approx(figures["traces_per_s"] / figures["texts_per_s"])
     assert figures["skills"] >= 1 and figures["rejected"] == 0
+
+
+# -- merging folds run as separate processes ----------------------------------------------------------
+
+
+def _fold_results(fold: int, solved: list[bool]) -> dict[str, Any]:
+    from benchmarks.taubench import TauConfig, report
+
+    ids = [i for i in (f"retail_train_{n:03d}" for n in range(300)) if data.fold_of(i) == fold][: len(solved)]
+    records = [{"task_id": i, "shape": "single", "write_tools": ["cancel_pending_order"], "gold_tool_error": False,
+                "binding": "gold", "fetched": ["a"], "plan_steps": None,
+                "attempts": [{"kind": "skill", "skills": ["a"], "bound": True, "ran": True, "solved": ok}],
+                "solved_at_1": ok, "solved_at_k": ok, "solvers": ["a"] if ok else [],
+                **({} if ok else {"miss": "generalization"})} for i, ok in zip(ids, solved)]
+    skills = [{"name": "a", "version": 1, "status": "active", "tools": ["cancel_pending_order"], "params": ["order_id"],
+               "shape": "x", "traces": 3}]
+    learn = {"traces": 3, "learn_s": 1.0, "traces_per_s": 3.0, "statuses": {"saved": 1, "merged": 2},
+             "traces_per_skill": {"a": 3}}
+    cv = {"folds": {str(fold): {"learn": learn, "solve_s": 1.0, "skills": skills, "fetch_args": False, "plan": False,
+                                "records": records}}}
+    machine = {"host": "h", "cores": 2, "load": [1.0], "commit": "c", "finished": "t", "elapsed_s": 1.0}
+    return report.build(TauConfig(protocol="cv", fold=fold, command=f"run {fold}"), cv, None, machine)
+
+
+def test_merge_joins_folds_run_apart(tmp_path):
+    from benchmarks.taubench import merge
+
+    paths = []
+    for fold, solved in ((0, [True, False]), (3, [True, True, True])):
+        path = tmp_path / f"f{fold}.json"
+        path.write_text(json.dumps(_fold_results(fold, solved)), encoding="utf-8")
+        paths.append(path)
+    merged = merge(paths, tmp_path / "out")
+    cv = merged["cv"]
+    assert cv["folds_done"] == ["0", "3"] and cv["overall"]["tasks"] == 5
+    assert cv["overall"]["solved_at_k"] == 0.8 and cv["per_fold"]["0"]["summary"]["solved_at_k"] == 0.5
+    assert cv["mean_skills_stored"] == 1 and (tmp_path / "out" / "results.md").is_file()
+    with pytest.raises(ValueError, match="fold 0 is in two"):
+        merge([paths[0], paths[0]], tmp_path / "again")
+    (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.json"):
+        merge([tmp_path / "bad.json"], tmp_path / "again")

@@ -21,7 +21,7 @@ from typing import Any
 from benchmarks.taubench.data import DataError, Retail, fold_of, resolve_data_dir
 from benchmarks.taubench.protocol import TauConfig, run_cv, run_dev
 
-__all__ = ["DataError", "Retail", "TauConfig", "fold_of", "resolve_data_dir", "run", "run_cv", "run_dev"]
+__all__ = ["DataError", "Retail", "TauConfig", "fold_of", "merge", "resolve_data_dir", "run", "run_cv", "run_dev"]
 
 
 def _machine(started: float) -> dict[str, Any]:
@@ -81,3 +81,46 @@ def run(config: TauConfig, *, embedder: Any = None, progress: Any = None, write_
         state["dev"] = run_dev(config, retail, embedder, progress=progress)
         results = save()
     return results
+
+
+def merge(paths: list[Path], out: Path, command: str | None = None) -> dict[str, Any]:
+    """One cv result from several runs' ``results.json`` (e.g. folds run as separate processes
+    with ``--fold``), written to ``out``; ValueError for a file without cv or a fold twice."""
+    from benchmarks.taubench import report
+
+    folds: dict[str, Any] = {}
+    machines, commands = [], []
+    config = None
+    for path in paths:
+        try:
+            results = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"--merge {path}: not a readable results.json ({type(exc).__name__})") from None
+        if "cv" not in results:
+            raise ValueError(f"--merge {path}: has no cross-validation results")
+        cfg = results["config"]
+        config = config or cfg
+        if cfg["folds"] != config["folds"] or cfg["limit"] != config["limit"] or cfg["k"] != config["k"]:
+            raise ValueError(f"--merge {path}: run with other --folds, --limit or --k than {paths[0]}")
+        machines.append(results["machine"])
+        commands.append(cfg.get("command") or "")
+        cv = results["cv"]
+        for f, fold in cv["per_fold"].items():
+            if f in folds:
+                raise ValueError(f"--merge {path}: fold {f} is in two of the files")
+            lib, skills = fold["library"], cv["skills"][f]
+            folds[f] = {"learn": {"traces": lib["traces"], "learn_s": lib["learn_s"],
+                                  "traces_per_s": lib["traces_per_s"], "statuses": lib["statuses"],
+                                  "traces_per_skill": {s["name"]: s["traces"] for s in skills}},
+                        "solve_s": fold["solve_s"], "skills": skills, "fetch_args": fold["fetch_args"],
+                        "plan": fold["plan"],
+                        "records": [r for r in cv["records"] if fold_of(r["task_id"], cfg["folds"]) == int(f)]}
+    assert config is not None
+    tau = TauConfig(protocol="cv", folds=config["folds"], limit=config["limit"], k=config["k"], out=out,
+                    command=command or " ; ".join(commands), oracle=config.get("oracle", True))
+    machine = dict(machines[-1])
+    machine.update(elapsed_s=max(m["elapsed_s"] for m in machines), runs=machines,
+                   finished=max(m["finished"] for m in machines))
+    merged = report.build(tau, {"folds": dict(sorted(folds.items(), key=lambda kv: int(kv[0])))}, None, machine)
+    write(merged, out)
+    return merged

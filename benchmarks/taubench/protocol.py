@@ -355,6 +355,8 @@ def run_cv(config: TauConfig, retail: Retail, embedder: Any, progress: Progress 
                 learned = learn(library, retail, learn_tasks)
                 start = time.perf_counter()
                 records = _solve_all(library, retail, tests, "gold", config, f"fold {f}", progress)
+                for record in records:
+                    record["fold"] = f
                 out["folds"][str(f)] = {
                     "learn": learned, "solve_s": round(time.perf_counter() - start, 1),
                     "skills": describe_skills(library, learned["traces_per_skill"]),

@@ -24,12 +24,21 @@ from benchmarks.taubench.protocol import TauConfig, run_cv, run_dev
 __all__ = ["DataError", "Retail", "TauConfig", "fold_of", "merge", "resolve_data_dir", "run", "run_cv", "run_dev"]
 
 
-def _machine(started: float) -> dict[str, Any]:
+def _commit() -> str | None:
+    """The checkout's short commit (with ``+changes`` when it has uncommitted ones), or None."""
+    here = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip() or None
+                                cwd=here, timeout=10).stdout.strip() or None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "benchmarks",
+                                "skill_library", "sandbox"], capture_output=True, text=True, cwd=here,
+                               timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        commit = None
+        return None
+    return f"{commit}+changes" if commit and dirty else commit
+
+
+def _machine(started: float, commit: str | None) -> dict[str, Any]:
     return {"host": platform.node(), "cores": os.cpu_count(), "load": [round(x, 1) for x in os.getloadavg()],
             "commit": commit, "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "elapsed_s": round(time.perf_counter() - started, 1)}
@@ -51,7 +60,7 @@ def run(config: TauConfig, *, embedder: Any = None, progress: Any = None, write_
     """Run the configured protocol(s); results (written to ``config.out`` after each fold)."""
     from benchmarks.taubench import report
 
-    started = time.perf_counter()
+    started, commit = time.perf_counter(), _commit()  # the code that runs: the commit at the start
     retail = Retail(config.data)
     if config.protocol not in ("cv", "dev", "all"):
         raise ValueError(f"--protocol must be cv, dev or all, got {config.protocol!r}")
@@ -64,7 +73,7 @@ def run(config: TauConfig, *, embedder: Any = None, progress: Any = None, write_
     state: dict[str, Any] = {"cv": None, "dev": None}
 
     def save() -> dict[str, Any]:
-        results = report.build(config, state["cv"], state["dev"], _machine(started))
+        results = report.build(config, state["cv"], state["dev"], _machine(started, commit))
         if write_out:
             write(results, Path(config.out))
         return results

@@ -143,6 +143,15 @@ def markdown(results: dict[str, Any]) -> str:
         for shape, s in cv["overall"]["by_shape"].items():
             lines.append(f"| {shape} | {s['tasks']} | {_pct(s['solved_at_1'])} | {_pct(s['solved_at_k'])} | "
                          f"{_pct(s.get('oracle'))} | {s['plan_attempts']} ({s['plan_solved']}) |")
+        lines += ["", "Per fold, by shape (solved@1 / solved@3 / oracle; plan attempts solved):", "",
+                  "| fold | " + " | ".join(SHAPES) + " |", "|---|" + "---|" * len(SHAPES)]
+        for f, fold in cv["per_fold"].items():
+            cells = []
+            for shape in SHAPES:
+                s = fold["summary"]["by_shape"][shape]
+                cells.append(f"{s['tasks']}: {_pct(s['solved_at_1'])} / {_pct(s['solved_at_k'])} / "
+                             f"{_pct(s.get('oracle'))}; plan {s['plan_solved']}/{s['plan_attempts']}")
+            lines.append(f"| {f} | " + " | ".join(cells) + " |")
         lines += ["", "Learning per fold:", "", "| fold | traces | learn s | traces/s | skills | single-trace skills "
                   "| max numbered param | statuses |", "|---|---|---|---|---|---|---|---|"]
         for f, fold in cv["per_fold"].items():

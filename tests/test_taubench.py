@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -416,3 +417,18 @@ def test_merge_joins_folds_run_apart(tmp_path):
     (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ValueError, match="bad.json"):
         merge([tmp_path / "bad.json"], tmp_path / "again")
+
+
+@needs_data
+def test_committed_results_hold_no_task_text_or_values(retail):
+    import re
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    files = sorted(root.glob("taubench*/results.*"))
+    if not files:
+        pytest.skip("no committed τ-bench results")
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"#W\d{7}|@example\.com|\b\d{10}\b|(credit_card|paypal|gift_card)_\d+", text), path
+        for task in retail.tasks:
+            assert task.instruction[:50] not in text, (path, task.id)

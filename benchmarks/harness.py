@@ -256,6 +256,7 @@ def run_benchmark(
                 # it learns call the world's side-effect tools and must activate to be measured
                 library = _library_class()(lib_path, embedder=embedder, min_reliability=config.min_reliability,
                                            read_only_tools=world.read_only_tools(),
+                                           trusted_output_tools=world.trusted_output_tools(),
                                            policy=Policy(auto_approve="all"))
             try:
                 phases = [("train", train_order(train, seed)), ("test", test)]

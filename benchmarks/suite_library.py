@@ -42,7 +42,8 @@ def open_library(path: Path, world: World, *, embedder: Any, min_reliability: fl
     if path.exists():
         shutil.rmtree(path)
     library = SkillLibrary(path, embedder=embedder, min_reliability=min_reliability,
-                           read_only_tools=world.read_only_tools(), policy=Policy(auto_approve="all"))
+                           read_only_tools=world.read_only_tools(), policy=Policy(auto_approve="all"),
+                           trusted_output_tools=world.trusted_output_tools())
     library.register_tools(world.tool_specs())
     return library
 

@@ -93,7 +93,10 @@ class SkillLibrary:
     skill does not use, and replay verification lets a skill read more or less often than
     its trace (to look before it acts); they count as tools declared without side effects
     (a tool the tenant declared with side effects stays one: a declaration narrows, never
-    widens).
+    widens). ``trusted_output_tools`` names the tools whose results and errors come from a
+    system you control and carry no third-party text (a game engine's rules): they ground
+    a learned skill's values as the task does (docs/security.md); every other result is
+    untrusted data.
 
     Governance (README, "Governance"): ``policy`` is stored as the tenant's policy when the
     library (or tenant) is created; opening an existing one with a different ``policy``
@@ -134,6 +137,7 @@ class SkillLibrary:
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
         store: RecordStore | None = None,
         read_only_tools: Iterable[str] = (),
+        trusted_output_tools: Iterable[str] = (),
         generalizer: "GeneralizerName | Generalizer" = "dataflow",
         tenant: str = DEFAULT_TENANT,
         policy: Policy | None = None,
@@ -163,6 +167,10 @@ class SkillLibrary:
         self.min_reliability = min_reliability
         self.min_similarity = min_similarity
         self._read_only_arg = frozenset(read_only_tools)
+        #: tools whose results and errors come from a system the operator controls and carry
+        #: no third-party text: they ground a learned skill's values as the task does
+        #: (skill_library.governance.grounding); none by default (not stored)
+        self.trusted_output_tools: frozenset[str] = frozenset(trusted_output_tools)
         self.generalizer = generalizer
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
         if store is None:
@@ -663,7 +671,7 @@ class SkillLibrary:
         from skill_library.governance import lifecycle
 
         try:
-            quarantined = lifecycle.transition(
+            quarantined = lifecycle.library_transition(
                 self, skill.name, current.version, "quarantined",
                 actor=self.resolve_actor("system"), reason=problem,
             )
@@ -675,7 +683,9 @@ class SkillLibrary:
     def lift_quarantine(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
         """An approver (``skill.approve``; default: the local administrator) lifts the
         quarantine of ``name``: it is active and fetched again. Audited."""
-        return self._lift(name, self.resolve_actor(actor), "lifted by an approver")
+        from skill_library.governance.workflow import caller_actor
+
+        return self._lift(name, caller_actor(self, actor), "lifted by an approver")
 
     def _lift(self, name: str, actor: Actor, reason: str) -> Skill:
         from skill_library.governance import lifecycle
@@ -684,7 +694,7 @@ class SkillLibrary:
         skill = self.store.get(name)
         if skill.status != "quarantined":
             raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
-        lifted = lifecycle.transition(self, name, skill.version, "active", actor=actor, reason=reason)
+        lifted = lifecycle.library_transition(self, name, skill.version, "active", actor=actor, reason=reason)
         record_event(self.store, lifted, "lifted", reason, None if actor.kind == "system" else actor.id)
         return lifted
 
@@ -706,7 +716,9 @@ class SkillLibrary:
         run = self.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
         outcome = run.trace.outcome
         if outcome is not None and outcome.success:
-            who = self.resolve_actor(actor if actor is not None else "system")
+            from skill_library.governance.workflow import caller_actor
+
+            who = caller_actor(self, actor) if actor is not None else self.resolve_actor("system")
             self._lift(name, who, f"a re-verification passed (trace {run.trace.id})")
         return run
 

@@ -27,12 +27,33 @@ _SIMPLE_TYPES: dict[str, dict[str, Any]] = {
 }
 
 
+def source_size_problem(code: str) -> str | None:
+    """Why ``code`` is too large to parse (None: it is not): skill source is held to
+    ``sandbox.policy.MAX_SOURCE_BYTES`` UTF-8 bytes, checked before any parse."""
+    from sandbox.policy import MAX_SOURCE_BYTES
+
+    if len(code) > MAX_SOURCE_BYTES:  # a character is at least one byte: no encoding needed
+        return (f"skill source has {len(code)} characters, more than MAX_SOURCE_BYTES="
+                f"{MAX_SOURCE_BYTES} bytes: refused before parsing")
+    size = len(code.encode("utf-8", "surrogatepass"))
+    if size > MAX_SOURCE_BYTES:
+        return (f"skill source is {size} bytes, more than MAX_SOURCE_BYTES={MAX_SOURCE_BYTES}: "
+                "refused before parsing")
+    return None
+
+
 def parse_source(code: str) -> ast.Module:
-    """Parse skill source; a syntax error becomes a ValueError naming the line."""
+    """Parse skill source; a syntax error, or a source over the size limit (checked
+    first), becomes a ValueError naming the line or the limit."""
+    problem = source_size_problem(code)
+    if problem:
+        raise ValueError(problem)
     try:
         return ast.parse(code)
     except SyntaxError as exc:
         raise ValueError(f"syntax error at line {exc.lineno}: {exc.msg}") from None
+    except (MemoryError, RecursionError) as exc:  # nesting the parser cannot hold
+        raise ValueError(f"cannot parse source: {type(exc).__name__}") from None
 
 
 def top_level_functions(code: str) -> list[ast.FunctionDef]:

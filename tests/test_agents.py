@@ -324,7 +324,8 @@ def test_agents_with_the_real_library(tmp_path, embedder):
     from skill_library.library import SkillLibrary
 
     world, explorer = get_world("crafting"), get_agent("explorer")
-    with SkillLibrary(tmp_path / "crafting", embedder=embedder, min_reliability=0.6, policy=ALL) as library:
+    with SkillLibrary(tmp_path / "crafting", embedder=embedder, min_reliability=0.6, policy=ALL,
+                      trusted_output_tools=world.trusted_output_tools()) as library:
         learned = {}
         for item, count in [("iron_ingot", 5), ("iron_pickaxe", 1)]:
             task = crafting_task(item, count, split="train")

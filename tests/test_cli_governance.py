@@ -31,10 +31,10 @@ def invoke(*args: str, env_dir: Path, actor: str | None = None) -> tuple[int, st
 def evaluate(lib_dir: Path, name: str, version: int) -> None:
     """What `skills evaluate` (E) records when an evaluation passes."""
     from skill_library import SkillLibrary
-    from skill_library.governance import system_actor, transition
+    from skill_library.governance import system_actor, library_transition, transition
 
     with SkillLibrary(lib_dir, create=False) as lib:
-        transition(lib, name, version, "evaluated", actor=system_actor(), reason="evaluation passed",
+        library_transition(lib, name, version, "evaluated", actor=system_actor(), reason="evaluation passed",
                    evidence={"passed": True})
 
 

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from skill_library import Skill, SkillLibrary
 from skill_library.errors import LifecycleError, PermissionDenied, SkillLibraryError
-from skill_library.governance import Actor, Policy, ToolSpec, system_actor, transition
+from skill_library.governance import Actor, Policy, ToolSpec, system_actor, library_transition, transition
 from skill_library.governance.actors import os_user
 from skill_library.models import Outcome, ToolCall, Trace
 
@@ -44,7 +44,7 @@ def skill(code: str = CODE_V1, **fields) -> Skill:
 def evaluated(lib: SkillLibrary, name: str, version: int, passed: bool = True) -> Skill:
     """What E's evaluate() records: the evaluation's verdict as a transition."""
     if passed:
-        return transition(lib, name, version, "evaluated", actor=system_actor(),
+        return library_transition(lib, name, version, "evaluated", actor=system_actor(),
                           reason="evaluation passed", evidence={"passed": True, "suite": "votes"})
     return lib.store.get(name, version)
 
@@ -111,7 +111,7 @@ def test_a_canary_rolled_back_returns_to_approved_and_rollback_to_a_version(gov)
     evaluated(gov, "tally_votes", 3)
     gov.approve("tally_votes", 3, actor="bob")
     gov.canary("tally_votes", 3, actor="bob", cohort="beta")
-    assert transition(gov, "tally_votes", 3, "approved", actor=system_actor(),
+    assert library_transition(gov, "tally_votes", 3, "approved", actor=system_actor(),
                       reason="canary failed").status == "approved"
     assert gov.rollback("tally_votes", actor="bob", to_version=1).version == 1
     assert [s.status for s in gov.history("tally_votes")] == ["active", "retired", "approved"]
@@ -169,14 +169,14 @@ def test_a_side_effect_version_needs_a_human_approval(gov):
     assert reasons == ["it calls tools with side effects: delete_all (delete_all undeclared: "
                        "counted as side effects)"]
     with pytest.raises(PermissionDenied, match="needs a human approval: it calls tools with side effects"):
-        transition(gov, "purge_ballots", 1, "approved", actor=system_actor(), reason="auto")
+        library_transition(gov, "purge_ballots", 1, "approved", actor=system_actor(), reason="auto")
     gov.register_tools({"delete_all": ToolSpec(schema={"type": "object"}, side_effects=True)})
     assert "delete_all" in gov.needs_human("purge_ballots", 1)[0]
     assert gov.approve("purge_ballots", 1, actor="bob", reason="reviewed").status == "approved"
     read_only = gov.propose(skill(), actor="alice")
     evaluated(gov, read_only.name, 1)
     assert gov.needs_human(read_only.name, 1) == []  # no tools: the policy may approve it
-    assert transition(gov, read_only.name, 1, "approved", actor=system_actor(),
+    assert library_transition(gov, read_only.name, 1, "approved", actor=system_actor(),
                       reason="auto-approved").status == "approved"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from skill_library import Skill, SkillLibrary
 from skill_library.errors import PermissionDenied, SkillNotFoundError
-from skill_library.governance import Actor, Policy, ToolSpec, system_actor, transition
+from skill_library.governance import Actor, Policy, ToolSpec, system_actor, library_transition, transition
 
 ALICE = Actor(id="alice", kind="user", permissions=frozenset({"skill.propose", "skill.approve"}))
 BOB = Actor(id="bob", kind="user", permissions=frozenset({"skill.approve"}))
@@ -33,7 +33,7 @@ def pair(tmp_path, embedder):
 
 def released(lib: SkillLibrary, proposer: str, approver: str) -> Skill:
     draft = lib.propose(Skill.from_function(CODE, when=WHEN), actor=proposer)
-    transition(lib, draft.name, draft.version, "evaluated", actor=system_actor(), reason="passed")
+    library_transition(lib, draft.name, draft.version, "evaluated", actor=system_actor(), reason="passed")
     lib.approve(draft.name, draft.version, actor=approver)
     return lib.promote(draft.name, draft.version, actor=approver)
 

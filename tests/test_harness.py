@@ -204,8 +204,10 @@ def test_model_tokens_spent_on_learning_are_recorded(tmp_path, embedder):
     from skill_library.library import SkillLibrary
 
     task = small_suite()[0]
-    with SkillLibrary(tmp_path / "lib", embedder=embedder, policy=ALL) as library:
-        record = run_task(get_agent("explorer"), get_world("crafting"), task, library,
+    crafting = get_world("crafting")
+    with SkillLibrary(tmp_path / "lib", embedder=embedder, policy=ALL,
+                      trusted_output_tools=crafting.trusted_output_tools()) as library:
+        record = run_task(get_agent("explorer"), crafting, task, library,
                           seed=0, learning=True, generalizer=Metered())
     assert record["learn"]["status"] == "saved" and record["learn_tokens"] == 340
     results = {

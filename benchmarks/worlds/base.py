@@ -116,6 +116,12 @@ class World(abc.ABC):
         """Tools that only read state (declared to the library: a skill may look before it acts)."""
         return frozenset()
 
+    def trusted_output_tools(self) -> frozenset[str]:
+        """Tools whose results and errors are the world's own rules, with no third-party
+        text (declared to the library: they ground a learned skill's values as the task
+        does; docs/security.md); none by default."""
+        return frozenset()
+
     def tool_specs(self) -> dict[str, "ToolSpec"]:
         """Every tool declared for the library: its argument schema, whether it changes state
         (every tool not in :meth:`read_only_tools` does) and, where the library's ``ToolSpec``

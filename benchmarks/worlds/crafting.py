@@ -160,6 +160,10 @@ class CraftingWorld(World):
     def read_only_tools(self) -> frozenset[str]:
         return frozenset({"inventory"})
 
+    def trusted_output_tools(self) -> frozenset[str]:
+        # the game engine's messages ("needs a furnace") are its recipes: no third party writes them
+        return frozenset(self.tool_functions())
+
     def tool_schemas(self) -> dict[str, dict[str, Any]]:
         item_args = {
             "type": "object",

@@ -79,8 +79,22 @@ def _trace_input(data: Any, task: str | None, verifier: str | None, params: str 
     return data
 
 
-def _jsonl(path: Path) -> list[Any]:
-    """The traces of a ``.jsonl`` file, one JSON object a line (blank lines skipped)."""
+def _print_result(result: Any, prefix: str = "") -> None:
+    """One line for what learn did with one trace."""
+    if result.status in ("saved", "merged", "revised") and result.skill is not None:
+        console.print(
+            styled(prefix + f"{result.status} ", (result.skill.name, "bold"),
+                   f" v{result.skill.version}: {result.skill.when}"),
+            highlight=False,
+        )
+    else:
+        why = "; ".join(result.reasons or [str(result.duplicate_of)])
+        console.print(styled(prefix, (result.status, "yellow"), f": {short(why, 500)}"), highlight=False)
+
+
+def _jsonl(path: Path) -> list[tuple[int, Any]]:
+    """The traces of a ``.jsonl`` file with their line numbers, one JSON object a line
+    (blank lines skipped)."""
     items = []
     try:
         lines = path.read_text().splitlines()
@@ -90,7 +104,7 @@ def _jsonl(path: Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            items.append(json.loads(line))
+            items.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
             fail(f"{path} line {number} is not JSON: {exc.msg} at column {exc.colno}")
     return items
@@ -119,13 +133,17 @@ def learn(
 ) -> None:
     """Learn a skill from a verified trace: SkillLibrary.learn(trace), or learn_many(traces)."""
     items: list[Any] = []
+    labels: list[str] = []  # where each trace came from: the file, or file:line of a .jsonl
     for path in trace_files:
         if path.suffix == ".jsonl":
             if task is not None or verifier is not None:
                 fail("--task and --verifier complete one messages array, not a .jsonl file")
-            items.extend(_jsonl(path))
+            for number, item in _jsonl(path):
+                items.append(item)
+                labels.append(f"{path}:{number}")
         else:
             items.append(_trace_input(json_value(f"@{path}", str(path)), task, verifier, params))
+            labels.append(str(path))
     limits = limits_from(max_tool_calls, cpu_seconds, wall_seconds, memory_mb)
     generalizer: GeneralizerName = "llm" if llm else "dataflow"
     if len(items) != 1 or trace_files[0].suffix == ".jsonl":
@@ -135,8 +153,9 @@ def learn(
             emit([r.model_dump(mode="json") for r in results])
         else:
             counts: dict[str, int] = {}
-            for r in results:
+            for label, r in zip(labels, results):
                 counts[r.status] = counts.get(r.status, 0) + 1
+                _print_result(r, prefix=f"{label}: ")
             skills = sorted({r.skill.name for r in results if r.skill is not None})
             console.print(f"{len(results)} trace(s): " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                           + f"; skills: {', '.join(skills) or 'none'}", highlight=False)
@@ -147,14 +166,8 @@ def learn(
         result = lib.learn(items[0], generalizer=generalizer, limits=limits)
     if as_json:
         emit(result.model_dump(mode="json"))
-    elif result.status in ("saved", "merged", "revised") and result.skill is not None:
-        console.print(
-            styled(f"{result.status} ", (result.skill.name, "bold"), f" v{result.skill.version}: {result.skill.when}"),
-            highlight=False,
-        )
     else:
-        why = "; ".join(result.reasons or [str(result.duplicate_of)])
-        console.print(styled((result.status, "yellow"), f": {short(why, 500)}"), highlight=False)
+        _print_result(result)
     if result.status == "rejected":
         raise typer.Exit(EXIT_REFUSED)
 

@@ -85,9 +85,25 @@ class Console:
         return view
 
     def known_tenants(self) -> list[str]:
-        """Tenants holding at least one skill (suggestions for the tenant box)."""
+        """Tenants holding at least one skill in which the console's actor is registered
+        (suggestions for the tenant box: other tenants' names are not shown)."""
         tenants = getattr(self.library.store, "tenants", None)
-        return sorted({self.home_tenant, *(tenants() if tenants is not None else ())})
+        found = sorted({self.home_tenant, *(tenants() if tenants is not None else ())})
+        readable = []
+        for tenant in found:
+            try:
+                self.check_reader(tenant)
+            except (PermissionDenied, ConsoleRefusal, ValueError):
+                continue
+            readable.append(tenant)
+        return readable
+
+    def check_reader(self, tenant: str) -> None:
+        """Refuse every page (reads too) of another tenant in which the console's actor is
+        not registered: :class:`PermissionDenied` names the actor and the tenant. (The
+        home tenant's registration is checked when the console starts: console.server.)"""
+        if tenant != self.home_tenant:
+            self.actor(self.view(tenant))
 
     def actor(self, library: "SkillLibrary") -> Actor:
         """The console's actor as ``library`` registers it (:class:`PermissionDenied` when
@@ -155,12 +171,13 @@ def page(*, write: bool = False) -> Callable[[Handler], Callable[[Request], Resp
                     title="Log in",
                 )
             try:
-                if write:
-                    if not same_origin(request.headers.get("origin"), request.headers.get("host")):
-                        raise ConsoleRefusal("a form from another site was refused")
-                    form = request.state.form
-                    session.check_csrf(form.get(CSRF_FIELD))
-                with console.lock:
+                with console.lock:  # reads too: only tenants the actor is registered in
+                    console.check_reader(console.tenant_of(request, request.state.form if write else None))
+                    if write:
+                        if not same_origin(request.headers.get("origin"), request.headers.get("host")):
+                            raise ConsoleRefusal("a form from another site was refused")
+                        form = request.state.form
+                        session.check_csrf(form.get(CSRF_FIELD))
                     return handler(console, request, session)
             except Exception as exc:  # every failure is a plain message, never a traceback
                 status = error_status(exc)
@@ -178,6 +195,43 @@ def page(*, write: bool = False) -> Callable[[Handler], Callable[[Request], Resp
         return endpoint
 
     return wrap
+
+
+#: headers on every console response: it is never framed (clickjacking from another local
+#: port: SameSite cookies do not help, it is the same site) and runs no inline script
+SECURITY_HEADERS: dict[str, str] = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": ("default-src 'self'; frame-ancestors 'none'; script-src 'self'; "
+                                "object-src 'none'; base-uri 'none'; form-action 'self'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class _SecurityHeadersMiddleware:
+    """Adds :data:`SECURITY_HEADERS` to every HTTP response (pages, messages, static files)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", [])
+                           if k.decode("latin-1").lower() not in _HEADER_NAMES]
+                headers += [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                            for k, v in SECURITY_HEADERS.items()]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+_HEADER_NAMES = frozenset(k.lower() for k in SECURITY_HEADERS)
 
 
 class _FormMiddleware:
@@ -259,6 +313,7 @@ def create_app(library: "SkillLibrary", *, actor_id: str, token: str | None = No
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found, 500: server_error})
     app.add_middleware(_FormMiddleware)
+    app.add_middleware(_SecurityHeadersMiddleware)
     app.state.console = Console(library, actor_id, Sessions(token))
     return app
 

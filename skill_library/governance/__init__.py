@@ -17,7 +17,7 @@ from skill_library.governance.actors import (
     system_actor,
 )
 from skill_library.governance.audit import AuditEvent
-from skill_library.governance.lifecycle import TRANSITIONS, transition
+from skill_library.governance.lifecycle import TRANSITIONS, library_transition, transition
 from skill_library.governance.policy import Policy
 from skill_library.governance.tools import ToolSpec
 
@@ -33,5 +33,6 @@ __all__ = [
     "generalizer_actor",
     "local_admin",
     "system_actor",
+    "library_transition",
     "transition",
 ]

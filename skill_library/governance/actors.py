@@ -187,8 +187,9 @@ class ActorRegistry:
         """Register (or update) ``actor``; ``by`` (default: the local administrator) needs
         ``skill.admin``. Audited."""
         from skill_library.governance import audit
+        from skill_library.governance.workflow import caller_actor
 
-        admin = self._library.resolve_actor(by)
+        admin = caller_actor(self._library, by)
         require(admin, "skill.admin", f"register the actor {actor.id!r}")
         if actor.id in RESERVED_IDS or actor.kind == "system":
             raise PermissionDenied(
@@ -209,8 +210,9 @@ class ActorRegistry:
     def remove(self, actor_id: str, *, by: Actor | str | None) -> None:
         """Remove the actor ``actor_id``; ``by`` needs ``skill.admin``. Audited."""
         from skill_library.governance import audit
+        from skill_library.governance.workflow import caller_actor
 
-        admin = self._library.resolve_actor(by)
+        admin = caller_actor(self._library, by)
         require(admin, "skill.admin", f"remove the actor {actor_id!r}")
         if actor_id in RESERVED_IDS:
             raise PermissionDenied(f"actor {actor_id!r} is the library's own: it cannot be removed")

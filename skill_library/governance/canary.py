@@ -261,7 +261,7 @@ def roll_back(library: "SkillLibrary", current: CanaryState) -> None:
     """The ``system`` actor moves the canary back to ``approved`` (audited); that ends it."""
     from skill_library.errors import LifecycleError
     from skill_library.governance.actors import system_actor
-    from skill_library.governance.lifecycle import transition
+    from skill_library.governance.lifecycle import library_transition
 
     skill = library.store.get(current.name, current.version)
     if skill.status == "canary":
@@ -279,8 +279,8 @@ def roll_back(library: "SkillLibrary", current: CanaryState) -> None:
             "active": {"successes": current.active_successes, "failures": current.active_failures},
         }
         try:  # the transition also ends the canary (its row goes in the same transaction)
-            transition(library, current.name, current.version, "approved",
-                       actor=system_actor(), reason=reason, evidence=evidence)
+            library_transition(library, current.name, current.version, "approved",
+                               actor=system_actor(), reason=reason, evidence=evidence)
         except LifecycleError:  # another process rolled it back or promoted it first
             if library.store.get(current.name, current.version).status == "canary":
                 raise

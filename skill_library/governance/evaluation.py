@@ -150,9 +150,9 @@ def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | s
     """Evaluate ``version`` of ``name`` against the active version on ``suite`` (a
     :class:`Suite` or the path of a suite file); store and return the :class:`Evaluation`."""
     from skill_library.governance.actors import require
-    from skill_library.governance.workflow import resolve_actor
+    from skill_library.governance.workflow import caller_actor
 
-    actor = resolve_actor(library, actor)
+    actor = caller_actor(library, actor)
     require(actor, "skill.propose", f"evaluate {name!r} v{version}")
     if not isinstance(suite, Suite):
         suite = Suite.load(suite)
@@ -197,7 +197,7 @@ def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | s
     if passed and candidate.status == "draft":
         from skill_library.governance import rules
         from skill_library.governance.actors import system_actor
-        from skill_library.governance.lifecycle import transition
+        from skill_library.governance.lifecycle import library_transition, transition
 
         evidence = {"evaluation_id": evaluation.id, "suite_id": suite.id, "suite_hash": suite.content_hash,
                     "passed": True}
@@ -207,7 +207,7 @@ def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | s
             evidence=evidence,
         )
         if not rules.needs_human(library, evaluated):  # the tenant's policy approves it
-            transition(library, name, version, "approved", actor=system_actor(),
+            library_transition(library, name, version, "approved", actor=system_actor(),
                        reason=f"auto-approved after evaluation {evaluation.id}: the tenant's policy allows it",
                        evidence=evidence)
     return evaluation

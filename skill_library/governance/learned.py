@@ -2,8 +2,10 @@
 replay verification is its evaluation (the system actor records it), and the tenant's
 policy decides whether it is approved and activated at once (by the system actor) or held
 for a human (``LearnResult.status == "held"``): skill_library.governance.rules. Whatever
-the policy, a trace that looks instructed by a tool result holds the version
-(skill_library.governance.instructed), with the reasons in its audit trail. A held
+the policy, a trace that looks instructed by a tool result (skill_library.governance.
+instructed), or whose state-changing calls are not grounded in the task and its params
+(skill_library.governance.grounding), holds the version, with the reasons in its audit
+trail. A held
 revision leaves the active version active."""
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from skill_library.governance import audit, rules
 from skill_library.governance import policy as policy_store
 from skill_library.governance import tools as tool_store
 from skill_library.governance.actors import GENERALIZER_ID, SYSTEM_ID, require
+from skill_library.governance.grounding import ungrounded_calls
 from skill_library.governance.instructed import instructed_calls
 from skill_library.governance.lifecycle import apply, sql_of, tenant_of
 from skill_library.governance.policy import Policy
@@ -47,7 +50,8 @@ def admit_learned(library: "SkillLibrary", version: Skill, trace: Trace,
     require(generalizer, "skill.propose", f"propose the learned skill {version.name!r}")
     store = sql_of(library)
     tenant = tenant_of(library)
-    instructed = instructed_calls(trace)
+    trusted_tools = library.trusted_output_tools
+    instructed = instructed_calls(trace, trusted_tools)
     provenance = version.provenance.model_copy(update={"created_by": generalizer.id})
     draft = version.model_copy(update={"provenance": provenance, "status": "draft"})
 
@@ -55,14 +59,19 @@ def admit_learned(library: "SkillLibrary", version: Skill, trace: Trace,
         revision = conn.execute(sa.select(skills_table.c.name)
                                 .where(store.tenant_filter(skills_table))
                                 .where(skills_table.c.name == draft.name)).first() is not None
+        policy = policy_store.load(conn, tenant) or Policy()
+        specs = tool_store.load(conn, tenant)
+        ungrounded = ungrounded_calls(trace, {**library.constructor_tool_specs(), **specs},
+                                      rules.human_approved_tools(conn, tenant, draft.name),
+                                      trusted_tools)
         stored, _ = store.insert_version(conn, draft, status="draft")
         evidence: dict[str, Any] = {"trace": trace.id, "generalizer": provenance.generalizer}
         if instructed:
             evidence[rules.INSTRUCTED_KEY] = instructed
+        if ungrounded:
+            evidence[rules.UNGROUNDED_KEY] = ungrounded
         audit.write(conn, tenant, stored.name, stored.version, None, "draft", actor=generalizer.id,
                     reason=f"learned from trace {trace.id}", evidence=evidence)
-        policy = policy_store.load(conn, tenant) or Policy()
-        specs = tool_store.load(conn, tenant)
         waiting = rules.needs_human(library, stored, conn=conn, policy=policy, specs=specs)
         replay = {"passed": True, "kind": "replay", "trace": trace.id,
                   "message": report.message if report else ""}

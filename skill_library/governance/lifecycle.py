@@ -130,7 +130,7 @@ def transition(
     version: int,
     to_status: SkillStatus,
     *,
-    actor: Actor,
+    actor: "Actor | str",
     reason: str = "",
     evidence: dict[str, Any] | None = None,
 ) -> Skill:
@@ -138,10 +138,32 @@ def transition(
     active pointer when the move activates it (the active version before it becomes
     ``superseded``) and the audit event, in one transaction; then the index follows.
 
+    ``actor`` (an id, or an :class:`Actor`, which only names one) is resolved from the
+    tenant's registry: its kind and permissions are the registry's, never the caller's;
+    an unregistered actor, and the library's own actors (``system``, ``generalizer``: they
+    act only inside the library), are refused with :class:`PermissionDenied`.
     :class:`LifecycleError` when :data:`TRANSITIONS` does not allow the move;
     :class:`PermissionDenied` when ``actor`` lacks the permission (:data:`REQUIRED`) or,
     for an approval, a rule refuses it (skill_library.governance.rules).
     """
+    from skill_library.governance.workflow import caller_actor
+
+    return library_transition(library, name, version, to_status, actor=caller_actor(library, actor),
+                              reason=reason, evidence=evidence)
+
+
+def library_transition(
+    library: "SkillLibrary",
+    name: str,
+    version: int,
+    to_status: SkillStatus,
+    *,
+    actor: Actor,
+    reason: str = "",
+    evidence: dict[str, Any] | None = None,
+) -> Skill:
+    """:func:`transition` by an actor the library resolved itself (its own ``system``
+    actor's automatic moves, or a caller already resolved): not for callers' actors."""
     return write(library, name, lambda conn: apply(
         conn, library, name, version, to_status, actor=actor, reason=reason, evidence=evidence,
     ))

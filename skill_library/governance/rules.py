@@ -8,7 +8,8 @@ returns what it refuses (None when it refuses nothing).
   widens the tools of its skill, needs a human unless the policy is ``all``; under
   ``never`` every version needs one;
 * whatever the policy, a version whose trace looked instructed by a tool result
-  (skill_library.governance.instructed) needs a human;
+  (skill_library.governance.instructed), or whose state-changing calls are not grounded
+  in the task and its params (skill_library.governance.grounding), needs a human;
 * an approval needs a passed latest evaluation.
 """
 
@@ -30,6 +31,32 @@ if TYPE_CHECKING:
 
 #: the evidence key of an audit event that lists why a trace looked instructed
 INSTRUCTED_KEY = "instructed"
+#: the evidence key of an audit event that lists the state-changing calls of its trace
+#: that are not grounded in trusted input
+UNGROUNDED_KEY = "ungrounded"
+#: actors that are not people: their approvals do not make a tool "asked for"
+_NOT_PEOPLE = frozenset({"system", "generalizer"})
+
+
+def human_approved_tools(conn: sa.Connection, tenant: str, name: str) -> set[str]:
+    """The tools of the versions of ``name`` that a person (not the system actor)
+    approved: a workflow a person approved asks for its tools."""
+    from skill_library.governance.tables import audit_table
+    from skill_library.record_store import versions_table
+
+    versions = {r[0] for r in conn.execute(
+        sa.select(audit_table.c.version).where(audit_table.c.tenant == tenant)
+        .where(audit_table.c.name == name).where(audit_table.c.to_status == "approved")
+        .where(audit_table.c.actor.not_in(sorted(_NOT_PEOPLE))))}
+    if not versions:
+        return set()
+    tools: set[str] = set()
+    rows = conn.execute(sa.select(versions_table.c.tools).where(versions_table.c.tenant == tenant)
+                        .where(versions_table.c.name == name)
+                        .where(versions_table.c.version.in_(sorted(versions))))
+    for (found,) in rows:
+        tools.update(found or [])
+    return tools
 
 
 def _events(library: "SkillLibrary", skill: Skill, conn: sa.Connection | None) -> list[audit.AuditEvent]:
@@ -67,6 +94,8 @@ def needs_human(
     for event in _events(library, skill, conn):
         for why in event.evidence.get(INSTRUCTED_KEY) or []:
             reasons.append(f"its trace looks instructed by a tool result: {why}")
+        for why in event.evidence.get(UNGROUNDED_KEY) or []:
+            reasons.append(f"a state-changing call is not grounded in the task: {why}")
     if policy.auto_approve == "never":
         reasons.append("the tenant's policy (auto_approve='never') approves nothing automatically")
     elif policy.auto_approve == "read_only":

@@ -15,7 +15,7 @@ from skill_library.errors import LifecycleError, PermissionDenied, SkillLibraryE
 from skill_library.governance import audit
 from skill_library.governance import policy as policy_store
 from skill_library.governance import tools as tool_store
-from skill_library.governance.actors import Actor, os_user, require
+from skill_library.governance.actors import Actor, check_claimable, os_user, require
 from skill_library.governance.lifecycle import apply, sql_of, tenant_of, transition, write
 from skill_library.governance.policy import BREADTH, Policy
 from skill_library.governance.tables import audit_table, canaries_table
@@ -63,6 +63,15 @@ def open_tenant(library: "SkillLibrary", policy: Policy | None, *, check: bool =
         )
 
 
+def caller_actor(library: "SkillLibrary", actor: Actor | str | None) -> Actor:
+    """:func:`resolve_actor` for a caller's per-call ``actor=``: the library's own actors
+    (``system``, ``generalizer``) are refused, whether named by id or by an Actor object."""
+    actor_id = actor.id if isinstance(actor, Actor) else actor
+    if isinstance(actor_id, str):
+        check_claimable(actor_id)
+    return resolve_actor(library, actor)
+
+
 def resolve_actor(library: "SkillLibrary", actor: Actor | str | None) -> Actor:
     """The registered actor for ``actor`` (None: the library's ``actor=``, else the local
     administrator, the OS user)."""
@@ -90,7 +99,7 @@ def set_policy(library: "SkillLibrary", new: Policy, *, actor: Actor | str | Non
     """Store ``new`` as the tenant's policy (``skill.admin``), audited with the old one."""
     if not isinstance(new, Policy):
         raise TypeError(f"set_policy() takes a Policy, got {type(new).__name__}")
-    who = resolve_actor(library, actor)
+    who = caller_actor(library, actor)
     require(who, "skill.admin", "change the tenant's policy")
     tenant = tenant_of(library)
 
@@ -126,7 +135,7 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec], *,
         if not isinstance(spec, ToolSpec):
             raise TypeError(f"tool {name!r}: expected a ToolSpec, got {type(spec).__name__}")
         checked[name] = spec
-    who = resolve_actor(library, actor)
+    who = caller_actor(library, actor)
     require(who, "skill.admin", "declare tools")
     tenant = tenant_of(library)
 
@@ -182,7 +191,7 @@ def propose(library: "SkillLibrary", skill: Skill, *, actor: Actor | str | None,
 
     if not isinstance(skill, Skill):
         raise TypeError(f"propose() takes a Skill, got {type(skill).__name__}")
-    who = resolve_actor(library, actor)
+    who = caller_actor(library, actor)
     require(who, "skill.propose", f"propose {skill.name!r}")
     check_policy(skill)
     if skill.successes or skill.failures:
@@ -206,7 +215,7 @@ def reject(library: "SkillLibrary", name: str, version: int, *, actor: Actor | s
     """A draft or evaluated version becomes ``rejected`` (kept for audit)."""
     if not reason or not reason.strip():
         raise ValueError("reason: a rejection says why")
-    return transition(library, name, version, "rejected", actor=resolve_actor(library, actor),
+    return transition(library, name, version, "rejected", actor=caller_actor(library, actor),
                       reason=reason)
 
 
@@ -214,7 +223,7 @@ def approve(library: "SkillLibrary", name: str, version: int, *, actor: Actor | 
             reason: str = "") -> Skill:
     """An evaluated version becomes ``approved`` (a user actor with ``skill.approve``, not
     its proposer, its latest evaluation passed)."""
-    who = resolve_actor(library, actor)
+    who = caller_actor(library, actor)
     require(who, "skill.approve", f"approve {name!r} v{version}")
     if who.kind != "user":
         raise PermissionDenied(
@@ -241,7 +250,7 @@ def canary(library: "SkillLibrary", name: str, version: int, *, actor: Actor | s
         raise ValueError("cohort must not be blank")
     if share is None and cohort is None:
         share = DEFAULT_CANARY_SHARE
-    who = resolve_actor(library, actor)
+    who = caller_actor(library, actor)
     tenant = tenant_of(library)
 
     def work(conn: sa.Connection) -> Skill:
@@ -270,7 +279,7 @@ def canary(library: "SkillLibrary", name: str, version: int, *, actor: Actor | s
 
 def promote(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None) -> Skill:
     """An approved or canary version becomes active; the active one before it superseded."""
-    return transition(library, name, version, "active", actor=resolve_actor(library, actor),
+    return transition(library, name, version, "active", actor=caller_actor(library, actor),
                       reason="promoted")
 
 
@@ -278,7 +287,7 @@ def rollback(library: "SkillLibrary", name: str, *, actor: Actor | str | None,
              to_version: int | None = None) -> Skill:
     """Retire the active version and make the previous released one (the newest
     superseded version before it, or ``to_version``) active, in one transaction."""
-    who = resolve_actor(library, actor)
+    who = caller_actor(library, actor)
     store = sql_of(library)
 
     def work(conn: sa.Connection) -> Skill:
@@ -311,7 +320,7 @@ def retire(library: "SkillLibrary", name: str, *, actor: Actor | str | None = No
     """The pointer's version (active or quarantined) becomes ``retired``."""
     current = library.store.get(name)
     return transition(library, name, current.version, "retired",
-                      actor=resolve_actor(library, actor), reason="retired")
+                      actor=caller_actor(library, actor), reason="retired")
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -367,7 +376,7 @@ def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> 
     from skill_library.governance.evaluation import evaluations_table
     from skill_library.record_store import examples_table, outcomes_table, task_vectors_table, traces_table
 
-    who = resolve_actor(library, actor)
+    who = caller_actor(library, actor)
     require(who, "skill.admin", f"delete {name!r}")
     store = sql_of(library)
     history = library.store.history(name)  # raises for an unknown name

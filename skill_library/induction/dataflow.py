@@ -46,6 +46,15 @@ Spec = tuple[Any, ...]  # ("param", name) | ("ref", call, path) | ("item", path)
 # ("dict", ((key, spec), ...)) | ("list", (spec, ...)) | ("concat", (spec, ...))
 
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+#: a trace with more calls than this is refused before any planning (the host's work on a
+#: trace grows with its calls; an agent's real traces have tens)
+MAX_TRACE_CALLS = 2_000
+#: loop planning may evaluate at most this many candidate calls per call of the trace;
+#: past it the rest of the trace is planned straight-line (bounds adversarial traces)
+LOOP_WORK_PER_CALL = 64
+#: at most this many earlier-result references are kept per value (the earliest calls)
+MAX_REFERENCES = 32
+_TOKENS = re.compile(r"\w+")
 ONE_TRACE_NOTE = "Learned from 1 verified trace and verified by replaying it in the sandbox."
 _LOOP_VARS = ("item", "entry", "element", "each_item")
 _RESERVED = frozenset(
@@ -210,6 +219,7 @@ class DataflowGeneralizer:
         verify: Verify | None = None,
         read_only: frozenset[str] = frozenset(),
     ) -> Candidate:
+        too_long(trace)
         calls = [c for c in trace.calls if c.ok]
         if not calls:
             raise GeneralizationError("trace has no successful tool calls to learn from")
@@ -241,6 +251,8 @@ class DataflowGeneralizer:
         :class:`GeneralizationError` when the traces do not share one step structure or
         nothing differs.
         """
+        for trace in traces:
+            too_long(trace)
         runs = [(t, [c for c in t.calls if c.ok]) for t in traces]
         runs = [r for r in runs if r[1]]
         if len(runs) < 2:
@@ -292,6 +304,21 @@ class DataflowGeneralizer:
         builder = _Builder(trace, calls, self.min_reference_number, read_only=read_only)
         plan = builder.plan(loops=loops)
         return builder.render(plan)
+
+
+def calls_problem(trace: Trace) -> str | None:
+    """Why ``trace`` has too many calls to be planned (None: it has not)."""
+    if len(trace.calls) > MAX_TRACE_CALLS:
+        return (f"trace has {len(trace.calls)} calls, more than MAX_TRACE_CALLS="
+                f"{MAX_TRACE_CALLS}: refused before planning (split it into traces of one task each)")
+    return None
+
+
+def too_long(trace: Trace) -> None:
+    """Raise :class:`GeneralizationError` when ``trace`` has too many calls."""
+    problem = calls_problem(trace)
+    if problem:
+        raise GeneralizationError(problem)
 
 
 #: At most this many values (params, earlier results, lengths) take part in the search for
@@ -433,6 +460,32 @@ class _Builder:
             if value is None or isinstance(value, bool) or value == "" or value == [] or value == {}:
                 continue
             self.by_key.setdefault(_typed_key(value), []).append((i, path))
+        # loop sources (list params, then result lists) by length, and the lists whose first
+        # item holds a value (or a string of 3+ characters starting with a word), built once
+        self.lists: list[tuple[Spec, Any, tuple[int, Path]]] = [
+            (("param", p.name), p.value, (-1, ())) for p in self.params
+            if p.explicit and isinstance(p.value, list)]
+        self.lists += [(("ref", i, path), value, (i, path)) for i, path, value in self.nodes
+                       if isinstance(value, list)]
+        self.lists_by_count: dict[int, list[int]] = {}
+        self.first_item_keys: dict[str, list[int]] = {}
+        self.first_item_words: dict[str, list[int]] = {}
+        for n, (_spec, value, _where) in enumerate(self.lists):
+            self.lists_by_count.setdefault(len(value), []).append(n)
+            if len(value) < 2:
+                continue
+            for _p, node in _walk(value[0]):
+                if node is None or isinstance(node, bool):
+                    continue
+                self.first_item_keys.setdefault(_typed_key(node), []).append(n)
+                if isinstance(node, str) and len(node) >= 3:
+                    first = _TOKENS.search(node)
+                    if first:
+                        self.first_item_words.setdefault(first.group(0), []).append(n)
+        self.loop_budget = LOOP_WORK_PER_CALL * max(1, len(calls))
+        self._casefold_words: dict[str, list[int]] | None = None
+        self._normal_words: dict[str, list[int]] | None = None
+        self._first_words: tuple[dict[str, list[int]], list[int]] | None = None
         self.trusted_text = " ".join(
             [trace.task] + [json.dumps(v, default=repr) for v in trace.params.values()]
         )
@@ -480,10 +533,10 @@ class _Builder:
                     exclude: Path | None = None, exclude_call: int | None = None) -> list[Spec]:
         if isinstance(value, str) and len(value) < 2:
             return []
-        found = []
+        found: list[Spec] = []
         for i, path in self.by_key.get(_typed_key(value), []):
-            if i >= before:
-                continue
+            if i >= before or (len(found) >= MAX_REFERENCES and i != found[-1][1]):
+                break  # postings are in call order: the earliest calls are kept
             if exclude is not None and i == exclude_call and path[: len(exclude)] == exclude:
                 continue
             if lenient or self._number_ok(value, arg, path):
@@ -508,10 +561,11 @@ class _Builder:
             for probe in probes:
                 if probe in trusted:
                     continue
-                for i, _path, value in self.nodes:
+                for n in self._holding(probe.split(), normal=True):
+                    i, _path, value = self.nodes[n]
                     if i >= before:
                         break
-                    if isinstance(value, str) and probe in normalized(value):
+                    if probe in normalized(value):
                         return f"call {i + 1} ({self.calls[i].name})"
             return None
         if len(text.strip()) < 3:
@@ -519,14 +573,33 @@ class _Builder:
         pattern = _word_pattern(text.casefold())
         if pattern.search(self.trusted_text.casefold()):
             return None
-        for i, _path, value in self.nodes:
+        for n in self._holding(_TOKENS.findall(text.casefold()), normal=False):
+            i, _path, value = self.nodes[n]
             if i >= before:
                 break
-            if isinstance(value, str) and len(value) > len(text) and pattern.search(
-                value.casefold()
-            ):
+            if len(value) > len(text) and pattern.search(value.casefold()):
                 return f"call {i + 1} ({self.calls[i].name})"
         return None
+
+    def _holding(self, words: list[str], *, normal: bool) -> list[int]:
+        """The string nodes (positions, in order) that can contain text made of ``words``:
+        those holding its rarest word (as a case-folded ``\\w+`` word, or with ``normal``
+        a token of :func:`normalized`); every string node when ``words`` is empty."""
+        index = self._normal_words if normal else self._casefold_words
+        if index is None:
+            index = {}
+            for n, (_i, _path, value) in enumerate(self.nodes):
+                if isinstance(value, str):
+                    tokens = normalized(value).split() if normal else _TOKENS.findall(value.casefold())
+                    for word in set(tokens):
+                        index.setdefault(word, []).append(n)
+            if normal:
+                self._normal_words = index
+            else:
+                self._casefold_words = index
+        if not words:
+            return [n for n, node in enumerate(self.nodes) if isinstance(node[2], str)]
+        return min((index.get(w, []) for w in words), key=len)
 
     def _constant(self, value: Any, where: str, before: int, *, glue: bool = False) -> Spec:
         for _path, node in _walk(value):
@@ -566,10 +639,11 @@ class _Builder:
             for path, node in _walk(item[2]):
                 if isinstance(node, str) and len(node) >= 3 and node in value:
                     pieces.setdefault(node, ("item", path))
-        for i, path, node in self.nodes:
+        for n in self._starting_in(value):
+            i, path, node = self.nodes[n]
             if i >= before:
                 break
-            if isinstance(node, str) and len(node) >= 3 and node in value and node != value:
+            if len(node) >= 3 and node in value and node != value:
                 pieces.setdefault(node, ("ref", i, path))
         if not pieces:
             return None
@@ -589,6 +663,26 @@ class _Builder:
         if pos < len(value):
             parts.append(("text", value[pos:]))
         return ("concat", tuple(parts))
+
+    def _starting_in(self, value: str) -> list[int]:
+        """String nodes (positions, in order) whose first ``\\w+`` word is a word of
+        ``value`` (only those can occur in it as whole words), plus those without one."""
+        if self._first_words is None:
+            by_word: dict[str, list[int]] = {}
+            wordless: list[int] = []
+            for n, (_i, _path, node) in enumerate(self.nodes):
+                if isinstance(node, str) and len(node) >= 3:
+                    first = _TOKENS.search(node)
+                    if first:
+                        by_word.setdefault(first.group(0), []).append(n)
+                    else:
+                        wordless.append(n)
+            self._first_words = (by_word, wordless)
+        by_word, wordless = self._first_words
+        found = set(wordless)
+        for word in set(_TOKENS.findall(value)):
+            found.update(by_word.get(word, ()))
+        return sorted(found)
 
     def options(self, value: Any, arg: str, before: int, *,
                 item: tuple[int, Path, Any] | None = None, lenient: bool = False,
@@ -672,25 +766,43 @@ class _Builder:
 
     def _lists_before(self, start: int, count: int) -> list[tuple[Spec, Any, tuple[int, Path]]]:
         """Lists of ``count`` items a loop at ``start`` could iterate: list params, results."""
-        out: list[tuple[Spec, Any, tuple[int, Path]]] = [
-            (("param", p.name), p.value, (-1, ()))
-            for p in self.params
-            if p.explicit and isinstance(p.value, list) and len(p.value) == count
-        ]
-        for i, path, value in self.nodes:
-            if i >= start:
-                break
-            if isinstance(value, list) and len(value) == count:
-                out.append((("ref", i, path), value, (i, path)))
+        return [self.lists[n] for n in self.lists_by_count.get(count, ())
+                if self.lists[n][2][0] < start]
+
+    def _loop_sources(self, start: int, run: int) -> dict[int, list[tuple[Spec, Any, tuple[int, Path]]]]:
+        """The lists a loop over calls ``start..`` could iterate, by length (2..``run``):
+        only those whose first item holds a value of the first call's arguments (a value
+        equal to one of its parts, or a string of it inside an argument string), since a
+        loop's arguments must use the item. Found through the indexes, not by a scan."""
+        first = self.calls[start]
+        found: set[int] = set()
+        for _path, node in _walk(first.arguments):
+            if node is None or isinstance(node, bool) or isinstance(node, dict) and not node:
+                continue
+            if _path:
+                found.update(self.first_item_keys.get(_typed_key(node), ()))
+            if isinstance(node, str):
+                for word in set(_TOKENS.findall(node)):
+                    found.update(self.first_item_words.get(word, ()))
+        out: dict[int, list[tuple[Spec, Any, tuple[int, Path]]]] = {}
+        for n in sorted(found):
+            spec, value, where = self.lists[n]
+            if where[0] < start and 2 <= len(value) <= run:
+                out.setdefault(len(value), []).append((spec, value, where))
         return out
 
-    def _loop(self, start: int, count: int) -> _Step | None:
+    def _loop(self, start: int, count: int,
+              sources: list[tuple[Spec, Any, tuple[int, Path]]] | None = None) -> _Step | None:
         """A loop over a list explaining the calls start..start+count-1, or None."""
         run = self.calls[start:start + count]
         arg_names = list(run[0].arguments)
         if any(list(c.arguments) != arg_names for c in run):
             return None
-        for source, items, (i, path) in self._lists_before(start, count):
+        for source, items, (i, path) in (self._lists_before(start, count) if sources is None
+                                         else sources):
+            if self.loop_budget <= 0:
+                return None
+            self.loop_budget -= count
             snapshot, taken = list(self.params), set(self.taken)
             chosen: list[tuple[str, Spec]] = []
             for arg in arg_names:
@@ -728,18 +840,21 @@ class _Builder:
         steps: list[_Step] = []
         loop_call: dict[int, tuple[int, int]] = {}
         index = 0
+        runs = [1] * len(self.calls)  # calls of one tool in a row from each position, once
+        for n in range(len(self.calls) - 2, -1, -1):
+            if (self.calls[n + 1].name == self.calls[n].name
+                    and self.calls[n + 1].kind == self.calls[n].kind):
+                runs[n] = runs[n + 1] + 1
         while index < len(self.calls):
             step = None
             if loops:
-                run = 1
-                while (index + run < len(self.calls)
-                       and self.calls[index + run].name == self.calls[index].name
-                       and self.calls[index + run].kind == self.calls[index].kind):
-                    run += 1
-                for count in range(run, 1, -1):
-                    step = self._loop(index, count)
-                    if step:
-                        break
+                run = runs[index]
+                if run > 1 and self.loop_budget > 0:
+                    found = self._loop_sources(index, run)
+                    for count in sorted(found, reverse=True):
+                        step = self._loop(index, count, found[count])
+                        if step:
+                            break
             if step is None:
                 step = self._single(index)
             for m, call in enumerate(step.calls):

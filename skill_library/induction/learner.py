@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +32,62 @@ if TYPE_CHECKING:  # pragma: no cover
 LearnOutcome = tuple[Candidate | None, VerificationReport | None, list[str]]
 
 
+#: characters no store or embedding model takes: NUL, and surrogates without a pair
+_BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+def bad_text(trace: Trace) -> str | None:
+    """Why ``trace`` holds text that cannot be stored (None: it holds none): a NUL or a
+    lone surrogate anywhere in its task, params, calls, result or outcome."""
+    def walk(value: Any, where: str) -> str | None:
+        if isinstance(value, str):
+            found = _BAD_TEXT.search(value)
+            if found:
+                what = "a NUL character" if found.group(0) == "\x00" else "a lone surrogate"
+                return (f"trace is malformed: {where} holds {what} "
+                        f"({found.group(0).encode('unicode_escape', 'backslashreplace').decode()}), "
+                        "which cannot be stored")
+            return None
+        if isinstance(value, dict):
+            for key, item in value.items():
+                problem = walk(str(key), f"{where} (a key)") or walk(item, f"{where}[{key!r}]")
+                if problem:
+                    return problem
+        elif isinstance(value, (list, tuple)):
+            for n, item in enumerate(value):
+                problem = walk(item, f"{where}[{n}]")
+                if problem:
+                    return problem
+        return None
+
+    parts: list[tuple[str, Any]] = [("task", trace.task), ("params", trace.params),
+                                    ("result", trace.result), ("source", trace.source)]
+    for n, call in enumerate(trace.calls):
+        parts += [(f"calls[{n}].name", call.name), (f"calls[{n}].arguments", call.arguments),
+                  (f"calls[{n}].result", call.result), (f"calls[{n}].error", call.error)]
+    if trace.outcome is not None:
+        parts += [("outcome.verifier", trace.outcome.verifier),
+                  ("outcome.evidence", trace.outcome.evidence)]
+    for where, value in parts:
+        try:
+            problem = walk(value, where)
+        except RecursionError:
+            return f"trace is malformed: {where} is nested too deeply to be read"
+        if problem:
+            return problem
+    return None
+
+
 def check_trace(trace: Trace) -> list[str]:
     """Why ``trace`` may not be learned; an empty list means it may."""
+    from skill_library.induction.dataflow import calls_problem
+
+    too_many = calls_problem(trace)
+    if too_many:  # before anything reads the calls
+        return [too_many]
+    bad = bad_text(trace)
+    if bad:
+        return [bad]
     reasons: list[str] = []
     outcome = trace.outcome
     if outcome is None:

@@ -13,7 +13,9 @@ until it is verified.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal
@@ -45,6 +47,9 @@ ALLOWED_KEYS = frozenset({"name", "description", "license", "compatibility", "me
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
+#: the largest SKILL.md read, in bytes, checked before it is read or parsed (the script is
+#: held to the skill source limit, ``sandbox.policy.MAX_SOURCE_BYTES``)
+MAX_SKILL_MD_BYTES = 256 * 1024
 IMPORTED_BY = "agent-skills-import"
 COMPATIBILITY = "Python 3.11+; written for skill-library's sandbox, which passes in the host tools it calls"
 
@@ -221,10 +226,12 @@ def read_skill_folder(folder: str | Path) -> Skill:
     """The draft :class:`Skill` in an Agent Skills folder; :class:`SkillFolderError` if invalid."""
     folder = Path(folder)
     problems: list[str] = []
+    if folder.is_symlink():
+        raise SkillFolderError(folder, [f"{folder}: is a symbolic link (refused: links are never followed)"])
     skill_md = folder / "SKILL.md"
-    if not skill_md.is_file():
+    if not skill_md.is_file() and not skill_md.is_symlink():
         raise SkillFolderError(folder, ["SKILL.md: missing"])
-    match = _FRONTMATTER.match(skill_md.read_text(encoding="utf-8"))
+    match = _FRONTMATTER.match(_read(folder, skill_md, MAX_SKILL_MD_BYTES))
     if match is None:
         raise SkillFolderError(folder, ["SKILL.md: must start with YAML frontmatter between --- lines"])
     try:
@@ -243,12 +250,49 @@ def read_skill_folder(folder: str | Path) -> Skill:
     return _to_skill(folder, data, code)
 
 
+def _read(folder: Path, path: Path, limit: int) -> str:
+    """The UTF-8 text of ``path`` inside ``folder``: never through a symbolic link, and
+    its size checked (on the opened file) before anything is read."""
+    where = path.relative_to(folder).as_posix()
+    try:
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if path.is_symlink():
+            raise SkillFolderError(folder, [f"{where}: is a symbolic link (refused: {path})"]) from None
+        raise SkillFolderError(folder, [f"{where}: cannot be read ({exc.strerror or exc})"]) from None
+    with os.fdopen(handle, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SkillFolderError(folder, [f"{where}: is not a regular file"])
+        if info.st_size > limit:
+            raise SkillFolderError(folder, [f"{where}: is {info.st_size} bytes, more than the "
+                                            f"{limit} bytes read (refused before parsing)"])
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise SkillFolderError(folder, [f"{where}: is more than the {limit} bytes read (refused before parsing)"])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillFolderError(folder, [f"{where}: is not UTF-8 text (byte {exc.start})"]) from None
+
+
 def _script(folder: Path) -> tuple[str, list[str]]:
-    scripts = sorted((folder / "scripts").glob("*.py")) if (folder / "scripts").is_dir() else []
+    from sandbox.policy import MAX_SOURCE_BYTES
+
+    scripts_dir = folder / "scripts"
+    if scripts_dir.is_symlink():
+        return "", [f"scripts/: is a symbolic link (refused: {scripts_dir})"]
+    scripts = sorted(scripts_dir.glob("*.py")) if scripts_dir.is_dir() else []
+    linked = [p for p in scripts if p.is_symlink()]
+    if linked:
+        return "", [f"scripts/{linked[0].name}: is a symbolic link (refused: {linked[0]})"]
     if len(scripts) != 1:
         found = ", ".join(p.name for p in scripts) or "none"
         return "", [f"scripts/: must hold exactly one Python file with the skill's function (found {found})"]
-    code = scripts[0].read_text(encoding="utf-8")
+    try:
+        code = _read(folder, scripts[0], MAX_SOURCE_BYTES)
+    except SkillFolderError as exc:
+        return "", exc.problems
     try:
         functions = signature.top_level_functions(code)
     except ValueError as exc:
@@ -304,15 +348,18 @@ def import_folders(library: "SkillLibrary", root: str | Path) -> list[ImportResu
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"{root}: not a folder")
-    folders = [root] if (root / "SKILL.md").exists() else sorted(p for p in root.iterdir() if p.is_dir())
+    single = (root / "SKILL.md").exists() or (root / "SKILL.md").is_symlink()
+    folders = [root] if single else sorted(p for p in root.iterdir() if p.is_dir() or p.is_symlink())
     results = []
-    for folder in folders:
+    for folder in folders:  # one folder's failure is reported; the others are still imported
         try:
             skill = read_skill_folder(folder)
+            results.append(ImportResult(folder=folder, status="draft", skill=library.import_draft(skill)))
         except SkillFolderError as exc:
             results.append(ImportResult(folder=folder, status="invalid", problems=exc.problems))
-            continue
-        results.append(ImportResult(folder=folder, status="draft", skill=library.import_draft(skill)))
+        except Exception as exc:  # noqa: BLE001 - a refusal of the store or of the policy
+            results.append(ImportResult(folder=folder, status="invalid",
+                                        problems=[f"{type(exc).__name__}: {exc}"]))
     return results
 
 

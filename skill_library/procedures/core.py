@@ -119,8 +119,9 @@ class Procedures:
         ``actor`` must be registered (None: the library's actor); the step is audited."""
         from skill_library.governance import audit
         from skill_library.governance.actors import require
+        from skill_library.governance.workflow import caller_actor
 
-        who = self._library.resolve_actor(actor)
+        who = caller_actor(self._library, actor)
         if source == "admin":
             require(who, "skill.admin", "add an active procedure directly")
         else:

@@ -1,0 +1,66 @@
+"""Governance actor resolution (issue 23, item 8): the public ``transition()`` resolves its
+actor from the registry (an Actor object is only an id); a ghost actor with forged roles,
+and a registered one claiming roles it does not hold, are refused; the library's own
+actors (system, generalizer) are refused on every per-call ``actor=``."""
+
+from __future__ import annotations
+
+import pytest
+
+from skill_library import Skill, SkillLibrary
+from skill_library.errors import PermissionDenied
+from skill_library.governance import Actor, generalizer_actor, system_actor, transition
+
+CODE = '''def tally_votes(ballots: list) -> dict:
+    """Count the votes of a list of ballots."""
+    counts = {}
+    for ballot in ballots:
+        counts[ballot] = counts.get(ballot, 0) + 1
+    return counts
+'''
+VIEWER = Actor(id="viewer", kind="user", permissions=frozenset())
+
+
+@pytest.fixture
+def gov(tmp_path, embedder):
+    with SkillLibrary(tmp_path / "gov", embedder=embedder) as lib:
+        lib.actors.add(VIEWER)
+        yield lib
+
+
+def draft(lib: SkillLibrary) -> Skill:
+    return lib.propose(Skill.from_function(CODE, when="count the votes of an election"), actor=None)
+
+
+def test_a_ghost_actor_with_forged_roles_is_refused_by_transition(gov):
+    skill = draft(gov)
+    ghost = Actor(id="ghost", kind="user", permissions=frozenset({"skill.admin"}))
+    with pytest.raises(PermissionDenied, match="actor 'ghost' is not registered in tenant"):
+        transition(gov, skill.name, skill.version, "evaluated", actor=ghost)
+    forged = Actor(id="viewer", kind="user", permissions=frozenset({"skill.admin"}))
+    with pytest.raises(PermissionDenied, match="actor 'viewer' \\(user\\) may not move"):
+        transition(gov, skill.name, skill.version, "evaluated", actor=forged)
+    assert gov.get(skill.name, skill.version).status == "draft"
+    assert [e.to_status for e in gov.audit(skill.name)] == ["draft"]
+
+
+@pytest.mark.parametrize("who", ["system", "generalizer", system_actor(), generalizer_actor()],
+                         ids=["system", "generalizer", "system-object", "generalizer-object"])
+def test_the_librarys_own_actors_are_refused_on_every_per_call_actor(gov, who):
+    skill = draft(gov)
+    refused = "is the library's own"
+    calls = [
+        lambda: transition(gov, skill.name, skill.version, "evaluated", actor=who),
+        lambda: gov.approve(skill.name, skill.version, actor=who),
+        lambda: gov.reject(skill.name, skill.version, actor=who, reason="no"),
+        lambda: gov.retire(skill.name, actor=who),
+        lambda: gov.promote(skill.name, skill.version, actor=who),
+        lambda: gov.propose(Skill.from_function(CODE.replace("tally_votes", "count_ballots"),
+                                                when="count ballots"), actor=who),
+        lambda: gov.set_policy(gov.policy, actor=who),
+        lambda: gov.actors.add(Actor(id="eve", kind="user"), by=who),
+    ]
+    for call in calls:
+        with pytest.raises(PermissionDenied, match=refused):
+            call()
+    assert gov.get(skill.name, skill.version).status == "draft"

@@ -27,6 +27,14 @@ class FrozenLibrary:
     def get(self, name: str, version: int | None = None) -> "Skill":
         return self._library.get(name, version)
 
+    def examples(self, name: str) -> list[Any]:
+        """The skill's masked example tasks (read-only)."""
+        return self._library.examples(name)
+
+    def plan(self, task: str, **options: Any) -> Any:
+        """A plan for a compound task (read-only: plan only fetches)."""
+        return self._library.plan(task, **options)
+
     def run(self, name: str, args: Any = None, tools: Any = None, **options: Any) -> "SkillRun":
         options["record"] = False
         return self._library.run(name, args, tools, **options)

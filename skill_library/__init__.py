@@ -60,6 +60,8 @@ __all__ = [
     "ScoreBreakdown",
     "Outcome",
     "OutcomeKind",
+    "Plan",
+    "PlanStep",
     "Provenance",
     "RecordStoreUnavailableError",
     "Skill",
@@ -78,6 +80,7 @@ __all__ = [
 if TYPE_CHECKING:
     from skill_library.governance import Actor, AuditEvent, Policy, ToolSpec
     from skill_library.library import SkillLibrary
+    from skill_library.planning import Plan, PlanStep
 
 
 def __getattr__(name: str) -> Any:  # lazy: importing models must not pull in torch/chromadb
@@ -85,6 +88,10 @@ def __getattr__(name: str) -> Any:  # lazy: importing models must not pull in to
         from skill_library.library import SkillLibrary
 
         return SkillLibrary
+    if name in ("Plan", "PlanStep"):
+        from skill_library import planning
+
+        return getattr(planning, name)
     if name in _GOVERNANCE:
         from skill_library import governance
 

@@ -232,7 +232,8 @@ _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def task_text(skill: Skill, args: Mapping[str, Any]) -> str:
-    """``skill.when`` with each ``{name}`` placeholder replaced by that argument's value.
+    """``skill.when`` with each ``{name}`` placeholder replaced by that argument's value;
+    a ``when`` without placeholders (a description in words) gets the arguments appended.
 
     Plain substitution, not ``str.format``: ``when`` may come from a model and may hold
     any braces (``{x[0]}``, ``{x.__class__}``), which must neither raise nor reach into
@@ -246,4 +247,9 @@ def task_text(skill: Skill, args: Mapping[str, Any]) -> str:
         found = args[name]
         return found if isinstance(found, str) else json.dumps(found, default=str)
 
-    return _PLACEHOLDER_RE.sub(value, skill.when)
+    text = _PLACEHOLDER_RE.sub(value, skill.when)
+    if args and not _PLACEHOLDER_RE.search(skill.when):  # a description in words: name the inputs
+        listed = ", ".join(f"{k}={v if isinstance(v, str) else json.dumps(v, default=str)}"
+                           for k, v in args.items())
+        text += f" Arguments: {listed}."
+    return text

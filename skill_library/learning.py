@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skill_library import fetching, prototypes
 from skill_library.errors import SkillNotFoundError
-from skill_library.induction import description
-from skill_library.models import Example, LearnResult, Skill, Trace
+from skill_library.induction import describe, description
+from skill_library.models import LearnResult, Skill, Trace
 from skill_library.text_vectors import pack
 from skill_library.vector_index import VectorIndex, best_per_skill
 
@@ -43,8 +42,11 @@ def learn_batch(
     generalizer: "Generalizer",
     verifier: Callable[..., Any] | None,
     limits: "Limits | None" = None,
+    *,
+    split_parts: bool = True,
 ) -> builtins.list[LearnResult]:
     from skill_library.induction import admission, check_trace, coerce_trace, learn_from_trace
+    from skill_library.induction import parts as compound
 
     out: builtins.list[LearnResult | None] = [None] * len(items)
     checked: dict[int, Trace] = {}
@@ -57,10 +59,23 @@ def learn_batch(
     for n, result in already_learned(lib, checked).items():  # idempotent: evidence counts once
         out[n] = result
         del checked[n]
+    if split_parts:  # a compound trace is learned as the workflows it combines
+        split = {n: found for n, t in checked.items()
+                 if (found := compound.split(t, lib.read_only_tools))}
+        if split:
+            flat = [p for found in split.values() for p in found]
+            results = iter(learn_batch(lib, flat, generalizer, verifier, limits, split_parts=False))
+            for n, found in split.items():
+                out[n] = combined([next(results) for _ in found])
+                del checked[n]
+    if not checked:
+        return [r for r in out if r is not None]
     vectors = dict(zip(checked, lib.embedder.embed(
         [description.query_text(t.task) for t in checked.values()]
     )))
     prepared: dict[int, tuple[Any, Any, builtins.list[Skill]]] = {}
+    docs = describe.tool_docs(lib.tool_specs())
+    vocabulary = admission.vocabulary(docs)
     index = lib.index
     indexed = index.count() > 0
     for n, trace in checked.items():
@@ -68,12 +83,14 @@ def learn_batch(
         candidate, report, reasons = learn_from_trace(
             trace, generalizer=generalizer, sandbox=lib.sandbox, related=related,
             live_verifier=verifier, read_only=lib.read_only_tools, limits=limits,
+            tool_docs=docs,
         )
         if reasons or candidate is None or report is None:
             out[n] = LearnResult(status="rejected", reasons=reasons, report=report)
         else:
             prepared[n] = (candidate, report, related)
-    examples = {n: admission.example_for(checked[n], c) for n, (c, _r, _rel) in prepared.items()}
+    examples = {n: admission.example_for(checked[n], c, vocabulary=vocabulary)
+                for n, (c, _r, _rel) in prepared.items()}
     texts = {n: description.index_text(e.text, e.params) for n, e in examples.items()}
     unique = list(dict.fromkeys(texts.values()))
     known = dict(zip(unique, lib._text_vectors.embed(unique))) if unique else {}
@@ -82,7 +99,7 @@ def learn_batch(
             pending: set[str] = set()  # skills whose index entries are written at the end
             for n, (candidate, report, related) in prepared.items():
                 out[n] = admit(lib, candidate, report, checked[n], related, generalizer,
-                                     index, known, pending)
+                               index, known, pending, docs=docs, vocabulary=vocabulary)
             # the task vectors of the traces kept as evidence: the skills' prototypes
             prototypes.save(lib.store, lib.embedder.model_name, {
                 checked[n].id: pack(vectors[n]) for n in prepared
@@ -116,6 +133,9 @@ def admit(
     index: VectorIndex,
     known: dict[str, Any],
     pending: set[str],
+    *,
+    docs: Mapping[str, Any] | None = None,
+    vocabulary: frozenset[str] = frozenset(),
 ) -> LearnResult:
     """Under the write lock: decide merge / revise / save and write the records; the
     names whose index entries must change are added to ``pending``."""
@@ -126,7 +146,7 @@ def admit(
     names = lib.store.names(prefix=candidate.name)
     # the trace's task with its values masked, as it would be stored: what reads alike
     # is compared on what the workflow asks, not on who asked
-    example = admission.example_for(trace, candidate)
+    example = admission.example_for(trace, candidate, vocabulary=vocabulary)
     example_text = description.index_text(example.text, example.params)
     if example_text not in known:
         known[example_text] = lib._text_vectors.embed([example_text])[0]
@@ -153,7 +173,7 @@ def admit(
         return revision.revise(
             traces, generalizer=generalizer, sandbox=lib.sandbox,
             related=[r for r in related if r.name != skill.name], extra=[candidate],
-            read_only=lib.read_only_tools,
+            read_only=lib.read_only_tools, tool_docs=docs,
         )
 
     for skill in neighbours:
@@ -181,11 +201,10 @@ def admit(
         params = list((skill.parameters or {}).get("properties", {}))
         examples = evidence[skill.name]
         examples = admission.choose_indexed(
-            [*examples, admission.example_for(trace, candidate, params)]
+            [*examples, admission.example_for(trace, candidate, params, vocabulary=vocabulary)]
         )
         stored = lib.store.save_evidence(
-            skill.name, version=skill.version, trace=trace, success=True,
-            examples=examples, when=derived_when(skill, examples),
+            skill.name, version=skill.version, trace=trace, success=True, examples=examples,
         )
         pending.add(stored.name)
         return LearnResult(status="merged", skill=stored, report=decision.report,
@@ -196,9 +215,7 @@ def admit(
         assert decision.skill is not None
         old = decision.skill
         examples = [] if len(decision.traces) == 1 else evidence[old.name]
-        note = _evidence_note(len(decision.traces))
-        version = _renamed(_with_note(new.to_skill(
-            trace_ids=[t.id for t in decision.traces]), note), old.name)
+        version = _renamed(new.to_skill(trace_ids=[t.id for t in decision.traces]), old.name)
     else:
         examples = []
         version = new.to_skill(trace_ids=[trace.id])
@@ -206,14 +223,14 @@ def admit(
             version = _renamed(version, free_name(lib, version.name, names))
         names.append(version.name)
     params = list((version.parameters or {}).get("properties", {}))
-    examples = admission.choose_indexed([*examples, admission.example_for(trace, new, params)])
+    examples = admission.choose_indexed(
+        [*examples, admission.example_for(trace, new, params, vocabulary=vocabulary)])
     lib.store.save_trace(trace)
     admitted = governed.admit_learned(lib, version, trace, decision.report)
     stored = admitted.skill
     if admitted.activated or not admitted.revision:
         stored = lib.store.save_evidence(
             stored.name, version=stored.version, trace=trace, success=True, examples=examples,
-            when=derived_when(stored, examples),
         )
     else:  # a held revision: the active version keeps its examples and its when
         stored = lib.store.save_evidence(stored.name, version=stored.version, trace=trace, success=True)
@@ -224,12 +241,16 @@ def admit(
     return LearnResult(status=decision.status, skill=stored, report=decision.report,  # type: ignore[arg-type]
                        reasons=decision.reasons)
 
-def derived_when(skill: Skill, examples: Sequence[Example]) -> str | None:
-    """The ``when`` recomputed from the examples, for a skill the offline generalizer
-    wrote (a hand-written or model-written ``when`` is kept); None: keep the version's."""
-    if skill.provenance.generalizer != "dataflow" or len(examples) < 2:
-        return None
-    return description.when_from_examples([e.text for e in examples if e.indexed])
+def combined(results: Sequence[LearnResult]) -> LearnResult:
+    """One result for a compound trace learned as ``results`` (its parts, in order)."""
+    stored = [r for r in results if r.status in EVIDENCE_STATUSES]
+    lead = stored[0] if stored else results[0]
+    reasons = [f"learned as {len(results)} parts: "
+               + ", ".join(f"{r.status} {r.skill.name if r.skill else ''}".strip() for r in results)]
+    return LearnResult(status=lead.status, skill=lead.skill, report=lead.report,
+                       duplicate_of=lead.duplicate_of, reasons=reasons + lead.reasons,
+                       parts=list(results))
+
 
 def related_skills(
     lib: "SkillLibrary", trace: Trace, task_vector: Sequence[float], index: VectorIndex | None
@@ -255,24 +276,6 @@ def free_name(
     while f"{name}_{suffix}" in used:
         suffix += 1
     return f"{name}_{suffix}"
-
-
-def _evidence_note(traces: int) -> str:
-    if traces == 1:
-        return "Learned from 1 verified trace and verified by replaying it in the sandbox."
-    return f"Learned from {traces} verified traces of one workflow; replays each of them."
-
-
-
-def _with_note(skill: Skill, note: str) -> Skill:
-    """``skill`` whose docstring's evidence line says ``note``."""
-    if not skill.code or "Learned from" not in skill.code:
-        return skill
-    code = re.sub(r"Learned from [^\n]*", note, skill.code, count=1)
-    data = skill.model_dump()
-    data.update(code=code)
-    return Skill.model_validate(data)
-
 
 
 def _renamed(skill: Skill, new_name: str) -> Skill:

@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from skill_library.governance.suite import Suite, ToolsFactory
     from skill_library.induction import Generalizer
     from skill_library.patterns import Patterns
+    from skill_library.planning import Plan
     from skill_library.procedures import Extraction, Procedures
     from skill_library.vector_index import IndexServer
 
@@ -589,6 +590,21 @@ class SkillLibrary:
                 return self._index.rebuild(progress=bar.advance, force=force)
 
     # -- fetch and feedback -------------------------------------------------------------
+    def plan(
+        self,
+        task: str,
+        *,
+        k: int = 3,
+        tools: Iterable[str] | None = None,
+        min_reliability: float | None = None,
+    ) -> "Plan":
+        """The skills that together cover a compound ``task``, in order, each with the part
+        of the task it covers and its parameters; a single step when one skill covers it
+        all (:mod:`skill_library.planning` states the method and its limits)."""
+        from skill_library import planning
+
+        return planning.plan(self, task, k=k, tools=tools, min_reliability=min_reliability)
+
     def fetch(
         self,
         task: str,

@@ -602,6 +602,11 @@ class LearnResult(BaseModel):
     ``revised``: a new version that replays every example trace of the workflow;
     ``held``: stored but waiting for approval; ``duplicate``: an equivalent skill exists
     and nothing was stored; ``rejected``: nothing stored, ``reasons`` say why.
+
+    A compound trace (several workflows in one task: :mod:`skill_library.induction.parts`)
+    is learned as its parts: ``parts`` holds one result per part, and the whole's
+    ``status`` and ``skill`` are those of its first part that stored something (else of its
+    first part).
     """
 
     status: Literal["saved", "merged", "revised", "held", "duplicate", "rejected"]
@@ -609,6 +614,7 @@ class LearnResult(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     report: VerificationReport | None = None
     duplicate_of: str | None = None
+    parts: list["LearnResult"] = Field(default_factory=list)
 
 
 class RunError(BaseModel):

@@ -337,7 +337,7 @@ def test_agents_with_the_real_library(tmp_path, embedder):
             learned[item] = result.skill
         # the pickaxe skill calls the ingot skill it used for its sub-goal
         assert learned["iron_pickaxe"].depends_on == [learned["iron_ingot"].name]
-        assert learned["iron_ingot"].when == "Smelt {count} iron ingots from ore"
+        assert learned["iron_ingot"].when == "Smelt (iron ingot) (after: mine, craft). Needs the count."
         task = crafting_task("iron_ingot", 9)
         world.reset(0, task)
         episode = explorer.solve(task, world, library)

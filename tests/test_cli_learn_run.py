@@ -54,7 +54,7 @@ def test_learn_then_run_with_new_arguments(tmp_path, embedder):
     assert learned["status"] == "saved"
     skill = learned["skill"]
     assert set(skill["parameters"]["properties"]) == {"item", "quantity"}
-    assert skill["when"] == "reserve {quantity} {item} for the market stall"
+    assert skill["when"] == "Reserve (after: check stock). Needs the item and the quantity."
 
     code, out = invoke("run", skill["name"], "--args", '{"item": "pear", "quantity": 2}',
                        "--tools", str(tools_file), "--json", lib=lib)
@@ -153,6 +153,6 @@ def test_show_says_how_much_evidence_a_learned_skill_has(tmp_path, embedder):
     assert code == 0 and out.startswith("merged reserve_after_check_stock v1")
     code, out = invoke("show", "reserve_after_check_stock", lib=lib)
     assert "# evidence: 2 example trace(s)" in out and "not yet seen" not in out
-    assert "# example: reserve {quantity} {item} for the market stall" in out
+    assert "# example: Reserve {quantity} {item} for the market stall." in out
     code, out = invoke("show", "reserve_after_check_stock", "--json", lib=lib)
-    assert [e["text"] for e in json.loads(out)["examples"]][0] == "reserve {quantity} {item} for the market stall"
+    assert [e["text"] for e in json.loads(out)["examples"]][0] == "Reserve {quantity} {item} for the market stall."

@@ -74,7 +74,7 @@ def test_skills_condition_end_to_end(tmp_path, embedder):
     assert [r["learn"]["status"] for r in train] == ["saved", "saved"]
     # the pickaxe was learned calling the ingot skill; the test tasks reuse both
     library = results["libraries"]["skills-seed0"]["skills"]
-    ingot = next(s for s in library if s["when"] == "Smelt {count} iron ingots from ore")
+    ingot = next(s for s in library if s["name"] == "smelt_iron_ingot")
     assert any(ingot["name"] in s["depends_on"] for s in library)
     assert skills["test"]["reuse_rate"] == 1.0 and skills["test"]["fetch_hit_rate"] > 0
     assert skills["test"]["decisions"] < none["test"]["decisions"]

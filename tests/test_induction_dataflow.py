@@ -138,7 +138,7 @@ def test_chained_results_become_references_and_params_become_arguments():
     candidate = DataflowGeneralizer().generalize(chained_trace())
     check_source(candidate.code)
     assert candidate.name == "cancel_order_after_get_user"  # named by what it does
-    assert candidate.when == "cancel the latest order of {name}"
+    assert candidate.when == "Cancel order (after: get user, list orders). Needs the name."
     assert function_args(candidate.code, candidate.name) == ["name"]
     assert candidate.parameters == {
         "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
@@ -315,7 +315,7 @@ def test_values_in_the_task_text_become_parameters_when_there_are_no_params(sand
     candidate = DataflowGeneralizer().generalize(trace)
     assert function_args(candidate.code, candidate.name) == ["block", "count"]
     assert candidate.example_args == {"block": "iron_ore", "count": 3}
-    assert candidate.when == "mine {count} {block}"
+    assert candidate.when == "Mine (after: get inventory). Needs the block and the count."
     assert candidate.name == "mine_after_get_inventory"  # never "mine": it would shadow the tool
     assert candidate.parameters["properties"] == {
         "block": {"type": "string"}, "count": {"type": "integer"}
@@ -343,7 +343,7 @@ def test_explicit_params_only_params_become_parameters_and_constants_stay():
     )
     candidate = DataflowGeneralizer().generalize(trace)
     assert candidate.name == "craft_planks"
-    assert candidate.when == "obtain {count} planks with 4 logs"
+    assert candidate.when == "Craft (planks) (after: get inventory). Needs the count."
     assert function_args(candidate.code, candidate.name) == ["count"]
     assert "craft(item='planks', count=4)" in candidate.code  # 4 is in the text, not a param
     assert "craft(item='planks', count=count)" in candidate.code
@@ -417,7 +417,7 @@ def test_skill_calls_become_dependencies(sandbox):
         ([("find_user_id_by_email", {"email": "a@b.org"}), ("reset_password", {"user": "u1"})],
          {"email": "a@b.org"}, "reset_password_by_email"),
         ([("list_users", {}), ("reset_password", {"user": "u1"}), ("reset_password", {"user": "u2"})],
-         {}, "reset_passwords"),  # a loop over the looked-up users
+         {}, "reset_every_password"),  # a loop over the looked-up users
         ([("get_order", {"order_id": "#W1"}), ("refund", {"order_id": "#W1"})],
          {"order_id": "#W1"}, "refund_after_get_order"),
         ([("craft", {"item": "Résumé Paper"})], {}, "craft_resume_paper"),

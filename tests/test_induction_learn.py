@@ -184,8 +184,8 @@ def test_learning_a_trace_gives_a_verified_candidate_and_a_skill(sandbox):
     assert counting.runs == 1
     skill = candidate.to_skill(trace_ids=[trace.id], created_by="tester")
     assert isinstance(skill, Skill)
-    assert skill.name == "craft_stick" and skill.version == 1
-    assert skill.when == "obtain {planks} planks and {sticks} sticks"
+    assert skill.name == "mine_log_and_craft_stick" and skill.version == 1  # its acting verbs
+    assert skill.when == "Mine (log); then craft (stick). Needs the planks and the sticks."
     assert skill.provenance.trace_ids == [trace.id]
     assert skill.provenance.generalizer == "dataflow"
     assert skill.provenance.created_by == "tester"

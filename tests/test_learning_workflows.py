@@ -52,7 +52,7 @@ def test_traces_of_one_workflow_give_one_skill_with_all_the_evidence(library):
     assert len(examples) == 3  # every trace is evidence; equal texts are indexed once
     assert [e.indexed for e in examples] == [True, False, True]
     assert {e.text for e in examples} == {
-        "Customer: {email}. Please cancel order {order_id} because it was {reason}.",
+        "{email}. Please cancel order {order_id} because it was {reason}.",
         "Please cancel order {order_id} because it was {reason}.",
     }
     texts = [skill.name, skill.when, skill.code or "", *[e.text for e in examples]]
@@ -106,9 +106,9 @@ def test_a_trace_that_reads_alike_but_takes_other_inputs_is_another_workflow(lib
 def test_merged_evidence_survives_a_reindex_and_the_index_holds_each_text(library):
     library.learn(cancel_trace("Dana Whitfield", "dana.w@example.org", "#W1001", "no longer needed"))
     library.learn(cancel_trace("Mia Chen", "mia@example.com", "#W3003", "too slow", persona=False))
-    assert library.index.count() == 2  # the when and one differing example
+    assert library.index.count() == 3  # the when (what the skill does) and both examples
     assert library.reindex() == 1
-    assert library.index.count() == 2
+    assert library.index.count() == 3
     assert len(library.examples("cancel_pending_order_by_email")) == 2
 
 
@@ -133,7 +133,8 @@ def test_a_one_item_skill_is_revised_into_a_loop_by_a_longer_trace(library):
     assert revised.skill.name == first.skill.name and revised.skill.version == 2
     assert "for " in revised.skill.code
     assert len(revised.skill.provenance.trace_ids) == 2
-    assert "Learned from 2 verified traces" in revised.skill.code
+    # evidence counts live in the counters, never frozen into the immutable code
+    assert "Learned from" not in revised.skill.code
     # the revision replays the one-item trace too, so a third trace merges
     assert library.learn(orders_trace(["EF1", "EF2"])).status == "merged"
     assert library.get(first.skill.name).successes == 2  # v2: its own trace and the merged one
@@ -221,7 +222,7 @@ def test_no_personal_data_reaches_name_when_docstring_or_code(seed):
     shown = "\n".join([candidate.name, candidate.when, candidate.code, candidate.description])
     for value in (first, last, email, zip_code, phone, order, "example.org", "example. org"):
         assert not re.search(re.escape(value), shown, re.IGNORECASE), (value, shown)
-    assert "{order_id}" in candidate.when
+    assert "the order id" in candidate.when and "{" not in candidate.when
 
 
 def invoices_trace(customer: str, ids: list[str]) -> Trace:
@@ -237,7 +238,7 @@ def invoices_trace(customer: str, ids: list[str]) -> Trace:
 def llm_reply(body: str) -> dict:
     return {
         "name": "archive_customer_invoices",
-        "when": "archive the invoices of {customer}",
+        "when": "Archive the invoices of the customer",
         "description": "Archive the invoices of one customer.",
         "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]},
         "code": "def archive_customer_invoices(customer: str) -> list:\n" + body,
@@ -374,7 +375,7 @@ def test_rebuilding_and_retiring_need_no_model_once_texts_are_embedded(tmp_path,
     with SkillLibrary(path, embedder=NoModelEmbedder(embedder.model_name)) as library:
         assert library.reindex() == 2  # every vector came from the records
         assert library.index.entries() == expected
-        library.retire("cancel_orders")
+        library.retire("cancel_every_order")
         assert {e.split("#")[0] for e in library.index.entries()} == {"cancel_pending_order_by_email"}
 
 

@@ -39,12 +39,12 @@ def test_learned_skill_runs_with_new_arguments_and_records_its_trace(library):
     learned = library.learn(restock_trace())
     assert learned.status == "saved" and learned.report.passed
     skill = learned.skill
-    assert skill.when == "restock {count} apples in the fruit aisle"
+    assert skill.when == "Restock (apple). Needs the count."
     assert (skill.successes, skill.failures) == (1, 0)
     STOCK.clear()
     run = library.run(skill.name, {"count": 5}, TOOLS)
     assert run.ok and run.value == {"item": "apple", "stock": 5}
-    assert run.trace.task == "restock 5 apples in the fruit aisle"
+    assert run.trace.task == "Restock (apple). Needs the count. Arguments: count=5."
     assert [(c.name, c.arguments) for c in run.trace.calls] == [("restock", {"item": "apple", "count": 5})]
     assert library.store.get_trace(run.trace.id).calls == run.trace.calls
     assert library.get(skill.name).outcomes == 1  # no verdict yet: success comes from feedback

@@ -31,7 +31,7 @@ TRACE = Trace(
 
 REPLY = {
     "name": "archive_customer_invoices",
-    "when": "archive the invoices of {customer}",
+    "when": "Archive the invoices of the customer",
     "description": "Archive every invoice of one customer.",
     "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]},
     "code": (

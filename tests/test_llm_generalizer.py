@@ -67,7 +67,7 @@ GOOD_CODE = '''def cancel_latest_order(name: str) -> dict:
 def reply(code: str = GOOD_CODE, **changes: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": "cancel_latest_order",
-        "when": "cancel the latest order of {name}",
+        "when": "Cancel the latest order of a user, looked up by the name",
         "description": "Looks the user up, lists their orders and cancels the newest one.",
         "parameters": {"type": "object",
                        "properties": {"name": {"type": "string", "description": "user name"}},
@@ -277,7 +277,7 @@ INBOX_CODE = '''def forward_invoice_mail(to: str):
 def inbox_reply(code: str = INBOX_CODE, **changes: Any) -> dict[str, Any]:
     body = {
         "name": "forward_invoice_mail",
-        "when": "forward the invoice mail to {to}",
+        "when": "Forward the invoice mail to the to address",
         "description": "Forwards the first mail of the invoices folder.",
         "parameters": {"type": "object", "properties": {"to": {"type": "string"}}},
         "code": code,

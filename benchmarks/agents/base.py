@@ -27,6 +27,7 @@ from __future__ import annotations
 import abc
 import re
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -323,12 +324,20 @@ def _literal(text: str) -> str:
     return r"\s+".join(re.escape(part) for part in re.split(r"\s+", text))
 
 
-def bind_from_text(skill: "Skill", text: str) -> dict[str, Any] | None:
-    """Arguments for ``skill`` read off ``text`` by matching its ``when``; None if no fit.
+def bind_from_text(skill: "Skill", text: str, templates: Sequence[str] = ()) -> dict[str, Any] | None:
+    """Arguments for ``skill`` read off ``text`` by matching its ``when`` or one of
+    ``templates`` (its masked example tasks, which keep ``{placeholders}`` where a learned
+    ``when`` names its inputs in words); None if no fit.
 
     Every required parameter must be bound; values are converted to the schema's type.
     """
-    match = when_regex(skill.when, skill.parameters).fullmatch(text.strip())
+    match = None
+    for template in (skill.when, *templates):
+        match = when_regex(template, skill.parameters).fullmatch(text.strip())
+        if match is None and template.endswith("."):  # a stored example ends its sentence
+            match = when_regex(template[:-1], skill.parameters).fullmatch(text.strip())
+        if match is not None:
+            break
     if not match:
         return None
     props = (skill.parameters or {}).get("properties", {})

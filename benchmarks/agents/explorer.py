@@ -121,7 +121,9 @@ class _Run:
             skill = match.skill
             if skill.name in self.failed_skills:
                 continue
-            arguments = bind_from_text(skill, text)
+            examples = getattr(self.s.library, "examples", None)  # a scripted stand-in has none
+            templates = [e.text for e in examples(skill.name)] if examples is not None else []
+            arguments = bind_from_text(skill, text, templates)
             if arguments is None:
                 continue
             self.s.hit()

@@ -110,13 +110,20 @@ class ReplayAgent(Agent):
             if match.similarity < self.min_similarity:
                 continue
             arguments = bind_by_name(match.skill, task.params)
-            filled = fill_when(match.skill.when, task.params)
-            if arguments is None or filled is None:
+            if arguments is None:
                 continue
-            start = text.find(_normal(filled))
-            if start < 0:
+            # the when, or one of the skill's masked examples (a learned when names its
+            # inputs in words; the examples keep the users' words with placeholders)
+            examples = getattr(s.library, "examples", None)
+            templates = [match.skill.when] + ([e.text for e in examples(match.skill.name)] if examples else [])
+            found = None
+            for template in templates:
+                found = _occurs(template, task.params, text)
+                if found is not None:
+                    break
+            if found is None:
                 continue
-            candidates.append((start, start + len(_normal(filled)), rank, match, arguments))
+            candidates.append((found[0], found[1], rank, match, arguments))
         chosen: list[tuple[int, int, Any, dict[str, Any]]] = []
         for start, end, _rank, match, arguments in sorted(candidates, key=lambda c: (c[0] - c[1], c[2])):
             if all(end <= a or start >= b for a, b, _, _ in chosen):
@@ -146,6 +153,25 @@ def fill_when(when: str, params: dict[str, Any]) -> str | None:
     if missing:
         return None
     return _PLACEHOLDER.sub(lambda m: render_value(params[m.group(1)]), when)
+
+
+def _occurs(template: str, params: dict[str, Any], text: str) -> tuple[int, int] | None:
+    """Where ``template`` filled with ``params`` occurs in ``text`` (normalized): each of its
+    sentences in order, the span from the first to the last; None when one does not occur."""
+    filled = fill_when(template, params)
+    if filled is None or not _PLACEHOLDER.search(template):
+        return None
+    start = end = -1
+    for sentence in re.split(r"(?<=[.!?])\s+", filled):
+        piece = _normal(sentence).rstrip(".!?")
+        if not piece:
+            continue
+        at = text.find(piece, max(end, 0))
+        if at < 0:
+            return None
+        start = at if start < 0 else start
+        end = at + len(piece)
+    return (start, end) if start >= 0 else None
 
 
 def _normal(text: str) -> str:

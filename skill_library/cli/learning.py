@@ -175,6 +175,35 @@ def learn(
 
 
 @command
+def plan(
+    task: str,
+    k: int = typer.Option(3, "-k", min=1, help="Matches read per part of the task."),
+    tools: Optional[str] = typer.Option(
+        None, "--tools", help="Comma-separated tools the agent has: only skills needing no others."
+    ),
+    directory: Optional[Path] = DirOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Plan a compound task: SkillLibrary.plan(task) -> the skills in order, each with its part."""
+    if not task.strip():
+        fail("plan needs a task: pass a non-empty TASK")
+    with open_library(directory) as lib:
+        result = lib.plan(task, k=k, tools=split_names(tools) if tools is not None else None)
+    if as_json:
+        emit({"task": result.task, "uncovered": result.uncovered,
+              "steps": [{"name": s.name, "version": s.version, "part": s.part, "params": s.params,
+                         "similarity": round(s.similarity, 4)} for s in result.steps]})
+        return
+    if not result.steps:
+        console.print("no skill covers any part of the task")
+        return
+    from skill_library.planning import describe as plan_lines
+
+    for line in plan_lines(result):
+        console.print(line, markup=False)
+
+
+@command
 def fetch(
     task: str,
     k: int = typer.Option(2, "-k", min=1, help="How many skills at most."),

@@ -10,12 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class ToolSpec(BaseModel):
-    """One declared tool: the JSON Schema of its arguments and whether it changes state."""
+    """One declared tool: the JSON Schema of its arguments, whether it changes state, and
+    what it does in words (``description``: its first sentence is how a learned skill's
+    description names the step; stored as the schema's top-level ``description``)."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
     schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
     side_effects: bool = True
+    description: str = ""
 
 
 def side_effect_tools(tools: list[str], specs: dict[str, ToolSpec]) -> list[str]:
@@ -29,7 +32,14 @@ def load(conn: "sa.Connection", tenant: str) -> dict[str, ToolSpec]:
 
     rows = conn.execute(sa.select(tool_specs_table).where(tool_specs_table.c.tenant == tenant)
                         .order_by(tool_specs_table.c.name)).mappings()
-    return {r["name"]: ToolSpec(schema=r["schema"], side_effects=bool(r["side_effects"])) for r in rows}
+    return {r["name"]: _spec(r["schema"], bool(r["side_effects"])) for r in rows}
+
+
+def _spec(schema: dict[str, Any], side_effects: bool) -> ToolSpec:
+    schema = dict(schema or {})
+    described = schema.pop("x-tool-description", "")
+    return ToolSpec(schema=schema, side_effects=side_effects,
+                    description=described if isinstance(described, str) else "")
 
 
 def save(conn: "sa.Connection", tenant: str, specs: dict[str, ToolSpec]) -> None:
@@ -42,5 +52,6 @@ def save(conn: "sa.Connection", tenant: str, specs: dict[str, ToolSpec]) -> None
         conn.execute(tool_specs_table.delete().where(tool_specs_table.c.tenant == tenant)
                      .where(tool_specs_table.c.name == name))
         conn.execute(tool_specs_table.insert().values(
-            tenant=tenant, name=name, schema=spec.schema_, side_effects=spec.side_effects,
+            tenant=tenant, name=name, side_effects=spec.side_effects,
+            schema={**spec.schema_, **({"x-tool-description": spec.description} if spec.description else {})},
             updated_at=now))

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from skill_library.induction import description
+from skill_library import privacy
+from skill_library.induction import describe, description
 from skill_library.induction.candidate import Candidate
 from skill_library.induction.verify import replay_verify
 from skill_library.models import Example, Skill, Trace, VerificationReport
@@ -199,16 +200,43 @@ class Decision:
     traces: list[Trace] = field(default_factory=list)  # example traces of a revision
 
 
-def example_for(trace: Trace, candidate: Candidate, skill_params: Sequence[str] | None = None) -> Example:
-    """The masked example of ``trace`` for a skill with ``candidate``'s bindings."""
+def vocabulary(docs: Mapping[str, Any]) -> frozenset[str]:
+    """The domain's words (its tools' names and declared summaries): capitalized, they are
+    not names (:func:`skill_library.privacy.mask_names`)."""
+    words: set[str] = set()
+    for name, doc in docs.items():
+        words.update(describe.words_of(name))
+        words.update(w.casefold() for w in re.findall(r"[^\W\d_]{3,}", getattr(doc, "summary", "")))
+    return frozenset(words)
+
+
+def example_for(
+    trace: Trace,
+    candidate: Candidate,
+    skill_params: Sequence[str] | None = None,
+    *,
+    vocabulary: Iterable[str] = (),
+) -> Example:
+    """The example of ``trace`` for a skill with ``candidate``'s bindings: its task through
+    the one masking pass (:func:`skill_library.privacy.redact`): bound values as
+    placeholders, every other value of the trace by its role, names and shapes masked,
+    clauses about nothing the skill does dropped. A task that is all personal data gives
+    the skill's own description."""
     bindings = dict(candidate.example_args)
     for name in skill_params or ():
         if name not in bindings and name in trace.params:
             bindings[name] = trace.params[name]
     objects = [v for c in trace.calls for v in c.arguments.values() if isinstance(v, str)]
+    # what the skill is about: its own tools' words and objects (the domain's vocabulary
+    # only keeps its words from being taken for names: "Your name is..." names no action)
     topic = description.topic_words([c.name for c in trace.calls], objects)
-    text = description.masked_example(trace.task, bindings, topic)
-    return Example(trace_id=trace.id, text=text, params=dict(bindings))
+    known = privacy.trace_values(trace.params, trace.calls)
+    text = privacy.redact(trace.task, bindings, known, topic=topic, vocabulary=vocabulary)
+    if not text:
+        text = candidate.when
+    # the example keeps its values' shapes (for the index and value fit), not the values
+    return Example(trace_id=trace.id, text=text,
+                   params={k: privacy.shape_dummy(v) for k, v in bindings.items()})
 
 
 def decide(

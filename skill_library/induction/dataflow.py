@@ -25,14 +25,15 @@ import keyword
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from skill_library import signature
 from skill_library.errors import GeneralizationError
-from skill_library.induction import description
+from skill_library.induction import describe, description
 from skill_library.induction.candidate import Candidate, Verify
+from skill_library.induction.describe import ToolDoc
 from skill_library.induction.validation import (
     LONG_NUMBER_DIGITS,
     PHRASE_WORDS,
@@ -218,6 +219,7 @@ class DataflowGeneralizer:
         related: Sequence[Skill] = (),
         verify: Verify | None = None,
         read_only: frozenset[str] = frozenset(),
+        tool_docs: Mapping[str, ToolDoc] | None = None,
     ) -> Candidate:
         too_long(trace)
         calls = [c for c in trace.calls if c.ok]
@@ -231,18 +233,20 @@ class DataflowGeneralizer:
                     f"{call.kind} name {call.name!r} cannot be called from skill code "
                     "(not a public Python identifier)"
                 )
-        looped = self._candidate(trace, calls, loops=True, read_only=read_only)
+        looped = self._candidate(trace, calls, loops=True, read_only=read_only, tool_docs=tool_docs)
         if verify is None:
             return looped
         if verify(looped).passed:
             return looped
-        straight = self._candidate(trace, calls, loops=False, read_only=read_only)
+        straight = self._candidate(trace, calls, loops=False, read_only=read_only,
+                                   tool_docs=tool_docs)
         if straight.code != looped.code and verify(straight).passed:
             return straight
         return looped
 
     def generalize_many(self, traces: Sequence[Trace], *, related: Sequence[Skill] = (),
-                        read_only: frozenset[str] = frozenset()) -> Candidate:
+                        read_only: frozenset[str] = frozenset(),
+                        tool_docs: Mapping[str, ToolDoc] | None = None) -> Candidate:
         """One candidate for several traces of a workflow (the trace with most calls as base).
 
         A constant of the base that differs between traces becomes the parameter or simple
@@ -258,10 +262,8 @@ class DataflowGeneralizer:
         if len(runs) < 2:
             raise GeneralizationError("revision needs at least two traces with successful calls")
         base_trace, base_calls = max(runs, key=lambda r: len(r[1]))
-        note = (f"Learned from {len(runs)} verified traces of one workflow; replays each of "
-                "them.")
-        builder = _Builder(base_trace, base_calls, self.min_reference_number, evidence_note=note,
-                           read_only=read_only)
+        builder = _Builder(base_trace, base_calls, self.min_reference_number,
+                           read_only=read_only, tool_docs=tool_docs)
         plan = builder.plan(loops=True)
         shape = [(st.tool, st.loop_over is None) for st in plan.steps]
         others = []
@@ -300,8 +302,10 @@ class DataflowGeneralizer:
     # --- planning -----------------------------------------------------------------------
 
     def _candidate(self, trace: Trace, calls: list[ToolCall], *, loops: bool,
-                   read_only: frozenset[str] = frozenset()) -> Candidate:
-        builder = _Builder(trace, calls, self.min_reference_number, read_only=read_only)
+                   read_only: frozenset[str] = frozenset(),
+                   tool_docs: Mapping[str, ToolDoc] | None = None) -> Candidate:
+        builder = _Builder(trace, calls, self.min_reference_number, read_only=read_only,
+                           tool_docs=tool_docs)
         plan = builder.plan(loops=loops)
         return builder.render(plan)
 
@@ -437,10 +441,11 @@ class _Builder:
     """The state of one generalization: params, the result index and names in use."""
 
     def __init__(self, trace: Trace, calls: list[ToolCall], min_number: float, *,
-                 read_only: Iterable[str] = (), evidence_note: str = ONE_TRACE_NOTE) -> None:
+                 read_only: Iterable[str] = (),
+                 tool_docs: Mapping[str, ToolDoc] | None = None) -> None:
         self.trace = trace
         self.read_only = frozenset(read_only)
-        self.evidence_note = evidence_note
+        self.tool_docs = dict(tool_docs or {})
         self.calls = calls
         self.min_number = min_number
         self.callables = list(dict.fromkeys(c.name for c in calls))
@@ -1031,22 +1036,16 @@ class _Builder:
                 inner = "**{" + ", ".join(f"{a!r}: {expr(s)}" for a, s in step.args) + "}"
             return f"{step.tool}({inner})"
 
-        when = self._when(plan.params)
+        guard = self._goal_guard(plan)
+        when = self._when(plan, guard)
         func_name = self._name(plan)
         args = ", ".join(f"{p.name}{_annotation(p.value)}" for p in plan.params)
         tools = sorted({c.name for c in self.calls if c.kind == "tool"})
         skills = list(dict.fromkeys(c.name for c in self.calls if c.kind == "skill"))
-        summary = " ".join(_PLACEHOLDER.sub(lambda m: m.group(0)[1:-1], when).split())
-        summary = summary[:1].upper() + summary[1:]
-        doc_lines = [summary if summary.endswith((".", "?", "!")) else summary + "."]
-        if plan.params:  # types only: example values may be personal data
-            doc_lines += ["", "Args:"]
-            doc_lines += [f"    {p.name}{_annotation(p.value) or ': value'}" for p in plan.params]
-        guard = self._goal_guard(plan)
-        doc_lines += ["", self.evidence_note, f"Calls {', '.join(tools + skills)}."]
-        if guard is not None:
-            doc_lines += [f"Looks first: returns {guard[0]}() at once when it already holds "
-                          f"{guard[1]!r} >= {guard[2]}."]
+        # types only in the docstring: example values may be personal data
+        body = describe.docstring(when, [(p.name, _annotation(p.value)) for p in plan.params],
+                                  tools + skills)
+        doc_lines = body.split("\n")
         doc = "\n".join(doc_lines[:1] + [("    " + line) if line else "" for line in doc_lines[1:]])
         lines = [f"def {func_name}({args}):", "    " + _docstring(doc + "\n    ")]
         if guard is not None:
@@ -1085,11 +1084,28 @@ class _Builder:
             generalizer="dataflow",
         )
 
-    def _when(self, params: list[_Param]) -> str:
-        """The task text with parameter values masked and persona or chatter dropped."""
-        bindings = {p.name: p.value for p in params}
-        topic = description.topic_words(self.callables, self._constant_objects())
-        return description.masked_example(self.trace.task, bindings, topic)
+    def _when(self, plan: _Plan, guard: tuple[str, str, str] | None = None) -> str:
+        """What the skill does, from its steps and the tools' docs (:mod:`.describe`)."""
+        steps = []
+        for st in plan.steps:
+            over = None
+            if st.loop_over is not None:
+                names = sorted(_param_names(st.loop_over))
+                if st.loop_over[0] == "ref":
+                    over = "lookup:" + self.calls[st.loop_over[1]].name
+                elif names:
+                    over = "param:" + names[0]
+                else:
+                    over = "lookup:" + st.tool
+            constants = {a: json.loads(spec[1]) for a, spec in st.args if spec[0] == "const"}
+            steps.append(describe.Step(tool=st.tool, loop_over=over, constants=constants,
+                                       whole=any(spec[0] == "map" for _a, spec in st.args)))
+        note = None
+        if guard is not None:
+            what = describe.object_words(guard[1])
+            note = f"Returns at once when {guard[0]} already shows enough{' ' + what if what else ''}."
+        return describe.describe_steps(steps, [p.name for p in plan.params], self.tool_docs,
+                                       read_only=self.read_only, guard=note)
 
     def _constant_objects(self) -> list[Any]:
         return [v for c in self.calls for v in c.arguments.values() if isinstance(v, str)]

@@ -119,21 +119,34 @@ def behaviour_name(
     tools = [c[0] for c in calls]
     acting = [i for i, c in enumerate(calls) if not is_lookup(c[0], read_only)]
     main = acting[-1] if acting else len(calls) - 1
-    tool, arguments, looped = calls[main]
-    words = _words(tool)
-    if main in set(whole) and len(words) > 1 and "all" not in words:
-        words.insert(1, "all")
-    fixed = (constants or {}).get(main, {})
-    for key, value in fixed.items():
-        if key.lower() not in OBJECT_ARGUMENTS:
+    shown: list[int] = []
+    for i in acting or [main]:
+        if shown and calls[shown[-1]][0] == calls[i][0]:
+            shown[-1] = i  # the same tool twice in a row: the last says what it is for
             continue
-        obj = _object_words(value)
-        if obj and "_".join(obj) not in "_".join(words):
-            words += obj
-            break
-    if looped and words:
-        words[-1] = _plural(words[-1])
-    lookups = [c[0] for i, c in enumerate(calls) if i < main and is_lookup(c[0], read_only)]
+        shown.append(i)
+    if len({calls[i][0] for i in shown}) < len(shown):
+        shown = shown[-1:]  # a tool comes back: a recipe, named by what its last step makes
+    words: list[str] = []
+    for i in shown:
+        tool, _arguments, looped = calls[i]
+        part = _words(tool)
+        if i in set(whole) and len(part) > 1 and "all" not in part:
+            part.insert(1, "all")
+        elif looped and len(part) > 1:
+            part.insert(1, "every")
+        elif looped:
+            part[-1] = _plural(part[-1])
+        for key, value in (constants or {}).get(i, {}).items():
+            if key.lower() not in OBJECT_ARGUMENTS:
+                continue
+            obj = _object_words(value)
+            if obj and "_".join(obj) not in "_".join(part):
+                part += obj
+                break
+        words += (["and"] if words else []) + part
+    first = shown[0] if acting else main
+    lookups = [c[0] for i, c in enumerate(calls) if i < first and is_lookup(c[0], read_only)]
     by = next((t for t in lookups if "_by_" in t), None)
     if by is not None and "by" not in words:
         words += ["by"] + _words(by.split("_by_", 1)[1])

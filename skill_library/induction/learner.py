@@ -190,13 +190,13 @@ class _CachedVerify:
 
 
 def generalize(generalizer: Generalizer, trace: Trace, **options: Any) -> Candidate:
-    """``generalizer.generalize(trace, **options)``; ``read_only`` only for generalizers
-    that take it (the protocol added it later)."""
+    """``generalizer.generalize(trace, **options)``; ``read_only`` and ``tool_docs`` only for
+    generalizers that take them (the protocol added them later)."""
     accepts = inspect.signature(generalizer.generalize).parameters
-    if "read_only" not in accepts and not any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in accepts.values()
-    ):
-        options.pop("read_only", None)
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepts.values()):
+        for optional in ("read_only", "tool_docs"):
+            if optional not in accepts:
+                options.pop(optional, None)
     return generalizer.generalize(trace, **options)
 
 
@@ -209,6 +209,7 @@ def learn_from_trace(
     live_verifier: LiveVerifier | None = None,
     limits: "Limits | None" = None,
     read_only: frozenset[str] = frozenset(),
+    tool_docs: Mapping[str, Any] | None = None,
 ) -> LearnOutcome:
     """Turn one trace into a verified candidate, or say why not.
 
@@ -229,7 +230,7 @@ def learn_from_trace(
     verify = _CachedVerify(checked, sandbox, related, limits, read_only)
     try:
         candidate = generalize(generalizer, checked, related=related, verify=verify,
-                               read_only=read_only)
+                               read_only=read_only, tool_docs=tool_docs or {})
     except GeneralizationError as exc:
         return None, None, [f"{generalizer.name} generalizer: {exc}"]
     problems = validate_candidate(candidate, checked, related)

@@ -15,14 +15,15 @@ import ast
 import json
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from skill_library import signature
+from skill_library import privacy, signature
 from skill_library.errors import GeneralizationError, LLMError
+from skill_library.induction import describe
 from skill_library.induction.candidate import Candidate, Verify
 from skill_library.induction.validation import (
     allowed_names,
@@ -145,7 +146,8 @@ class LLMGeneralizer:
         return calls
 
     def revision_messages(
-        self, traces: Sequence[Trace], related: Sequence[Skill] = ()
+        self, traces: Sequence[Trace], related: Sequence[Skill] = (),
+        tool_docs: Mapping[str, Any] | None = None,
     ) -> list[dict[str, str]]:
         """The messages asking for one skill that reproduces every trace of a workflow."""
         nonce = secrets.token_hex(6)
@@ -159,6 +161,7 @@ class LLMGeneralizer:
             ],
             "nonce": nonce,
             "tools": tools,
+            "tool_docs": _docs_of(tools, tool_docs),
             "related": [
                 {"name": s.name, "when": s.when, "signature": skill_signature(s)} for s in related
             ],
@@ -168,7 +171,8 @@ class LLMGeneralizer:
             {"role": "user", "content": self._templates.get_template("revise.j2").render(**context)},
         ]
 
-    def messages(self, trace: Trace, related: Sequence[Skill] = ()) -> list[dict[str, str]]:
+    def messages(self, trace: Trace, related: Sequence[Skill] = (),
+                 tool_docs: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
         """The system and user messages asking for a skill from ``trace``."""
         nonce = secrets.token_hex(6)
         calls = self._calls(trace, nonce)
@@ -184,6 +188,7 @@ class LLMGeneralizer:
             "result": result_text,
             "result_truncated": result_truncated,
             "tools": tools,
+            "tool_docs": _docs_of(tools, tool_docs),
             "related": [
                 {"name": s.name, "when": s.when, "signature": skill_signature(s)}
                 for s in related
@@ -287,6 +292,10 @@ class LLMGeneralizer:
                 args[param] = examples[param]
         candidate.example_args = args
         problems = validate_candidate(candidate, trace, related)
+        required = list((candidate.parameters or {}).get("required", []) or func.get("required", []))
+        personal = privacy.trace_values(trace.params, trace.calls)
+        problems += [f'"when": {p}' for p in describe.description_problems(
+            candidate.when, required, personal)]
         if problems:
             return candidate, problems
         return complete_candidate(candidate, trace, related), []
@@ -300,6 +309,7 @@ class LLMGeneralizer:
         related: Sequence[Skill] = (),
         verify: Verify | None = None,
         read_only: frozenset[str] = frozenset(),
+        tool_docs: Mapping[str, Any] | None = None,
     ) -> Candidate:
         """Ask the model for a skill, checking and repairing the reply up to
         ``max_retries`` times. Raises GeneralizationError listing every attempt's
@@ -307,17 +317,19 @@ class LLMGeneralizer:
         LLMError when the endpoint fails."""
         if not any(c.ok for c in trace.calls):
             raise GeneralizationError("trace has no successful tool calls to learn from")
-        return self._ask(self.messages(trace, related), trace, related, verify)
+        return self._ask(self.messages(trace, related, tool_docs), trace, related, verify)
 
     def generalize_many(
         self, traces: Sequence[Trace], *, related: Sequence[Skill] = (),
         read_only: frozenset[str] = frozenset(),
+        tool_docs: Mapping[str, Any] | None = None,
     ) -> Candidate:
         """One skill for several traces of a workflow (checked against the newest trace;
         the learner then replays it against every one)."""
         if not traces:
             raise GeneralizationError("revision needs at least one trace")
-        return self._ask(self.revision_messages(traces, related), traces[-1], related, None)
+        return self._ask(self.revision_messages(traces, related, tool_docs), traces[-1], related,
+                         None)
 
     def _ask(
         self,
@@ -369,4 +381,15 @@ def _trace_skills(trace: Trace, related: Sequence[Skill]) -> dict[str, list[str]
         if call.kind == "skill" and call.name not in known:
             names = out.setdefault(call.name, [])
             names.extend(a for a in call.arguments if a not in names)
+    return out
+
+
+def _docs_of(tools: Sequence[str], docs: Mapping[str, Any] | None) -> dict[str, str]:
+    """What each of ``tools`` does, from the declared docs (tools without one: left out)."""
+    out = {}
+    for name in tools:
+        doc = (docs or {}).get(name)
+        text = getattr(doc, "summary", "") if doc is not None else ""
+        if text:
+            out[name] = text
     return out

@@ -17,8 +17,9 @@ bindings):
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skill_library.errors import GeneralizationError
@@ -113,6 +114,7 @@ def revise(
     related: Sequence[Skill],
     extra: Sequence[Candidate] = (),
     read_only: frozenset[str] = frozenset(),
+    tool_docs: Mapping[str, Any] | None = None,
 ) -> tuple[Candidate, VerificationReport] | None:
     """The first candidate that replays all ``traces`` (see the module docstring), or None.
 
@@ -138,7 +140,9 @@ def revise(
     many = getattr(generalizer, "generalize_many", None)
     if many is not None:
         try:
-            joint = many(list(traces), related=related, read_only=read_only)
+            accepts = inspect.signature(many).parameters
+            options: dict[str, Any] = {"tool_docs": tool_docs or {}} if "tool_docs" in accepts else {}
+            joint = many(list(traces), related=related, read_only=read_only, **options)
         except GeneralizationError:
             joint = None
         if joint is not None:
@@ -149,7 +153,8 @@ def revise(
         return None  # one model call per example trace is not worth a guess
     for trace in sorted(traces, key=lambda t: -len([c for c in t.calls if c.ok])):
         try:
-            candidate = generalize(generalizer, trace, related=related, read_only=read_only)
+            candidate = generalize(generalizer, trace, related=related, read_only=read_only,
+                                   tool_docs=tool_docs or {})
         except GeneralizationError:
             continue
         found = attempt(candidate, trace)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import jinja2
 
-from skill_library import signature
+from skill_library import privacy, signature
 from skill_library.models import Match, Skill
 
 __all__ = [
@@ -61,7 +61,9 @@ def signature_line(skill: Skill) -> str:
 
 
 def usage_line(skill: Skill, example: Mapping[str, Any] | None = None) -> str:
-    """A one-line call with ``example`` arguments, else the defaults or typed placeholders."""
+    """A one-line call with typed stand-ins for ``example``'s arguments (their type and
+    shape, never a trace's value: :func:`skill_library.privacy.dummy`), else typed
+    placeholders."""
     if skill.kind == "instruction":
         first = next((line.strip() for line in skill.description.splitlines() if line.strip()), "")
         return first
@@ -69,7 +71,7 @@ def usage_line(skill: Skill, example: Mapping[str, Any] | None = None) -> str:
     parts = []
     for name, schema in (skill.parameters or {}).get("properties", {}).items():
         if name in example:
-            value = example[name]
+            value = privacy.dummy(example[name], name)
         elif "default" in schema:
             continue  # optional: leave it out of the one-liner
         else:

@@ -35,7 +35,7 @@ def test_budget_keeps_whole_skills_and_says_what_it_left_out(desk):
         desk.render(matches, max_tokens=0)
 
 
-def test_usage_line_shows_the_arguments_of_the_trace_it_was_learned_from(library):
+def test_usage_line_shows_typed_stand_ins_never_the_values_of_the_trace(library):
     trace = Trace(
         task="restock 3 apples", params={"count": 3},
         calls=[ToolCall(name="restock", arguments={"item": "apple", "count": 3}, result={"stock": 3})],
@@ -43,7 +43,7 @@ def test_usage_line_shows_the_arguments_of_the_trace_it_was_learned_from(library
     )
     skill = library.learn(trace).skill
     block = library.render(library.fetch("restock 5 apples", k=1))
-    assert f"usage: {skill.name}(count=3)" in block
+    assert f"usage: {skill.name}(count=0)" in block  # the type of the trace's value, not 3
 
 
 def test_a_custom_token_counter_is_used(desk):

@@ -56,6 +56,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/perf_sandbox.py
 	$(PY) benchmarks/perf_shared.py --clients 2,4,8 --seconds 10
 	$(PY) benchmarks/perf_reopen.py --sizes 1000,10000
+	# issue 22: τ-bench retail (data in ../shared/benchmarks/taubench-retail, or pass --data DIR)
+	$(PY) -m benchmarks taubench --protocol cv --no-progress
+	$(PY) -m benchmarks taubench --protocol dev --out benchmarks/results/taubench_dev --no-progress
+	$(PY) benchmarks/perf_learn.py --taubench
 	# issue 21's suites (each also runs the privacy check: exit 3 on a personal value found);
 	# all three run, then the target fails if any did
 	status=0; for suite in lookalike paraphrase misuse; do \

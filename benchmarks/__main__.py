@@ -12,6 +12,8 @@
         # single-trace skills fetched by rewordings that share no content word
     python -m benchmarks misuse [--out bench-output/misuse]
         # misuse inputs must not quarantine a correct skill; a real failure burst must
+    python -m benchmarks taubench [--data DIR] [--protocol cv|dev|all] [--folds 5] [--fold F] [--limit N]
+        # τ-bench retail: learn gold train traces, solve held-out tasks (benchmarks/taubench/)
     python -m benchmarks list
 
 Every run with a library ends with the privacy check (benchmarks/privacy.py): a personal value
@@ -139,6 +141,49 @@ def _suite(args, console, command: str) -> int:
     return 0 if results["privacy"]["ok"] else PRIVACY_FAILED
 
 
+def _taubench(args, console, command: str) -> int:
+    """The taubench subcommand: check the data folder, run, write, print."""
+    from benchmarks import taubench
+    from benchmarks.taubench import report
+
+    if args.merge:
+        try:
+            merged = taubench.merge(args.merge, args.out, command=None)
+        except ValueError as exc:
+            console.print(f"error: {exc}", markup=False, soft_wrap=True)
+            return 2
+        console.print(report.table(merged), markup=False, highlight=False, soft_wrap=True)
+        console.print(f"wrote {args.out}: merged {len(args.merge)} runs ({command})", markup=False, soft_wrap=True)
+        return 0
+    try:
+        taubench.resolve_data_dir(args.data)
+    except taubench.DataError as exc:
+        console.print(f"error: {exc}", markup=False, soft_wrap=True)
+        return 2
+    config = taubench.TauConfig(data=args.data, protocol=args.protocol, folds=args.folds, fold=args.fold,
+                                limit=args.limit, k=args.k, out=args.out, command=command,
+                                oracle=not args.no_oracle)
+    console.print(f"command: {command}", markup=False, soft_wrap=True)
+    start = time.perf_counter()
+    try:
+        if args.no_progress:
+            results = taubench.run(config)
+        else:
+            update, bar = _suite_progress(console)
+            with bar:
+                results = taubench.run(config, progress=update)
+    except (taubench.DataError, ValueError) as exc:
+        console.print(f"error: {exc}", markup=False, soft_wrap=True)
+        return 2
+    console.print(report.table(results), markup=False, highlight=False, soft_wrap=True)
+    for name in ("results.json", "results.md", "taubench.png"):
+        if (Path(args.out) / name).exists():
+            console.print(f"wrote {Path(args.out) / name}", markup=False)
+    console.print(f"finished in {time.perf_counter() - start:.1f} s (wall time, {os.cpu_count()} cores): {command}",
+                  markup=False, soft_wrap=True)
+    return 0
+
+
 def _options(pairs: list[str]) -> dict[str, Any]:
     import json
 
@@ -241,6 +286,24 @@ def main(argv: list[str] | None = None) -> int:
     misuse.add_argument("--out", type=Path, default=Path("bench-output/misuse"))
     misuse.add_argument("--no-progress", action="store_true")
 
+    tau = sub.add_parser(
+        "taubench", help="τ-bench retail: learn the gold train traces, fetch and run skills on held-out tasks "
+        "(cross-validation on train, and dev) (benchmarks/taubench/)")
+    tau.add_argument("--data", type=Path, default=None,
+                     help="the τ-bench retail data folder (default: ../shared/benchmarks/taubench-retail from "
+                     "the project root, when present)")
+    tau.add_argument("--protocol", choices=("cv", "dev", "all"), default="cv")
+    tau.add_argument("--folds", type=int, default=5)
+    tau.add_argument("--fold", type=int, default=None, help="only this cross-validation fold")
+    tau.add_argument("--limit", type=int, default=None, help="only the first N train tasks")
+    tau.add_argument("--k", type=int, default=3, help="attempts per task (fetch k)")
+    tau.add_argument("--no-oracle", action="store_true", help="skip the oracle runs (no miss classification)")
+    tau.add_argument("--out", type=Path, default=Path("benchmarks/results/taubench"))
+    tau.add_argument("--merge", type=Path, nargs="+", default=None, metavar="RESULTS_JSON",
+                     help="instead of running: merge the cv results.json of separate runs (e.g. one --fold each) "
+                     "into --out")
+    tau.add_argument("--no-progress", action="store_true")
+
     sub.add_parser("list", help="worlds, suites, agents and task counts")
 
     args = parser.parse_args(argv)
@@ -261,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in AGENTS:
             console.print(f"agent {name}: conditions {', '.join(conditions_for(name))}", markup=False)
         return 0
+
+    if args.command == "taubench":
+        return _taubench(args, console, "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv))
 
     if args.command in ("lookalike", "paraphrase", "misuse"):
         command = "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)

@@ -15,8 +15,9 @@ A caller's mistake is not the skill's failure. On the helpdesk world:
    to ``BURST_MAX`` times. It must be quarantined within the burst (and then no longer be
    fetched).
 
-The library records the outcome of each run itself (a run that raised is a failure today;
-issue 21 adds the outcome kinds ``misuse`` and ``not_applicable``); the step reads only
+The library records the outcome of each run itself (a failure in a read-only lookup on the
+caller's value is ``misuse``, the skill's own call breaking is ``failure``: outcome kinds,
+docs/outcomes.md); the step reads only
 the skill's status, counters and what fetch returns, and the outcome kind a run reports
 where it reports one. Then the privacy check, as on every run with a library.
 """

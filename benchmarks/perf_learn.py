@@ -12,6 +12,15 @@ shapes, with a different customer, persona sentence and wording in each, then ti
                 first ``--single`` traces;
 and prints traces/s of each, the skills learned per workflow and the statuses.
 Target (issue 8): learn_many >= 25 traces/s for short traces on the 2-core machine.
+
+    python benchmarks/perf_learn.py --taubench [DIR] [--taubench-limit N]
+
+measures on real traces instead: the τ-bench retail train tasks' gold traces (DIR, default
+``../shared/benchmarks/taubench-retail``; the state-changing ones of the first N train tasks
+with ``--taubench-limit``, e.g. 40 for CI), in one run: the floor = embedding their task
+texts alone (batches of 64; the faster of two passes), then ``learn_many`` of their verified traces on a fresh library
+with every tool declared; prints traces/s, texts/s and their ratio.
+Target (issue 22): learn_many >= 0.5x the texts/s of the floor.
 """
 
 from __future__ import annotations
@@ -76,7 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", type=int, default=300)
     parser.add_argument("--workflows", type=int, default=12)
     parser.add_argument("--single", type=int, default=40)
+    parser.add_argument("--taubench", nargs="?", const="", default=None, metavar="DIR",
+                        help="measure on the τ-bench retail train traces of DIR (default data folder when omitted)")
+    parser.add_argument("--taubench-limit", type=int, default=None, metavar="N",
+                        help="with --taubench: only the first N train tasks (a small slice for CI)")
     args = parser.parse_args(argv)
+    if args.taubench is not None:
+        return taubench(args.taubench or None, args.taubench_limit)
 
     from skill_library import Policy, SkillLibrary
     from skill_library.embeddings import SentenceTransformerEmbedder
@@ -120,6 +135,65 @@ def main(argv: list[str] | None = None) -> int:
     print(f"learn, one at a time:    {len(subset) / single:8.1f} traces/s  (first {len(subset)} traces)")
     print(f"skills learned: {skills} for {args.workflows} workflows; statuses: {dict(statuses)}")
     return 0 if statuses.get("rejected", 0) == 0 else 1
+
+
+def taubench(data: str | None, limit: int | None) -> int:
+    """learn_many over the τ-bench train traces beside embedding their task texts alone, in one run.
+
+    Returns 2 (a one-line error) for a missing or partial data folder, else 0 after printing;
+    :func:`measure_taubench` gives the numbers."""
+    from benchmarks.taubench.data import DataError
+
+    try:
+        figures = measure_taubench(data, limit)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    shown = f" --taubench-limit {limit}" if limit is not None else ""
+    print(f"$ python benchmarks/perf_learn.py --taubench{' ' + data if data else ''}{shown}")
+    print(f"τ-bench retail train traces: {figures['traces']:.0f} (state-changing, of {figures['tasks']:.0f} tasks)")
+    print(f"floor (embedding the task texts alone): {figures['texts_per_s']:8.1f} texts/s")
+    print(f"learn_many:                             {figures['traces_per_s']:8.2f} traces/s  "
+          f"({figures['ratio']:.3f}x the floor; target >= 0.5x)")
+    print(f"skills learned: {figures['skills']:.0f}; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    return 0
+
+
+def measure_taubench(data: str | None, limit: int | None, *, embedder=None) -> dict[str, float]:
+    """The numbers of :func:`taubench`: traces, texts/s, traces/s, ratio, skills, seconds."""
+    from benchmarks.taubench.data import Retail
+    from benchmarks.taubench.protocol import gold_trace, open_library
+
+    retail = Retail(data, option="--taubench")
+    tasks = retail.split("train")[:limit]
+    traces = [gold_trace(retail, t) for t in tasks if t.changes_state]
+    if embedder is None:
+        from skill_library.embeddings import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder(threads=1)
+        embedder.embed(["warm up"])
+    texts = [t.task for t in traces]
+    floor = float("inf")
+    for _ in range(2):  # the faster of two passes: the floor is what embedding alone can do here
+        start = time.perf_counter()
+        for begin in range(0, len(texts), 64):
+            embedder.embed(texts[begin:begin + 64])
+        floor = min(floor, time.perf_counter() - start)
+    with tempfile.TemporaryDirectory() as tmp:
+        library = open_library(Path(tmp) / "tau", retail, embedder)
+        try:
+            _ = library.sandbox  # start the workers outside the timing, as a long-lived library has
+            start = time.perf_counter()
+            results = library.learn_many(traces, generalizer="dataflow")
+            many = time.perf_counter() - start
+            skills = len(library.list())
+        finally:
+            library.close()
+    rejected = sum(r.status == "rejected" for r in results)
+    texts_per_s, traces_per_s = len(texts) / floor, len(traces) / many
+    return {"tasks": len(tasks), "traces": len(traces), "texts_per_s": texts_per_s, "traces_per_s": traces_per_s,
+            "ratio": traces_per_s / texts_per_s, "skills": skills, "floor_s": floor, "learn_s": many,
+            "rejected": rejected}
 
 
 if __name__ == "__main__":

@@ -7,24 +7,29 @@ reliability, and run in a restricted sandbox.
 
 from typing import TYPE_CHECKING, Any
 
+from skill_library.abstention import Calibration, FetchResult
 from skill_library.errors import (
     GeneralizationError,
     IndexCorruptError,
     IndexUnavailableError,
     LifecycleError,
     LLMError,
+    LockTimeoutError,
     PermissionDenied,
     RecordStoreUnavailableError,
     SkillLibraryError,
     SkillNotFoundError,
     TraceError,
+    WriteLockTimeoutError,
 )
 from skill_library.models import (
     AddResult,
     LearnResult,
     Match,
     Outcome,
+    OutcomeKind,
     Provenance,
+    ScoreBreakdown,
     Skill,
     SkillRun,
     ToolCall,
@@ -48,8 +53,13 @@ __all__ = [
     "IndexUnavailableError",
     "LLMError",
     "LearnResult",
+    "LockTimeoutError",
     "Match",
+    "Calibration",
+    "FetchResult",
+    "ScoreBreakdown",
     "Outcome",
+    "OutcomeKind",
     "Plan",
     "PlanRun",
     "PlanStep",
@@ -64,6 +74,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "VerificationReport",
+    "WriteLockTimeoutError",
 ]
 
 

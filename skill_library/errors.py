@@ -40,7 +40,14 @@ class RecordStoreUnavailableError(SkillLibraryError):
     (the transaction in flight was rolled back; nothing committed is lost)."""
 
 
-class WriteLockTimeoutError(SkillLibraryError):
+class LockTimeoutError(SkillLibraryError, TimeoutError):
+    """A lock the library waited for was not free within its timeout: the library's write
+    lock (``settings.WRITE_LOCK_TIMEOUT_SECONDS``) or the records database's own lock
+    (SQLite's ``database is locked`` after ``settings.SQLITE_BUSY_TIMEOUT_MS``). Nothing
+    was written by the call that gave up; it may be retried."""
+
+
+class WriteLockTimeoutError(LockTimeoutError):
     """Another writer held the library's write lock for longer than the wait allowed."""
 
 

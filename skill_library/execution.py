@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from skill_library.errors import SkillLibraryError, SkillNotFoundError, SkillUsageError
-from skill_library.models import Outcome, RunError, Skill, SkillRun, ToolCall, Trace
+from skill_library.models import Outcome, OutcomeKind, RunError, Skill, SkillRun, ToolCall, Trace, new_id
 
 if TYPE_CHECKING:
     from sandbox import Limits
@@ -73,6 +73,7 @@ def execute(
             type=result.error.type, message=result.error.message, line=result.error.line
         )
     trace = Trace(
+        id=new_id(),  # every run is its own event, even with the same arguments and calls
         task=task_text(skill, args),
         params=args,
         calls=calls,
@@ -131,20 +132,7 @@ def run(
 
         canary.remember(library, session, skill.name, skill.version)
     run = execute(library, skill, args, tools, tool_schemas=tool_schemas, limits=limits)
-    if not run.ok:
-        outcome: Outcome | None = Outcome(
-            success=False, verifier="sandbox", evidence=str(run.error) if run.error else run.limit
-        )
-    elif verifier is not None:
-        judge = getattr(verifier, "__name__", "verifier")
-        try:
-            outcome = Outcome(success=bool(verifier(run)), verifier=judge)
-        except Exception as exc:  # a verifier that cannot judge counts as a failure
-            outcome = Outcome(
-                success=False, verifier=judge, evidence=f"verifier raised {type(exc).__name__}: {exc}"
-            )
-    else:
-        outcome = None
+    outcome = judge(run, args or {}, library.read_only_tools, verifier)
     trace = run.trace.model_copy(update={"outcome": outcome})
     run = run.model_copy(update={"trace": trace})
     if not record:
@@ -154,12 +142,42 @@ def run(
     library.store.save_trace(trace)
     if outcome is not None:
         stored = library.store.record_outcome(
-            skill.name, outcome.success, version=skill.version, trace_id=trace.id
+            skill.name, outcome.success, version=skill.version, trace_id=trace.id,
+            kind=outcome.kind, reason=outcome.reason, origin="run",
         )
-        if not outcome.success and stored.status == "active":
+        if outcome.kind is OutcomeKind.FAILURE and stored.status == "active":
             library._check_quarantine(stored)
         library._after_outcome(skill.name)
     return run
+
+
+def judge(
+    run: SkillRun,
+    args: Mapping[str, Any],
+    read_only: frozenset[str],
+    verifier: Callable[[SkillRun], bool] | None,
+) -> Outcome | None:
+    """The outcome of a finished run (skill_library.outcomes.classify): a failed run is
+    ``misuse``, ``not_applicable`` or ``failure`` with the reason; a run that returned is
+    judged by ``verifier`` (None without one: the caller reports it with ``feedback``)."""
+    from skill_library.outcomes import classify
+
+    failed = classify(run, args, read_only)
+    if failed is not None:
+        kind, reason = failed
+        return Outcome(success=False, kind=kind, verifier="sandbox", reason=reason,
+                       evidence=str(run.error) if run.error else run.limit)
+    if verifier is None:
+        return None
+    name = getattr(verifier, "__name__", "verifier")
+    try:
+        verdict = bool(verifier(run))
+    except Exception as exc:  # a verifier that cannot judge counts as a failure
+        return Outcome(success=False, verifier=name, reason=f"the verifier {name} raised {type(exc).__name__}",
+                       evidence=f"verifier raised {type(exc).__name__}: {exc}")
+    if verdict:
+        return Outcome(success=True, verifier=name)
+    return Outcome(success=False, verifier=name, reason=f"the verifier {name} judged the result wrong")
 
 
 def closure(library: "SkillLibrary", skill: Skill) -> tuple[list[str], list[str]]:

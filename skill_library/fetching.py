@@ -5,12 +5,12 @@ re-scoring and ranking; and next-skill prefetch from a subject's usage pattern.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from skill_library import ranking, value_fit
+from skill_library import prototypes, ranking, value_fit
 from skill_library.errors import SkillNotFoundError
 from skill_library.models import Match, Skill, SkillKind
-from skill_library.vector_index import VectorIndex, best_per_skill
+from skill_library.vector_index import IndexHit, VectorIndex, best_per_skill
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 #: is the fast guess (a larger first query cost ~1 ms at every fetch, measured with
 #: benchmarks/perf_fetch.py); skills with many examples take the growth step when needed.
 FETCH_OVERFETCH = 4
-FETCH_MIN_EXTRA = 8
+#: (24: ranking by evidence, bindability and specificity needs a pool to choose from; a
+#: skill that binds may read a little less alike than a dozen copies that do not)
+FETCH_MIN_EXTRA = 24
 ENTRIES_PER_SKILL_GUESS = 1
 FETCH_GROWTH = 4
 #: how often one fetch reopens the index when another writer changed the records meanwhile
@@ -44,10 +46,17 @@ def search(
     floor: float = -1.0,
     tools: frozenset[str] | None = None,
     values: value_fit.TaskValues | None = None,
+    args: Mapping[str, Any] | None = None,
+    explain: bool = False,
+    extra: int = 0,
 ) -> list[Match]:
     """The ``k`` best qualifying skills for a query ``embedding`` (see ``SkillLibrary.fetch``):
     asks the index for a few entries per wanted skill and more while filtering leaves
-    fewer than ``k``; ``values`` re-scores the candidates by value fit."""
+    fewer than ``k``; ``values`` re-scores the candidates by value fit, and
+    :mod:`skill_library.ranking` orders them (evidence, bindability from ``args`` and the
+    task's values, specificity, reliability; ``explain`` keeps the breakdown). ``extra``
+    more matches than ``k`` are returned when qualifying (the abstention margin rule reads
+    the runner-up)."""
     wanted_kinds = set(kinds) if kinds is not None else None
     # the library's own index is checked against the records optimistically: the
     # generation is read in the same read as the records the hits name, and a change
@@ -70,11 +79,18 @@ def search(
             index = synced.current()
             continue
         below = bool(found) and found[-1].similarity < floor  # the rest is further away
-        scores: dict[str, float] = {}
-        if values is not None:
-            fitted = {id(h): value_fit.score(values, h) for h in found}
-            found = sorted(found, key=lambda h: -fitted[id(h)])
-            scores = {h.name: fitted[id(h)] for h in reversed(found)}  # each skill's best
+        fitted = {id(h): value_fit.score(values, h) if values is not None else h.similarity for h in found}
+        by_entry: dict[str, dict[str, float]] = {}
+        for h in found:
+            kinds_seen = by_entry.setdefault(h.name, {})
+            kind = entry_kind(h)
+            kinds_seen[kind] = max(kinds_seen.get(kind, -1.0), h.similarity)
+        # each skill's best plain cosine (the floor compares it) and best fitted entry
+        cosine = {h.name: h.similarity for h in reversed(found)}
+        best_entry: dict[str, IndexHit] = {}
+        for h in found:
+            if h.name not in best_entry or fitted[id(h)] > fitted[id(best_entry[h.name])]:
+                best_entry[h.name] = h
         hits = [
             h for h in best_per_skill(found)
             if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
@@ -90,7 +106,8 @@ def search(
                 continue
         confidence = (library.procedures.confidences([h.name for h in hits if h.kind == "instruction"])
                       if any(h.kind == "instruction" for h in hits) else {})
-        matches = []
+        candidates = []
+        read_only = library.read_only_tools if hits else frozenset()
         for hit in hits:
             skill = records.get((hit.name, hit.version))
             if skill is None:
@@ -104,10 +121,32 @@ def search(
                 need = tools_needed(library, skill, needs)
                 if need is None or not need <= tools:
                     continue
-            matches.append(ranking.make_match(skill, hit.similarity))
-        if len(matches) >= k or len(found) < n or below:
-            return ranking.rank(matches, scores)[:k]
+            best = best_entry[hit.name]
+            needed = tools_needed(library, skill, needs) if skill.depends_on else None
+            candidates.append(ranking.Candidate(
+                skill=skill, similarity=cosine[hit.name], fitted=fitted[id(best)], entry=entry_kind(best),
+                best_cosine=best.similarity, by_entry=by_entry[hit.name], shapes=_shapes_of(best, found),
+                acting=ranking.acting_tools(skill, read_only, needed),
+            ))
+        if len(candidates) >= k + extra or len(found) < n or below:
+            return ranking.rank_candidates(candidates, values, args, explain=explain)[: k + extra]
         n *= FETCH_GROWTH
+
+
+def entry_kind(hit: IndexHit) -> str:
+    """``when``, ``example`` or ``prototype``: which of a skill's texts an index hit is."""
+    if not hit.key or hit.key == hit.name:
+        return "when"
+    return "prototype" if hit.key.endswith(prototypes.KEY_SUFFIX) else "example"
+
+
+def _shapes_of(best: IndexHit, found: Sequence[IndexHit]) -> dict[str, list[str]] | None:
+    """Parameter -> value shapes of a skill: its best entry's, else any entry's that has them."""
+    for hit in [best, *(h for h in found if h.name == best.name)]:
+        decoded = value_fit.decode(hit.shapes)
+        if decoded:
+            return decoded
+    return None
 
 
 def tools_needed(

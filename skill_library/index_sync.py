@@ -15,7 +15,15 @@ Rules:
   never silently win; an older or damaged records file is an error, and rebuilding from it
   takes ``rebuild(force=True)``;
 - an index write that fails after its record change was committed drops the open index, so
-  the next use checks and rebuilds it.
+  the next use checks and rebuilds it;
+- readers never wait for the write lock: a reader that finds the generation changed reopens
+  the index without it when the index is marked with the records' generation (the writer
+  finished), and otherwise, while another writer is at work, reads the index as it was
+  (fetch checks every hit against the records); only a first open, which may rebuild,
+  takes the lock, and every lock gives up after its timeout (:class:`LockTimeoutError`);
+- an index handed out (:attr:`SkillLibrary.index`) stays usable: a reopen reloads the
+  folder's one Chroma client in this process (:class:`~skill_library.vector_index.FolderClient`)
+  for every tenant together, and never closes an index another thread may still hold.
 """
 
 from __future__ import annotations
@@ -79,6 +87,8 @@ class SyncedIndex:
         self._generation: int | None = None
         self._thread_lock = threading.RLock()
         self._lock_depth = 0
+        #: the thread holding the write lock through this index (None: none)
+        self._writer: int | None = None
 
     @contextmanager
     def _lock(self) -> Iterator[None]:
@@ -94,11 +104,39 @@ class SyncedIndex:
             lock = self.store.write_lock()
             lock.acquire()
             self._lock_depth = 1
+            self._writer = threading.get_ident()
             try:
                 yield
             finally:
+                self._writer = None
                 self._lock_depth = 0
                 lock.release()
+
+    @contextmanager
+    def _lock_if_free(self) -> Iterator[bool]:
+        """The write lock if no other writer holds it now (True), never waiting (False)."""
+        if not self._thread_lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            if self._lock_depth:  # this thread holds it (re-entrant)
+                with self._lock():
+                    yield True
+                return
+            lock = self.store.write_lock()
+            if not lock.try_acquire():
+                yield False
+                return
+            self._lock_depth = 1
+            self._writer = threading.get_ident()
+            try:
+                yield True
+            finally:
+                self._writer = None
+                self._lock_depth = 0
+                lock.release()
+        finally:
+            self._thread_lock.release()
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -145,13 +183,44 @@ class SyncedIndex:
         return self._index if self._index is not None else self.current()
 
     def current(self) -> VectorIndex:
-        """The index, opened on first use and reopened when another writer changed it."""
+        """The index, opened on first use and reopened when another writer changed it.
+
+        A reopen never waits for the write lock: when the index is marked with the
+        records' generation it is reloaded as it is; while another writer is at work (the
+        mark is behind), it is checked under the lock if the lock is free now, and otherwise
+        read as it was until that writer is done."""
         generation = self.store.index_generation()
         index = self._index
         if index is not None and generation == self._generation:
             return index
-        with self._lock():
+        if self._writer == threading.get_ident():  # inside this thread's own write
             return self._fresh()
+        if index is not None:
+            if self._reload_marked(index, generation):
+                return index
+            with self._lock_if_free() as locked:
+                if not locked:
+                    return index  # the index as it was, until the writer at work is done
+                return self._fresh()
+        with self._lock():  # a first open checks the index and may rebuild it
+            return self._fresh()
+
+    def _reload_marked(self, index: VectorIndex, generation: int) -> bool:
+        """Reload ``index`` when it is marked with ``generation`` (a finished write), with
+        no lock; False when it is not (a write at work, or one that failed: check it)."""
+        if self.server is None and self.indexed_generation() != generation:
+            return False
+        try:
+            index.reload()
+            marked = index.stored_generation() if self.server is not None else generation
+            empty = index.count() == 0  # a lost collection under a kept mark: check (cheap then)
+        except Exception:
+            return False
+        if marked != generation or empty:
+            return False
+        if self._index is index and not self._lock_depth:  # a writer here sets its own
+            self._generation = generation
+        return True
 
     def _fresh(self) -> VectorIndex:
         """Under the lock: the index, (re)opened and checked if it may be stale.
@@ -162,29 +231,13 @@ class SyncedIndex:
         says the write finished (one that failed left the old mark, and is checked)."""
         generation = self.store.index_generation()
         if self._index is None or generation != self._generation:
-            reopening = self._index is not None
+            if self._index is not None and self._reload_marked(self._index, generation):
+                self._generation = generation
+                return self._index
             self._drop()
-            self._index = (self._open_marked(generation) if reopening else None) or self._open_checked()
+            self._index = self._open_checked()
             self._generation = self.store.index_generation()  # a repair bumps it
         return self._index
-
-    def _open_marked(self, generation: int) -> VectorIndex | None:
-        """The index opened unchecked when it is marked with ``generation``, else None."""
-        if self.server is None and self.indexed_generation() != generation:
-            return None
-        try:
-            index = self._open()
-        except IndexCorruptError:
-            return None
-        try:
-            marked = index.stored_generation() if self.server is not None else generation
-            empty = index.count() == 0  # a lost collection under a kept mark: check (cheap then)
-        except Exception:
-            marked, empty = None, True
-        if marked != generation or empty:
-            index.close()
-            return None
-        return index
 
     # -- writing ------------------------------------------------------------------------
     @contextmanager
@@ -192,13 +245,13 @@ class SyncedIndex:
         """Hold the write lock around a record change and the index write that follows it."""
         with self._lock():
             index = self._fresh()
-            self._generation = self.store.bump_index_generation()
+            self._generation = generation = self.store.bump_index_generation()
             try:
                 yield index
             except BaseException:
                 self._drop()
                 raise
-            self._mark(self._generation)
+            self._mark(generation)
 
     def rebuild(self, progress: Callable[[int], None] | None = None, *, force: bool = False) -> int:
         """Rebuild the index from the records (under the lock); returns its size.
@@ -208,7 +261,7 @@ class SyncedIndex:
         with self._lock():
             if not force:
                 self._check_records_may_rebuild()
-            self._generation = self.store.bump_index_generation()
+            self._generation = generation = self.store.bump_index_generation()
             skills = self.store.list(status="active")
             if self._index is None:
                 self._index = self._open_or_recreate()
@@ -218,7 +271,7 @@ class SyncedIndex:
             except BaseException:
                 self._drop()
                 raise
-            self._mark(self._generation)
+            self._mark(generation)
             return len(skills)
 
     # -- the generation the index was written at ---------------------------------------
@@ -275,14 +328,17 @@ class SyncedIndex:
     def close(self) -> None:
         """Release the Chroma client."""
         with self._thread_lock:
+            index = self._index
             self._drop()
+            if index is not None:
+                index.close()
 
     # -- helpers ------------------------------------------------------------------------
     def _drop(self) -> None:
-        index, self._index = self._index, None
+        """Forget the open index (the next use opens and checks it again); it is not
+        closed: another thread may hold it, and it releases its client when collected."""
+        self._index = None
         self._generation = None
-        if index is not None:
-            index.close()
 
     @property
     def store_where(self) -> str:
@@ -311,6 +367,8 @@ class SyncedIndex:
         index: VectorIndex | None
         try:
             index = self._open()
+            if index.shared:  # another index of the folder opened the client: it may be stale
+                index.reload()
             try:
                 found = index.entries()
             except Exception as exc:

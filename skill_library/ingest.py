@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from skill_library import settings
 from skill_library.errors import SkillPolicyError
 from skill_library.induction import description
 from skill_library.models import AddResult, Skill
@@ -30,11 +31,11 @@ from skill_library.text_vectors import pack, text_digest, unpack
 from skill_library.vector_index import VectorIndex, entries_for
 
 if TYPE_CHECKING:
+    #: skill_library.settings.ADD_BATCH (read and written there)
+    ADD_BATCH: int
     from skill_library.governance.actors import Actor
     from skill_library.library import SkillLibrary
 
-#: skills embedded, checked for duplicates and written per batch
-ADD_BATCH = 256
 #: embedded batches that may wait for the writer (bounds the vectors held in memory)
 PIPELINE_DEPTH = 2
 
@@ -107,11 +108,11 @@ def add_many(
     writer = _Writer(lib, checker, model, verified, actor, advance)
     writer.start()
     try:
-        for start in range(0, len(skills), ADD_BATCH):
+        for start in range(0, len(skills), settings.ADD_BATCH):
             if writer.error is not None:
                 break
-            batch_digests = digests[start : start + ADD_BATCH]
-            missing = {d: t for t, d in zip(texts[start : start + ADD_BATCH], batch_digests)
+            batch_digests = digests[start : start + settings.ADD_BATCH]
+            missing = {d: t for t, d in zip(texts[start : start + settings.ADD_BATCH], batch_digests)
                        if d not in known}
             fresh: dict[str, bytes] = {}
             if missing:
@@ -119,7 +120,7 @@ def add_many(
                 fresh = {d: pack(v) for d, v in zip(missing, computed)}
                 known.update((d, v) for d, v in fresh.items() if d in repeated)
             vectors = [unpack(fresh[d]) if d in fresh else unpack(known[d]) for d in batch_digests]
-            writer.put((skills[start : start + ADD_BATCH], vectors, fresh))
+            writer.put((skills[start : start + settings.ADD_BATCH], vectors, fresh))
     finally:
         writer.finish()
     if writer.error is not None:
@@ -245,3 +246,6 @@ class _Writer(threading.Thread):
             latest[skill.name] = (skill, vector)
         index.upsert(entries_for([s for s, _ in latest.values()]), [v for _, v in latest.values()])
         self.advance(len(batch))
+
+
+settings.forward(__name__, "ADD_BATCH")

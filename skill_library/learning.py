@@ -55,7 +55,10 @@ def learn_batch(
         if trace is None or (reasons := check_trace(trace)):
             out[n] = LearnResult(status="rejected", reasons=reasons)
         else:
-            checked[n] = trace
+            checked[n] = trace.identified()  # no id given: the hash of its content
+    for n, result in already_learned(lib, checked).items():  # idempotent: evidence counts once
+        out[n] = result
+        del checked[n]
     if split_parts:  # a compound trace is learned as the workflows it combines
         split = {n: found for n, t in checked.items()
                  if (found := compound.split(t, lib.read_only_tools))}
@@ -104,6 +107,21 @@ def learn_batch(
             })
             lib._sync_index_many(index, sorted(pending), known)
     return [r for r in out if r is not None]
+
+def already_learned(lib: "SkillLibrary", traces: Mapping[int, Trace]) -> dict[int, LearnResult]:
+    """The traces (by position) that are stored already or repeat an earlier one of the
+    batch: each a ``duplicate`` naming the skill it is evidence of, where known."""
+    stored = lib.store.known_traces([t.id for t in traces.values()])
+    seen: set[str] = set()
+    found: dict[int, LearnResult] = {}
+    for n, trace in traces.items():
+        if trace.id in stored or trace.id in seen:
+            earlier = lib.store.trace_outcome(trace.id) if trace.id in stored else None
+            found[n] = LearnResult(status="duplicate", duplicate_of=earlier["name"] if earlier else None, reasons=[
+                f"trace {trace.id} was learned before (same task, params, calls and outcome): nothing added"])
+        seen.add(trace.id)
+    return found
+
 
 def admit(
     lib: "SkillLibrary",

@@ -13,7 +13,17 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import execution, fetching, ingest, learning, prototypes, value_fit
+from skill_library import (
+    abstention,
+    execution,
+    fetching,
+    ingest,
+    learning,
+    prototypes,
+    settings,
+    value_fit,
+)
+from skill_library import outcomes as honest_outcomes
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -38,6 +48,7 @@ from skill_library.models import (
     Example,
     LearnResult,
     Match,
+    OutcomeKind,
     Skill,
     SkillKind,
     SkillRun,
@@ -51,7 +62,12 @@ from skill_library.text_vectors import StoredVectors
 from skill_library.vector_index import VectorIndex
 
 if TYPE_CHECKING:
+    #: skill_library.settings.LEARN_BATCH and ADD_BATCH (read and written there)
+    LEARN_BATCH: int
+    ADD_BATCH: int
+
     from sandbox import Limits, Sandbox
+    from skill_library.abstention import Calibration, FetchResult
     from skill_library.governance.canary import CanaryState
     from skill_library.governance.evaluation import Evaluation
     from skill_library.governance.suite import Suite, ToolsFactory
@@ -68,10 +84,6 @@ DEFAULT_MIN_RELIABILITY = 0.6
 #: fetch returns no skill less cosine-similar than this to the task (its best text).
 #: Chosen with benchmarks/calibrate_fetch.py on this repository's suites (README, "Fetch").
 DEFAULT_MIN_SIMILARITY = 0.2
-#: learn_many embeds and admits this many traces at a time.
-LEARN_BATCH = 64
-#: skills embedded and written to the index per batch in :meth:`SkillLibrary.add_many`
-ADD_BATCH = ingest.ADD_BATCH
 #: the generalizers a library can be told to use by name
 GeneralizerName = Literal["dataflow", "llm"]
 
@@ -235,6 +247,10 @@ class SkillLibrary:
         view._sandbox = None
         view._procedures = None
         view._patterns = None
+        # the canary cache and the session memo are the tenant's own (a generation number
+        # and a (session, skill) key mean nothing across tenants)
+        view._canary_cache = None
+        view._session_versions = OrderedDict()
         view._closed = False
         view._root = root
         view._views = {}
@@ -616,8 +632,21 @@ class SkillLibrary:
         state: str | None = None,
         session: str | None = None,
         cohort: str | None = None,
-    ) -> builtins.list[Match]:
-        """The ``k`` best skills for ``task``, each at most once.
+        args: Mapping[str, Any] | None = None,
+        explain: bool = False,
+        abstain: bool = True,
+    ) -> "FetchResult":
+        """The ``k`` best skills for ``task``, each at most once, as a
+        :class:`~skill_library.abstention.FetchResult` (a list, flagged ``abstained`` /
+        ``ambiguous`` with a ``reason``: the library's calibrated floor, the margin between
+        look-alikes, which returns every match too close to call even past ``k``, and
+        parameters the task cannot supply; ``abstain=False``: no flags, at most ``k``).
+
+        Ranked by :mod:`skill_library.ranking`: similarity less value fit, evidence (a
+        log prior on verified successes), bindability (``args``: the values the caller has,
+        by parameter name; else the task's values by shape), specificity and reliability
+        penalties; ``explain=True`` sets each match's ``explanation`` (the terms of its
+        ``score``). README, "Fetch" and docs/fetch.md.
 
         A skill qualifies when it is active, its reliability is at least
         ``min_reliability`` (default: the library's), the cosine similarity of ``task`` to
@@ -650,9 +679,12 @@ class SkillLibrary:
         threshold = self.min_reliability if min_reliability is None else min_reliability
         floor = self.min_similarity if min_similarity is None else min_similarity
         embedding = self.embedder.embed([description.query_text(task)])[0]
+        if args is not None and not isinstance(args, Mapping):
+            raise TypeError("args must be a mapping of parameter name -> value")
         matches = fetching.search(self, embedding, k, threshold, kinds, floor=floor,
                                   tools=None if tools is None else frozenset(tools),
-                                  values=value_fit.TaskValues.of(task))
+                                  values=value_fit.TaskValues.of(task), args=args, explain=explain,
+                                  extra=abstention.EXTRA_FOR_MARGIN if abstain else 0)
         if subject is not None and state is not None:
             matches.extend(fetching.prefetch(self, subject, state, matches, threshold))
         if session is not None or cohort is not None:
@@ -660,35 +692,51 @@ class SkillLibrary:
 
             matches = canary.route(self, matches, session=session, cohort=cohort,
                                    generation=self._index.seen_generation)
-        return matches
+        if not abstain:
+            return abstention.unflagged(matches, k)
+        return abstention.decide(matches, k, abstention.calibration(self))
+
+    def calibration(self) -> "Calibration":
+        """fetch's abstention calibration for this library: the similarity floor and
+        look-alike margin from leave-one-out over its example tasks, with the expected
+        precision and recall (skill_library.abstention; cached until the index changes)."""
+        return abstention.calibration(self)
 
     def feedback(
         self,
         name: str,
-        succeeded: bool,
+        succeeded: "bool | OutcomeKind | str",
         *,
         version: int | None = None,
         trace_id: str | None = None,
         session: str | None = None,
         cohort: str | None = None,
+        wrong_skill: bool = False,
+        reason: str | None = None,
     ) -> Skill:
         """Append one outcome for ``name`` (default: its active version, or with ``session``
-        the version :meth:`fetch` or :meth:`run` gave that session). On a procedure
+        the version :meth:`fetch` or :meth:`run` gave that session). ``succeeded`` is a bool
+        (True: ``success``, False: ``failure``) or an :class:`OutcomeKind` (``"misuse"``,
+        ``"not_applicable"``, ...), kept with ``reason``; only success and failure count
+        toward reliability and the quarantine rule (docs/outcomes.md). ``wrong_skill=True``
+        says the agent fetched the wrong workflow: counted against retrieval
+        (:meth:`retrieval_misses`), not the skill; with the ``trace_id`` of a run whose
+        outcome was recorded, that outcome moves out of the skill's record. On a procedure
         this is :meth:`record_procedure_outcome`. A code skill whose recent outcomes fail is
         quarantined (skill_library.patterns.reliability); a success never lifts that. An
         outcome of a skill with a canary may roll the canary back (governance.canary)."""
-        if not isinstance(succeeded, bool):
-            raise TypeError(f"succeeded must be a bool, got {type(succeeded).__name__}")
-        if version is None and (session is not None or cohort is not None):
-            version = self._session_version(name, session, cohort)
-        if version is None and trace_id is None and self.store.get(name).kind == "instruction":
-            self.record_procedure_outcome(name, succeeded)
-            return self.store.get(name)
-        skill = self.store.record_outcome(name, succeeded, version=version, trace_id=trace_id)
-        if not succeeded:
-            skill = self._check_quarantine(skill)
-        self._after_outcome(name)
-        return skill
+        return honest_outcomes.feedback(self, name, succeeded, version=version, trace_id=trace_id, session=session,
+                                 cohort=cohort, wrong_skill=wrong_skill, reason=reason)
+
+    def outcome_counts(self, name: str, version: int | None = None) -> dict[str, int]:
+        """How many outcomes of each kind (success, failure, misuse, not_applicable,
+        wrong_skill) version ``version`` (default: the active one) of ``name`` has."""
+        return self.store.outcome_counts(name, version)
+
+    def retrieval_misses(self, name: str) -> int:
+        """How many times ``name`` was reported fetched for a task it does not do
+        (``feedback(..., wrong_skill=True)``): retrieval's count, not the skill's."""
+        return honest_outcomes.retrieval_misses(self, name)
 
     def _check_quarantine(self, skill: Skill) -> Skill:
         from skill_library.patterns.reliability import quarantine_problem, record_event
@@ -760,8 +808,9 @@ class SkillLibrary:
         """Store an active procedure (a versioned ``instruction`` record; name from the title)."""
         return self.procedures.add(title, trigger, description, confidence=confidence, name=name, actor=actor)
 
-    def record_procedure_outcome(self, name: str, positive: bool) -> Skill:
-        """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0)."""
+    def record_procedure_outcome(self, name: str, positive: "bool | OutcomeKind | str") -> Skill:
+        """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0);
+        an :class:`OutcomeKind` other than success/failure is logged and moves nothing."""
         self.procedures.record_outcome(name, positive)
         return self.store.get(name)
 
@@ -884,8 +933,8 @@ class SkillLibrary:
         results: builtins.list[LearnResult] = []
         chosen = self.resolve_generalizer(generalizer)
         with _ProgressBar(progress, "learning traces", len(items)) as bar:
-            for start in range(0, len(items), LEARN_BATCH):
-                chunk = items[start : start + LEARN_BATCH]
+            for start in range(0, len(items), settings.LEARN_BATCH):
+                chunk = items[start : start + settings.LEARN_BATCH]
                 results.extend(learning.learn_batch(self, chunk, chosen, verifier, limits))
                 bar.advance(len(chunk))
         return results
@@ -970,8 +1019,11 @@ class SkillLibrary:
 
         Only the tools the skill (and its dependencies) declare are reachable, and a tool
         schema that does not say otherwise admits only the arguments it lists. The calls
-        it makes come back as a new, stored :class:`Trace`. An exception or a limit hit
-        records a failure; a success is recorded by ``verifier`` (when given) or later
+        it makes come back as a new, stored :class:`Trace`. A run that raised is judged
+        (``run.outcome_kind``, ``run.outcome_reason``: docs/outcomes.md): ``misuse`` when a
+        read-only lookup refused a value the caller passed, ``not_applicable`` when it stopped
+        on a ``NotApplicable`` precondition, else (a state-changing call raising, a limit hit)
+        a ``failure``; a success is recorded by ``verifier`` (when given) or later
         through :meth:`feedback`. ``record=False`` writes nothing (no trace, no outcome),
         for evaluating a frozen library. Calling it wrongly (a declared tool missing from
         ``tools``, arguments that break the parameter schema) raises
@@ -1149,3 +1201,6 @@ class _ProgressBar:
     def advance(self, n: int) -> None:
         if self._bar is not None:
             self._bar.advance(self._task, n)
+
+
+settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH")

@@ -144,6 +144,22 @@ def _governance(conn: Connection) -> None:
     )
 
 
+def _outcome_kinds(conn: Connection) -> None:
+    """Outcomes get their kind, reason and origin (issue 21: honest outcomes); the rows of
+    an older store become ``success`` or ``failure`` by their ``success`` flag, origin
+    unknown (NULL). A store whose outcomes table already has the columns (created by this
+    code) only has its empty kinds filled."""
+    table = rs.outcomes_table
+    present = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+    quote = conn.dialect.identifier_preparer.quote
+    for column in ("kind", "reason", "origin"):
+        if column not in present:
+            kind = table.c[column].type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f"ALTER TABLE {quote(table.name)} ADD COLUMN {quote(column)} {kind}")
+    conn.execute(table.update().where(table.c.kind.is_(None))
+                 .values(kind=sa.case((table.c.success == sa.true(), "success"), else_="failure")))
+
+
 #: the schema's history; append, never edit or reorder
 MIGRATIONS: list[Migration] = [
     Migration("initial: skills, versions, outcomes, traces, meta", _initial),
@@ -153,6 +169,7 @@ MIGRATIONS: list[Migration] = [
     Migration("governance: audit_events, actors, tool_specs, policies, canaries; superseded", _governance),
     Migration("evaluations: candidate vs active on a suite", _create(evaluations_table)),
     Migration("task_vectors: the vectors of example traces' tasks, for prototypes", _create(rs.task_vectors_table)),
+    Migration("outcome kinds: kind, reason and origin of every outcome", _outcome_kinds),
 ]
 
 

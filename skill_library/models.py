@@ -11,6 +11,7 @@ import keyword
 import re
 import uuid
 from datetime import datetime, timezone
+from enum import Enum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -90,16 +91,97 @@ class ToolCall(BaseModel):
         return self.error is None
 
 
+class OutcomeKind(str, Enum):
+    """What an outcome says about a run, for skills and procedures alike (docs/outcomes.md).
+
+    Only ``success`` and ``failure`` are the skill's own record: they are what Laplace
+    reliability and the quarantine rule count. ``misuse`` (the caller passed a value a
+    read-only lookup refused: not found, invalid), ``not_applicable`` (a precondition did
+    not hold, nothing was changed) and ``wrong_skill`` (the agent fetched the wrong
+    workflow: counted against retrieval) are kept and shown, never held against the skill.
+    """
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    MISUSE = "misuse"
+    NOT_APPLICABLE = "not_applicable"
+    WRONG_SKILL = "wrong_skill"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def counted(self) -> bool:
+        """Whether this kind is part of the skill's own record (reliability, quarantine)."""
+        return self in (OutcomeKind.SUCCESS, OutcomeKind.FAILURE)
+
+    @classmethod
+    def of(cls, value: "OutcomeKind | str | bool") -> "OutcomeKind":
+        """The kind ``value`` names: a kind, its name (``"misuse"``) or a bool (True: success,
+        False: failure). ValueError naming the kinds otherwise."""
+        if isinstance(value, bool):
+            return cls.SUCCESS if value else cls.FAILURE
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower().replace("-", "_"))
+            except ValueError:
+                pass
+        raise ValueError(
+            f"unknown outcome kind {value!r}; use one of {', '.join(k.value for k in cls)} (or True/False)"
+        )
+
+
+#: the kinds that count toward a skill's reliability and quarantine (its own record)
+COUNTED_KINDS = frozenset({OutcomeKind.SUCCESS.value, OutcomeKind.FAILURE.value})
+
+#: the error type a run stops with when a precondition does not hold (``not_applicable``)
+NOT_APPLICABLE_ERROR = "NotApplicable"
+
+
 class Outcome(BaseModel):
-    """A verdict on a trace: did it succeed, who judged it, and on what evidence."""
+    """A verdict on a trace: its kind (:class:`OutcomeKind`), whether it succeeded, who
+    judged it, on what evidence, and why (``reason``, one line, no personal values).
+
+    ``success`` and ``kind`` agree: give either (``Outcome(success=False)`` is a failure,
+    ``Outcome(kind="misuse")`` is not a success).
+    """
 
     success: bool
+    kind: OutcomeKind = OutcomeKind.FAILURE
     verifier: str | None = None
     evidence: Any = None
+    reason: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_and_success_agree(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        kind = data.get("kind")
+        success = data.get("success")
+        if kind is None:
+            if success is None:
+                raise ValueError("an outcome needs success (True/False) or a kind")
+            data["kind"] = OutcomeKind.of(bool(success))
+        else:
+            data["kind"] = OutcomeKind.of(kind)
+            implied = data["kind"] is OutcomeKind.SUCCESS
+            if success is None:
+                data["success"] = implied
+            elif bool(success) != implied:
+                raise ValueError(f"success={success} contradicts kind {data['kind'].value!r}")
+        return data
 
 
 class Trace(BaseModel):
-    """A task, the ordered tool calls made to solve it, the final result and a verdict."""
+    """A task, the ordered tool calls made to solve it, the final result and a verdict.
+
+    ``id``: given, or the hash of the content (:meth:`content_id`), so the same trace built
+    twice (from a file, a transcript) has one identity and learning it twice adds nothing.
+    """
 
     id: str = Field(default_factory=new_id, min_length=1)
     task: str = Field(min_length=1)
@@ -116,6 +198,13 @@ class Trace(BaseModel):
         if not value.strip():
             raise ValueError("task must not be blank")
         return value
+
+    @model_validator(mode="after")
+    def _content_identity(self) -> "Trace":
+        # no id given: the trace is known by its content (the same trace twice is one trace)
+        if "id" not in self.model_fields_set:
+            object.__setattr__(self, "id", self.content_id())
+        return self
 
     def capped(self, max_bytes: int = TRACE_VALUE_MAX_BYTES) -> "Trace":
         """This trace with every value larger than ``max_bytes`` replaced by a marker
@@ -142,6 +231,29 @@ class Trace(BaseModel):
                 "outcome": outcome,
             }
         )
+
+    def content_id(self) -> str:
+        """The identity of this trace's content: a hash (32 hex digits) of its task, params,
+        calls (name, arguments, result, error, kind) and outcome (kind, verifier). Learning
+        gives a trace without an ``id`` this id, so the same trace learned twice is known
+        (``duplicate``) instead of counted twice."""
+        import hashlib
+
+        body = {
+            "task": self.task,
+            "params": self.params,
+            "calls": [[c.name, c.arguments, c.result, c.error, c.kind] for c in self.calls],
+            "result": self.result,
+            "outcome": None if self.outcome is None else [self.outcome.kind.value, self.outcome.verifier],
+        }
+        text = json.dumps(body, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    def identified(self) -> "Trace":
+        """This trace with :meth:`content_id` as its id when it was given none."""
+        if "id" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"id": self.content_id()})
 
     @property
     def verified_success(self) -> bool:
@@ -403,8 +515,45 @@ class Example(BaseModel):
     created_at: datetime = Field(default_factory=utc_now)
 
 
+class ScoreBreakdown(BaseModel):
+    """How one fetched skill's ``score`` was made (``fetch(..., explain=True)``;
+    skill_library.ranking): the terms ``similarity + value_fit + evidence + bindability +
+    specificity + reliability`` add up to ``score``. Every term but ``similarity`` is a
+    penalty (<= 0): a skill that fits perfectly keeps its similarity."""
+
+    #: the kind of the best-scoring index entry: ``when``, ``example`` or ``prototype``
+    entry: str
+    #: the best cosine similarity of the task to each kind of this skill's entries among
+    #: the candidates the index returned (``{"when": 0.41, "example": 0.62}``)
+    by_entry: dict[str, float] = Field(default_factory=dict)
+    #: the best entry's cosine similarity
+    similarity: float
+    #: value fit's penalty on that entry (skill_library.value_fit)
+    value_fit: float = 0.0
+    #: the evidence penalty: fewer verified successes, a larger one (log-evidence prior)
+    evidence: float = 0.0
+    #: the bindability penalty: share of required parameters the caller cannot supply
+    bindability: float = 0.0
+    #: the specificity penalty: more state-changing tools than the leanest candidate
+    specificity: float = 0.0
+    #: the reliability penalty: Laplace reliability below 1
+    reliability: float = 0.0
+    #: the sum of the terms above
+    score: float
+    #: the numbers the terms came from: successes, required parameters, acting tools
+    successes: int = 0
+    required: list[str] = Field(default_factory=list)
+    acting_tools: int = 0
+
+
 class Match(BaseModel):
-    """A fetched skill with the numbers that ranked it."""
+    """A fetched skill with the numbers that ranked it.
+
+    ``score`` is the ranking score (skill_library.ranking: similarity less the value-fit,
+    evidence, bindability, specificity and reliability penalties); ``explanation`` breaks
+    it down when fetch was called with ``explain=True``. ``missing`` names the required
+    parameters the caller cannot supply (neither in ``args`` nor visible in the task by
+    their value shapes); ``ambiguous`` is set on the matches too close to call."""
 
     skill: Skill
     similarity: float
@@ -412,6 +561,12 @@ class Match(BaseModel):
     score: float
     #: added by next-skill prefetch (the subject's usage pattern), not matched to the task
     prefetch: bool = False
+    #: too close to call against another returned match (skill_library.abstention)
+    ambiguous: bool = False
+    #: required parameters the task and ``args`` cannot supply
+    missing: list[str] = Field(default_factory=list)
+    #: the score's terms (``fetch(..., explain=True)``), else None
+    explanation: ScoreBreakdown | None = None
 
 
 class AddResult(BaseModel):
@@ -486,3 +641,19 @@ class SkillRun(BaseModel):
     stdout: str = ""
     duration_ms: float = 0.0
     trace: Trace
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The outcome judged at run time (None: the run succeeded and no verifier judged it;
+        the caller reports it with ``feedback``)."""
+        return self.trace.outcome
+
+    @property
+    def outcome_kind(self) -> OutcomeKind | None:
+        """The run's :class:`OutcomeKind` (``misuse``, ``not_applicable``, ``failure``, ...)."""
+        return None if self.trace.outcome is None else self.trace.outcome.kind
+
+    @property
+    def outcome_reason(self) -> str | None:
+        """Why the run got its outcome kind, in one line (None when not judged)."""
+        return None if self.trace.outcome is None else self.trace.outcome.reason

@@ -27,21 +27,20 @@ import sqlalchemy.dialects.postgresql
 import sqlalchemy.dialects.sqlite
 from sqlalchemy.engine import Connection, Engine
 
+from skill_library import settings
 from skill_library.errors import (
     LibraryNotFoundError,
     RecordStoreCorruptError,
-    RecordStoreUnavailableError,
+    SkillLibraryError,
     SkillNotFoundError,
     TraceNotFoundError,
 )
-from skill_library.models import Example, Skill, SkillStatus, Trace, utc_now
+from skill_library.models import COUNTED_KINDS, Example, OutcomeKind, Skill, SkillStatus, Trace, utc_now
 from skill_library.storage.bulk import insert_distinct_versions
 from skill_library.storage.dialects import (
     EMPTY_FILE_CHECKS,
     EMPTY_FILE_WAIT_SECONDS,
-    IN_QUERY_BATCH,
     PG_CONFLICT_RETRIES,
-    SQLITE_BUSY_TIMEOUT_MS,
     create_engine,
     named_error,
     retrying,
@@ -66,16 +65,14 @@ from skill_library.storage.tables import (
 )
 from skill_library.storage.transactions import Transaction
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
-from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock
+from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock, advisory_key
 
 __all__ = [
     "EMPTY_FILE_CHECKS",
     "EMPTY_FILE_WAIT_SECONDS",
-    "IN_QUERY_BATCH",
     "PG_CONFLICT_RETRIES",
     "RECORDS_FILE",
     "SCHEMA_VERSION",
-    "SQLITE_BUSY_TIMEOUT_MS",
     "TENANT_TABLES",
     "WRITE_LOCK_FILE",
     "RecordStore",
@@ -129,9 +126,9 @@ class SQLRecordStore(RecordStore):
             open_records(conn, create=create, sqlite=self._sqlite, url=self.url, path=self.path)
 
     def for_tenant(self, tenant: str) -> "SQLRecordStore":
-        """A view of this store bound to ``tenant``: the same engine and write lock, every
-        query filtered by the new tenant. Closing the view leaves the engine open; the view
-        is usable while this store is."""
+        """A view of this store bound to ``tenant``: the same engine and write lock (on
+        PostgreSQL, the tenant's own advisory lock key), every query filtered by the new
+        tenant. Closing the view leaves the engine open; the view is usable while this store is."""
         if check_tenant(tenant) == self.tenant:
             return self
         self.write_lock()  # materialize a per-object lock so that the view shares it
@@ -153,9 +150,9 @@ class SQLRecordStore(RecordStore):
     _t = tenant_filter
 
     def write_lock(self) -> WriteLock:
-        """``write.lock`` beside a SQLite file; an advisory lock on PostgreSQL."""
+        """``write.lock`` beside a SQLite file; the tenant's advisory lock on PostgreSQL."""
         if self._postgres:
-            return AdvisoryWriteLock(self._engine)
+            return AdvisoryWriteLock(self._engine, key=advisory_key(self.tenant))
         if self.path is not None:
             return FileWriteLock(self.path.parent / WRITE_LOCK_FILE)
         return super().write_lock()
@@ -242,9 +239,9 @@ class SQLRecordStore(RecordStore):
         conn.info["write"] = write
         return conn
 
-    def _corrupt(self, exc: BaseException) -> RecordStoreCorruptError | RecordStoreUnavailableError | None:
-        """The named error for a damaged file or an unreachable server, or None for any
-        other database error."""
+    def _corrupt(self, exc: BaseException) -> SkillLibraryError | None:
+        """The named error for a damaged file, an unreachable server or a lock held past
+        its timeout (:class:`LockTimeoutError`), or None for any other database error."""
         return named_error(exc, postgres=self._postgres, url=self.url, path=self.path)
 
     # -- skills -------------------------------------------------------------------------
@@ -438,10 +435,10 @@ class SQLRecordStore(RecordStore):
         wanted = set(keys)
         names = sorted({n for n, _ in wanted})
         found = {}
-        for start in range(0, len(names), IN_QUERY_BATCH):
+        for start in range(0, len(names), settings.IN_QUERY_BATCH):
             rows = conn.execute(
                 versions_query().where(self._t(versions_table)).where(
-                    versions_table.c.name.in_(names[start : start + IN_QUERY_BATCH])
+                    versions_table.c.name.in_(names[start : start + settings.IN_QUERY_BATCH])
                 )
             ).mappings()
             for row in rows:
@@ -482,14 +479,76 @@ class SQLRecordStore(RecordStore):
         return [row_to_skill(row) for row in rows]
 
     def record_outcome(
-        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
+        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None,
+        kind: OutcomeKind | str | None = None, reason: str | None = None, origin: str | None = "feedback",
     ) -> Skill:
         with self._write() as conn:
             skill = self._get(conn, name, version)  # raises when unknown
             # the counter update comes last, so on PostgreSQL the version's row lock is
             # held only from it to the commit; its RETURNING gives the exact new counts
-            successes, failures = self._append_outcome(conn, name, skill.version, success, trace_id, utc_now())
+            successes, failures = self._append_outcome(
+                conn, name, skill.version, success, trace_id, utc_now(), kind=kind, reason=reason, origin=origin
+            )
             return skill.model_copy(update={"successes": successes, "failures": failures})
+
+    def outcome_counts(self, name: str, version: int | None = None) -> dict[str, int]:
+        with self._read() as conn:
+            skill = self._get(conn, name, version)
+            rows = conn.execute(
+                sa.select(outcomes_table.c.kind, outcomes_table.c.success, sa.func.count())
+                .where(self._t(outcomes_table))
+                .where(outcomes_table.c.name == name)
+                .where(outcomes_table.c.version == skill.version)
+                .group_by(outcomes_table.c.kind, outcomes_table.c.success)
+            ).all()
+        counts = {k.value: 0 for k in OutcomeKind}
+        for kind, success, n in rows:
+            counts[kind or ("success" if success else "failure")] += int(n)
+        return counts
+
+    def trace_outcome(self, trace_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(
+                sa.select(outcomes_table).where(self._t(outcomes_table))
+                .where(outcomes_table.c.trace_id == trace_id)
+                .order_by(outcomes_table.c.id.desc()).limit(1)
+            ).mappings().first()
+        return None if row is None else {"name": row["name"], **_outcome_row(row)}
+
+    def known_traces(self, trace_ids: Sequence[str]) -> set[str]:
+        wanted = sorted(set(trace_ids))
+        found: set[str] = set()
+        with self._read() as conn:
+            for start in range(0, len(wanted), settings.IN_QUERY_BATCH):
+                found.update(conn.execute(
+                    sa.select(traces_table.c.id).where(self._t(traces_table))
+                    .where(traces_table.c.id.in_(wanted[start : start + settings.IN_QUERY_BATCH]))
+                ).scalars())
+        return found
+
+    def reclassify_outcome(self, trace_id: str, name: str, kind: OutcomeKind | str, reason: str | None) -> Skill:
+        new = OutcomeKind.of(kind)
+        with self._write() as conn:
+            row = conn.execute(
+                sa.select(outcomes_table).where(self._t(outcomes_table))
+                .where(outcomes_table.c.trace_id == trace_id).where(outcomes_table.c.name == name)
+                .order_by(outcomes_table.c.id.desc()).limit(1).with_for_update()
+            ).mappings().first()
+            if row is None:
+                raise SkillLibraryError(f"trace {trace_id!r} has no outcome of {name!r} to change")
+            old = row["kind"] or ("success" if row["success"] else "failure")
+            conn.execute(outcomes_table.update().where(outcomes_table.c.id == row["id"])
+                         .values(kind=new.value, success=new is OutcomeKind.SUCCESS, reason=reason))
+            changes: dict[str, Any] = {}
+            for counted, column in (("success", versions_table.c.successes), ("failure", versions_table.c.failures)):
+                delta = (new.value == counted) - (old == counted)
+                if delta:
+                    changes[column.name] = column + delta
+            if changes:
+                conn.execute(versions_table.update().where(self._t(versions_table))
+                             .where(versions_table.c.name == name)
+                             .where(versions_table.c.version == row["version"]).values(changes))
+            return self._get(conn, name, row["version"])
 
     def set_status(self, name: str, status: SkillStatus) -> Skill:
         with self._write() as conn:
@@ -504,6 +563,10 @@ class SQLRecordStore(RecordStore):
                 .where(self._t(outcomes_table))
                 .where(outcomes_table.c.name == name)
                 .where(outcomes_table.c.version == version)
+                .where(counted_outcome())
+                # a quarantine counts only outcomes of recorded runs (or of trusted in-process
+                # callers): an outside report naming a session but no run is left out
+                .where(sa.or_(outcomes_table.c.origin.is_(None), outcomes_table.c.origin != "external_session"))
                 .order_by(outcomes_table.c.id.desc())
                 .limit(limit)
             ).scalars()
@@ -518,15 +581,7 @@ class SQLRecordStore(RecordStore):
                 .where(outcomes_table.c.name == name)
                 .order_by(outcomes_table.c.id)
             ).mappings()
-            return [
-                {
-                    "version": r["version"],
-                    "success": bool(r["success"]),
-                    "trace_id": r["trace_id"],
-                    "recorded_at": r["recorded_at"],
-                }
-                for r in rows
-            ]
+            return [_outcome_row(r) for r in rows]
 
     # -- traces -------------------------------------------------------------------------
     def save_trace(self, trace: Trace) -> None:
@@ -562,11 +617,11 @@ class SQLRecordStore(RecordStore):
     def load_vectors(self, model: str, digests: Sequence[str]) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
         with self._read() as conn:
-            for start in range(0, len(digests), IN_QUERY_BATCH):
+            for start in range(0, len(digests), settings.IN_QUERY_BATCH):
                 rows = conn.execute(
                     sa.select(vectors_table.c.digest, vectors_table.c.vector)
                     .where(vectors_table.c.model == model)
-                    .where(vectors_table.c.digest.in_(digests[start : start + IN_QUERY_BATCH]))
+                    .where(vectors_table.c.digest.in_(digests[start : start + settings.IN_QUERY_BATCH]))
                 )
                 found.update((r[0], bytes(r[1])) for r in rows)
         return found
@@ -577,11 +632,11 @@ class SQLRecordStore(RecordStore):
         with self._write() as conn:
             have = set()
             keys = list(vectors)
-            for start in range(0, len(keys), IN_QUERY_BATCH):
+            for start in range(0, len(keys), settings.IN_QUERY_BATCH):
                 have.update(conn.execute(
                     sa.select(vectors_table.c.digest)
                     .where(vectors_table.c.model == model)
-                    .where(vectors_table.c.digest.in_(keys[start : start + IN_QUERY_BATCH]))
+                    .where(vectors_table.c.digest.in_(keys[start : start + settings.IN_QUERY_BATCH]))
                 ).scalars())
             rows = [{"model": model, "digest": d, "vector": v} for d, v in vectors.items() if d not in have]
             if rows:
@@ -591,11 +646,11 @@ class SQLRecordStore(RecordStore):
         unique = sorted(set(trace_ids))
         rows: builtins.list[Any] = []
         with self._read() as conn:
-            for start in range(0, len(unique), IN_QUERY_BATCH):
+            for start in range(0, len(unique), settings.IN_QUERY_BATCH):
                 rows.extend(conn.execute(
                     sa.select(*columns).where(self._t(task_vectors_table))
                     .where(task_vectors_table.c.model == model)
-                    .where(task_vectors_table.c.trace_id.in_(unique[start : start + IN_QUERY_BATCH]))
+                    .where(task_vectors_table.c.trace_id.in_(unique[start : start + settings.IN_QUERY_BATCH]))
                 ))
         return rows
 
@@ -612,11 +667,11 @@ class SQLRecordStore(RecordStore):
         with self._write() as conn:
             have: set[str] = set()
             keys = sorted(vectors)
-            for start in range(0, len(keys), IN_QUERY_BATCH):
+            for start in range(0, len(keys), settings.IN_QUERY_BATCH):
                 have.update(conn.execute(
                     sa.select(task_vectors_table.c.trace_id).where(self._t(task_vectors_table))
                     .where(task_vectors_table.c.model == model)
-                    .where(task_vectors_table.c.trace_id.in_(keys[start : start + IN_QUERY_BATCH]))
+                    .where(task_vectors_table.c.trace_id.in_(keys[start : start + settings.IN_QUERY_BATCH]))
                 ).scalars())
             rows = [{"tenant": self.tenant, "trace_id": t, "model": model, "vector": v}
                     for t, v in vectors.items() if t not in have]
@@ -635,7 +690,7 @@ class SQLRecordStore(RecordStore):
         unique = sorted(set(names))
         found: dict[str, Skill] = {}
         with self._read() as conn:
-            for start in range(0, len(unique), IN_QUERY_BATCH):
+            for start in range(0, len(unique), settings.IN_QUERY_BATCH):
                 rows = conn.execute(
                     versions_query()
                     .join(skills_table, sa.and_(
@@ -644,7 +699,7 @@ class SQLRecordStore(RecordStore):
                         skills_table.c.active_version == versions_table.c.version,
                     ))
                     .where(self._t(versions_table))
-                    .where(versions_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
+                    .where(versions_table.c.name.in_(unique[start : start + settings.IN_QUERY_BATCH]))
                 ).mappings()
                 for row in rows:
                     found[row["name"]] = row_to_skill(row)
@@ -655,11 +710,11 @@ class SQLRecordStore(RecordStore):
         found: dict[str, builtins.list[Example]] = {n: [] for n in names}
         unique = sorted(set(names))
         with self._read() as conn:
-            for start in range(0, len(unique), IN_QUERY_BATCH):
+            for start in range(0, len(unique), settings.IN_QUERY_BATCH):
                 rows = conn.execute(
                     sa.select(examples_table)
                     .where(self._t(examples_table))
-                    .where(examples_table.c.name.in_(unique[start : start + IN_QUERY_BATCH]))
+                    .where(examples_table.c.name.in_(unique[start : start + settings.IN_QUERY_BATCH]))
                     .order_by(examples_table.c.created_at, examples_table.c.trace_id)
                 ).mappings()
                 for row in rows:
@@ -740,10 +795,10 @@ class SQLRecordStore(RecordStore):
                 sa.select(traces_table.c.id, traces_table.c.body).where(self._t(traces_table)).where(ran)
             ):
                 bodies[row[0]] = row[1]
-            for start in range(0, len(chosen), IN_QUERY_BATCH):
+            for start in range(0, len(chosen), settings.IN_QUERY_BATCH):
                 for row in conn.execute(
                     sa.select(traces_table.c.id, traces_table.c.body).where(self._t(traces_table)).where(
-                        traces_table.c.id.in_(chosen[start : start + IN_QUERY_BATCH])
+                        traces_table.c.id.in_(chosen[start : start + settings.IN_QUERY_BATCH])
                     )
                 ):
                     bodies[row[0]] = row[1]
@@ -829,23 +884,52 @@ class SQLRecordStore(RecordStore):
         success: bool,
         trace_id: str | None,
         when: datetime,
+        *,
+        kind: OutcomeKind | str | None = None,
+        reason: str | None = None,
+        origin: str | None = "learned",
     ) -> tuple[int, int]:
-        """Append one outcome and bump its version's counter (an atomic ``x = x + 1``: exact
-        under concurrent writers); the version's new (successes, failures)."""
+        """Append one outcome and, for a counted kind (success, failure), bump its version's
+        counter (an atomic ``x = x + 1``: exact under concurrent writers); the version's new
+        (successes, failures). ``kind`` None: success or failure by ``success``."""
+        found = OutcomeKind.of(success if kind is None else kind)
         conn.execute(
             outcomes_table.insert().values(
-                tenant=self.tenant, name=name, version=version, success=success, trace_id=trace_id,
-                recorded_at=when,
+                tenant=self.tenant, name=name, version=version, success=found is OutcomeKind.SUCCESS,
+                trace_id=trace_id, recorded_at=when, kind=found.value, reason=reason, origin=origin,
             )
         )
-        column = versions_table.c.successes if success else versions_table.c.failures
+        this = (self._t(versions_table), versions_table.c.name == name, versions_table.c.version == version)
+        if not found.counted:
+            row = conn.execute(
+                sa.select(versions_table.c.successes, versions_table.c.failures).where(*this)
+            ).one()
+            return int(row[0]), int(row[1])
+        column = versions_table.c.successes if found is OutcomeKind.SUCCESS else versions_table.c.failures
         row = conn.execute(
             versions_table.update()
-            .where(self._t(versions_table))
-            .where(versions_table.c.name == name)
-            .where(versions_table.c.version == version)
+            .where(*this)
             .values({column.name: column + 1})
             .returning(versions_table.c.successes, versions_table.c.failures)
         ).one()
         return int(row[0]), int(row[1])
+
+
+settings.forward(__name__, "IN_QUERY_BATCH", "SQLITE_BUSY_TIMEOUT_MS")
+def counted_outcome() -> Any:
+    """The outcome rows that are the skill's own record: success or failure (a row no
+    migration gave a kind counts by its flag)."""
+    return sa.or_(outcomes_table.c.kind.is_(None), outcomes_table.c.kind.in_(sorted(COUNTED_KINDS)))
+
+
+def _outcome_row(r: Any) -> dict[str, Any]:
+    return {
+        "version": r["version"],
+        "success": bool(r["success"]),
+        "kind": r["kind"] or ("success" if r["success"] else "failure"),
+        "reason": r["reason"],
+        "origin": r["origin"],
+        "trace_id": r["trace_id"],
+        "recorded_at": r["recorded_at"],
+    }
 

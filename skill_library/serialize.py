@@ -44,6 +44,12 @@ def match_json(match: Match) -> dict[str, Any]:
     }
     if match.prefetch:  # added by next-skill prefetch, not matched to the task
         data["prefetch"] = True
+    if match.ambiguous:  # too close to call against another match (skill_library.abstention)
+        data["ambiguous"] = True
+    if match.missing:  # required parameters the task cannot supply
+        data["missing"] = list(match.missing)
+    if match.explanation is not None:  # fetch(..., explain=True): the score's terms
+        data["explanation"] = match.explanation.model_dump(mode="json")
     return data
 
 
@@ -52,6 +58,8 @@ def run_json(run: SkillRun) -> dict[str, Any]:
     and, as ``calls``, the tool calls it made."""
     data: dict[str, Any] = jsonable(run.model_dump(mode="python"))
     data["trace_id"] = run.trace.id
+    data["outcome_kind"] = None if run.outcome_kind is None else run.outcome_kind.value
+    data["outcome_reason"] = run.outcome_reason
     data["calls"] = [
         {"name": c.name, "arguments": jsonable(c.arguments), "result": jsonable(c.result), "error": c.error}
         for c in run.trace.calls

@@ -49,6 +49,7 @@ _RUN_RE = re.compile(r"[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*")
 _DISTINCTIVE_RE = re.compile(r"[0-9@#_]")
 _TOKEN_RE = re.compile(r"[^\s,;:!?()'\"]+")
 _EDGE = "a9"  # a shape matches only between whole shape words
+_EDGE_PUNCTUATION = ".,;:!?()[]{}'\"<>"  # stripped from a word's ends when counting values
 
 
 def _run_shape(match: re.Match[str]) -> str:
@@ -126,12 +127,23 @@ class TaskValues:
     spans: tuple[tuple[int, int], ...]
     # encoded shapes -> penalty, for this task (entries of one skill mostly share shapes)
     penalties: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
+    #: the shapes of the task's distinct distinctive value tokens (one per distinct value)
+    value_shapes: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, task: str) -> "TaskValues":
         shaped = shape(task)
         spans = tuple(m.span() for m in _TOKEN_RE.finditer(shaped) if is_distinctive(m.group(0)))
-        return cls(shaped, spans)
+        # whitespace-separated words less edge punctuation: "10:30," is one value
+        distinct = {w.strip(_EDGE_PUNCTUATION) for w in task.split()} - {""}
+        value_shapes = tuple(sorted(s for s in (shape(t) for t in distinct) if is_distinctive(s)))
+        return cls(shaped, spans, value_shapes=value_shapes)
+
+    def count(self, shapes: Iterable[str]) -> int:
+        """How many distinct values of the task have one of ``shapes`` (a task naming
+        ``#W1`` twice and ``#W2`` once holds two values of shape ``#a``)."""
+        patterns = [_pattern(s) for s in shapes]
+        return sum(1 for v in self.value_shapes if any(p.search(v) for p in patterns))
 
 
 @lru_cache(maxsize=1024)

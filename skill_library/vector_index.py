@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
+import threading
 import time
+import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 from skill_library.embeddings import Embedder, same_model
@@ -94,6 +97,144 @@ def _unreachable(exc: BaseException) -> bool:
     return isinstance(exc, ValueError) and "Could not connect" in str(exc)
 
 
+class _ReadersWriterLock:
+    """Many readers or one writer; readers may re-enter (a reader never waits for a reader)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+class FolderClient:
+    """The one Chroma client of an index folder in this process, shared by every tenant's
+    :class:`VectorIndex` on the folder (and every ``SkillLibrary`` opened on it).
+
+    Chroma keeps one in-memory system per folder and process; a second client of the folder
+    gets the first one's system, whose in-memory index does not see other processes' writes
+    until every client of it has closed. So there is one client here, and :meth:`reload`
+    replaces it (with a fresh system, read from disk) for all of them together. Each call
+    on the client runs inside :meth:`lease` (shared); a reload waits for the calls in flight
+    and bumps :attr:`epoch`, and each index gets its collection again on its next call.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        #: bumped at every reload: a collection got at an older epoch is stale
+        self.epoch = 0
+        self._client: Any = None
+        self._lock = _ReadersWriterLock()
+        self._users = 0
+
+    def _make(self) -> Any:
+        import chromadb
+        from chromadb.config import Settings
+
+        return chromadb.PersistentClient(path=str(self.path),
+                                         settings=Settings(anonymized_telemetry=False, allow_reset=True))
+
+    @contextmanager
+    def lease(self) -> Iterator[Any]:
+        """The client, for one call (no reload replaces it meanwhile)."""
+        with self._lock.reading():
+            client = self._client
+            if client is None:
+                with _FOLDERS_LOCK:  # the first call after open or a discard: make it once
+                    if self._client is None:
+                        self._client = self._make()
+                    client = self._client
+            yield client
+
+    def reload(self, seen_epoch: int | None = None) -> None:
+        """A fresh client (and Chroma system) for every index of the folder, unless it was
+        reloaded since ``seen_epoch``."""
+        with self._lock.writing():
+            if seen_epoch is not None and seen_epoch != self.epoch:
+                return
+            self._close_client()
+            self._client = self._make()
+            self.epoch += 1
+
+    @property
+    def shared(self) -> bool:
+        """True when more than one index of this process uses the client."""
+        return self._users > 1
+
+    def renew(self) -> None:
+        """Make every index get its collection again (one was deleted and recreated)."""
+        with _FOLDERS_LOCK:
+            self.epoch += 1
+
+    def discard(self) -> None:
+        """Drop the client after a failure (the next call makes a new one)."""
+        with self._lock.writing():
+            self._close_client()
+            _forget_chroma_system(self.path)
+            self.epoch += 1
+
+    def _close_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # closing a damaged client must not hide the real error
+                pass
+
+
+_FOLDERS: dict[str, FolderClient] = {}
+_FOLDERS_LOCK = threading.RLock()
+
+
+def folder_client(folder: Path) -> FolderClient:
+    """The shared client of ``folder`` (counted: give it back with :func:`release_folder_client`)."""
+    key = str(Path(folder).resolve())
+    with _FOLDERS_LOCK:
+        shared = _FOLDERS.get(key)
+        if shared is None:
+            shared = _FOLDERS[key] = FolderClient(Path(key))
+        shared._users += 1
+        return shared
+
+
+def release_folder_client(shared: FolderClient) -> None:
+    """One user less; the last one closes the client."""
+    with _FOLDERS_LOCK:
+        shared._users -= 1
+        if shared._users > 0:
+            return
+        if _FOLDERS.get(str(shared.path)) is shared:
+            del _FOLDERS[str(shared.path)]
+    with shared._lock.writing():
+        shared._close_client()
+
+
 @dataclass(frozen=True)
 class IndexEntry:
     """One embedded text of a skill: its ``when`` (``key == name``), an example task, or
@@ -122,6 +263,7 @@ class IndexHit:
     kind: str
     similarity: float
     shapes: str | None = None  # the entry's value shapes (value_fit.encode), if kept
+    key: str = ""  # the entry's id: the skill name (its when), name#trace (an example), a prototype's
 
 
 class VectorIndex:
@@ -142,18 +284,25 @@ class VectorIndex:
         # a server index gets no embedding function: vectors are always passed explicitly,
         # so the server never needs (or rebuilds) a model
         self._function = SkillEmbeddingFunction(embedder) if server is None else None
-        self._client: Any = None
-        settings = Settings(anonymized_telemetry=False, allow_reset=server is None)
+        self._server_client: Any = None
+        #: a folder index's client is the folder's, shared in this process (FolderClient)
+        self._shared: FolderClient | None = None
+        self._coll: Any = None
+        self._coll_epoch = -1
+        self._closed = False
         try:
             if server is None:
                 assert self.folder is not None
-                self._client = chromadb.PersistentClient(path=str(self.folder), settings=settings)
+                self._shared = shared = folder_client(self.folder)
+                self._finalizer = weakref.finalize(self, release_folder_client, shared)
             else:
+                settings = Settings(anonymized_telemetry=False, allow_reset=False)
                 headers = {"Authorization": f"Bearer {server.token}"} if server.token else None
-                self._client = self._retry(lambda: chromadb.HttpClient(
+                self._server_client = client = self._retry(lambda: chromadb.HttpClient(
                     host=server.host, port=server.port, ssl=server.ssl, headers=headers, settings=settings,
                 ))
-                session = getattr(getattr(self._client, "_server", None), "_session", None)
+                self._finalizer = weakref.finalize(self, _close_client, client)
+                session = getattr(getattr(client, "_server", None), "_session", None)
                 if session is not None:  # chromadb's default is no timeout at all
                     session.timeout = INDEX_REQUEST_TIMEOUT_SECONDS
             self._collection = self._retry(self._open_collection)
@@ -161,12 +310,51 @@ class VectorIndex:
             self.close()
             raise
         except Exception as exc:  # chroma raises many types for damaged files
+            if self._shared is not None:
+                self._shared.discard()  # a half-built system would poison the next open
             self.close()
-            if self.folder is not None:
-                _forget_chroma_system(self.folder)
             if isinstance(exc, IndexCorruptError):
                 raise
             raise IndexCorruptError(f"cannot open the vector index in {self.where}: {exc}") from exc
+
+    # -- the client and collection, current across reloads -------------------------------
+    @property
+    def _client(self) -> Any:
+        """The Chroma client (call inside :meth:`_retry`, which holds the folder's lease)."""
+        if self._closed:
+            raise IndexUnavailableError(f"the vector index in {self.where} was closed")
+        if self._shared is None:
+            return self._server_client
+        with self._shared.lease() as client:  # re-entrant: _retry holds it already
+            return client
+
+    @property
+    def _collection(self) -> Any:
+        """The collection, got again from the current client after a :meth:`reload`."""
+        if self._shared is not None and self._coll_epoch != self._shared.epoch and not self._closed:
+            epoch = self._shared.epoch
+            self._coll = self._client.get_collection(self.name, embedding_function=self._function)
+            self._coll_epoch = epoch
+        if self._coll is None:
+            raise IndexUnavailableError(f"the vector index in {self.where} was closed")
+        return self._coll
+
+    @_collection.setter
+    def _collection(self, value: Any) -> None:
+        self._coll = value
+        self._coll_epoch = self._shared.epoch if self._shared is not None else 0
+
+    @property
+    def shared(self) -> bool:
+        """True when another index of this process uses this one's client (a folder's)."""
+        return self._shared is not None and self._shared.shared
+
+    def reload(self) -> None:
+        """Read the index afresh: for a folder index, a new client of the folder (for every
+        index of it in this process: :class:`FolderClient`), so that other processes'
+        writes are seen; a server index is always read afresh."""
+        if self._shared is not None:
+            self._shared.reload(self._coll_epoch)
 
     @property
     def where(self) -> str:
@@ -175,9 +363,13 @@ class VectorIndex:
 
     def _retry(self, call: Callable[[], T]) -> T:
         """``call()``; for a server index, retried while the server cannot be reached, for
-        up to :data:`INDEX_RECONNECT_SECONDS`, then :class:`IndexUnavailableError`."""
+        up to :data:`INDEX_RECONNECT_SECONDS`, then :class:`IndexUnavailableError`; for a
+        folder index, under the folder client's lease (no reload in between)."""
         if self.server is None:
-            return call()
+            if self._shared is None:
+                raise IndexUnavailableError(f"the vector index in {self.where} was closed")
+            with self._shared.lease():
+                return call()
         deadline = time.monotonic() + INDEX_RECONNECT_SECONDS
         while True:
             try:
@@ -255,6 +447,15 @@ class VectorIndex:
             for id_, doc, meta in zip(got["ids"], got["documents"] or [], got["metadatas"] or [])
         }
 
+    def vectors(self) -> list[tuple[str, str, list[float]]]:
+        """Every entry as ``(id, skill name, vector)`` (abstention's calibration reads them)."""
+        got = self._retry(lambda: self._collection.get(include=["metadatas", "embeddings"]))
+        embeddings = got.get("embeddings")
+        if embeddings is None:
+            return []
+        return [(id_, str((meta or {}).get("name", id_)), [float(x) for x in vector])
+                for id_, meta, vector in zip(got["ids"], got["metadatas"] or [], embeddings)]
+
     def query(self, embedding: Sequence[float], n: int) -> list[IndexHit]:
         """The ``n`` nearest skills to ``embedding`` by cosine similarity, best first."""
         return self.query_many([embedding], n)[0]
@@ -276,6 +477,7 @@ class VectorIndex:
                     kind=str(meta["kind"]),
                     similarity=1.0 - float(distance),
                     shapes=meta.get("shapes") or None,  # type: ignore[arg-type]
+                    key=str(id_),
                 )
                 for id_, meta, distance in zip(ids, metas, distances)
             ]
@@ -325,6 +527,8 @@ class VectorIndex:
     ) -> None:
         """Replace the whole collection with ``entries``, embedding their ``when`` texts."""
         self._retry(lambda: self._client.delete_collection(self.name))
+        if self._shared is not None:  # other indexes of this collection in this process get the new one
+            self._shared.renew()
         self._collection = self._retry(self._open_collection)
         missing = [e.id for e in entries if e.traces and e.vector is None]
         if missing:  # a prototype's document is a label: embedding it would index nonsense
@@ -337,14 +541,20 @@ class VectorIndex:
                 progress(len(batch))
 
     def close(self) -> None:
-        """Release the Chroma client (its system stops when no other client uses it)."""
-        client, self._client = self._client, None
-        self._collection = None  # type: ignore[assignment]
-        if client is not None:
-            try:
-                client.close()
-            except Exception:  # closing a damaged client must not hide the real error
-                pass
+        """Release the Chroma client (a folder's shared client closes with its last index).
+        An index that is only dropped (not closed) releases it when it is collected."""
+        self._closed = True
+        self._coll = None
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()
+
+
+def _close_client(client: Any) -> None:
+    try:
+        client.close()
+    except Exception:  # closing a damaged client must not hide the real error
+        pass
 
 
 def _forget_chroma_system(folder: Path) -> None:
@@ -374,24 +584,22 @@ def remove_folder_collection(folder: Path, name: str) -> None:
     """Delete one collection of a folder index (other tenants' collections stay); when the
     folder cannot even be opened, the whole folder goes (every collection is rebuilt from
     the records on its next use)."""
-    import chromadb
-    from chromadb.config import Settings
     from chromadb.errors import NotFoundError
 
     if not Path(folder).exists():
         return
+    shared = folder_client(folder)  # the process's client of the folder, not a second one
     try:
-        client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False,
-                                                                                allow_reset=True))
         try:
-            client.delete_collection(name)
+            with shared.lease() as client:
+                client.delete_collection(name)
         except NotFoundError:
             pass
-        finally:
-            client.close()  # type: ignore[attr-defined]
-    except Exception:  # chroma raises many types for damaged files
-        _forget_chroma_system(folder)
-        remove_index_folder(folder)
+        except Exception:  # chroma raises many types for damaged files
+            shared.discard()
+            remove_index_folder(folder)
+    finally:
+        release_folder_client(shared)
 
 
 def remove_server_collection(server: IndexServer) -> None:

@@ -118,8 +118,13 @@ def test_learn_many_files_and_jsonl_in_one_call(tmp_path, embedder):
     code, out = invoke("learn", str(first), str(jsonl), "--create", "--json", lib=lib)
     assert code == 0, out
     assert [r["status"] for r in json.loads(out)] == ["saved", "merged", "merged"]
+    code, out = invoke("show", "reserve_after_check_stock", "--json", lib=lib)
+    successes = json.loads(out)["successes"]
+    # learning is idempotent: the same file again adds nothing and says so for each trace
     code, out = invoke("learn", str(jsonl), lib=lib)
-    assert code == 0 and "2 trace(s): 2 merged" in out
+    assert code == 0 and "2 trace(s): 2 duplicate (2 learned before: nothing added)" in out
+    code, out = invoke("show", "reserve_after_check_stock", "--json", lib=lib)
+    assert json.loads(out)["successes"] == successes == 3
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"task": "x"}\nnot json\n')
     code, out = invoke("learn", str(bad), lib=lib)

@@ -25,10 +25,14 @@ TOOLS = {"check": check, "restock": restock}
 VERIFIED = Outcome(success=True, verifier="stock-audit")
 
 
-def restock_trace(*, with_check: bool = False) -> Trace:
+def restock_trace(*, with_check: bool = False, count: int = 3) -> Trace:
+    """A restock trace; another ``count`` is another trace of the workflow (the same content
+    is the same trace: learning it again adds nothing)."""
     calls = [ToolCall(name="check", arguments={"item": "apple"}, result={"item": "apple", "stock": 0})] if with_check else []
-    calls.append(ToolCall(name="restock", arguments={"item": "apple", "count": 3}, result={"item": "apple", "stock": 3}))
-    return Trace(task="restock 3 apples in the fruit aisle", params={"count": 3}, calls=calls, outcome=VERIFIED)
+    calls.append(ToolCall(name="restock", arguments={"item": "apple", "count": count},
+                          result={"item": "apple", "stock": count}))
+    return Trace(task=f"restock {count} apples in the fruit aisle", params={"count": count}, calls=calls,
+                 outcome=VERIFIED)
 
 
 def test_learned_skill_runs_with_new_arguments_and_records_its_trace(library):
@@ -89,7 +93,7 @@ def test_run_only_reaches_declared_tools_and_checks_arguments(library):
 
 def test_relearning_a_workflow_merges_the_trace_as_evidence(library):
     first = library.learn(restock_trace())
-    again = library.learn(restock_trace())  # another trace of the same workflow
+    again = library.learn(restock_trace(count=4))  # another trace of the same workflow
     assert again.status == "merged" and again.skill.name == first.skill.name
     assert (again.skill.version, again.skill.successes) == (1, 2)
     assert [e.trace_id for e in library.examples(first.skill.name)] == [
@@ -105,8 +109,15 @@ def test_the_same_trace_is_evidence_once(library):
     trace = restock_trace()
     name = library.learn(trace).skill.name
     again = library.learn(trace)
-    assert again.status == "duplicate" and "already evidence" in again.reasons[0]
-    assert library.get(name).successes == 1
+    assert again.status == "duplicate" and "was learned before" in again.reasons[0]
+    assert again.duplicate_of == name
+    # a trace without an id is known by its content: the same content again is a duplicate
+    same = library.learn(restock_trace())
+    assert same.status == "duplicate" and "was learned before" in same.reasons[0]
+    named = restock_trace(count=4).model_copy(update={"id": "ticket-7"})
+    assert library.learn(named).status == "merged"
+    assert library.learn(restock_trace(count=4).model_copy(update={"id": "ticket-7"})).status == "duplicate"
+    assert library.get(name).successes == 2  # the first trace and ticket-7, once each
 
 
 def test_relearning_replaces_a_version_that_stopped_working(library):
@@ -122,7 +133,7 @@ def test_relearning_replaces_a_version_that_stopped_working(library):
 def test_a_retired_workflow_is_not_revived_by_learning(library):
     name = library.learn(restock_trace()).skill.name
     library.retire(name)
-    result = library.learn(restock_trace())
+    result = library.learn(restock_trace(count=4))
     assert result.status == "rejected" and "was retired" in result.reasons[0]
     assert library.get(name).status == "retired"
 

@@ -1,10 +1,10 @@
 """The misuse step: ten wrong inputs must not quarantine a correct skill, a real failure burst must.
 
 Run on a slice (two train traces of the password-reset workflow); the full step is
-`python -m benchmarks misuse`. What the library does with misuse is the lead's side of
-issue 21 (the step fails its first half until outcome kinds land); what is tested here is
-that the step feeds what it says and reports what happened, and that a burst of the
-skill's own failures quarantines it (which must stay true).
+`python -m benchmarks misuse`. Tested here: the step feeds what it says and reports what
+happened, the library records each misuse input as ``misuse`` and never quarantines for
+them (outcome kinds, issue 21 item 5), and a burst of the skill's own failures still
+quarantines it.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ def test_the_step_reports_each_half_from_its_runs(tmp_path, embedder):
     assert m["passed"] == (m["quarantined_at"] is None and m["after"] is not None and m["after"]["ok"])
     if m["quarantined_at"] is None:
         assert m["fed"] == misuse.MISUSE_INPUTS
+    # with outcome kinds (issue 21 item 5): every misuse input is misuse, none quarantines
+    assert m["passed"] and m["outcome_kinds"] == {"misuse": misuse.MISUSE_INPUTS}
+    assert all(e["failures"] == m["before"]["failures"] for e in fed)
+    assert {e["outcome_kind"] for e in log if e["phase"] == "failure burst"} == {"failure"}
     # the skill's own state-changing call breaking quarantines it, and it is no longer fetched
     assert b["passed"] and b["final_status"] == "quarantined" and b["fetched_after"] is False
     burst = [e for e in log if e["phase"] == "failure burst"]

@@ -157,8 +157,10 @@ def learn(
                 counts[r.status] = counts.get(r.status, 0) + 1
                 _print_result(r, prefix=f"{label}: ")
             skills = sorted({r.skill.name for r in results if r.skill is not None})
-            console.print(f"{len(results)} trace(s): " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-                          + f"; skills: {', '.join(skills) or 'none'}", highlight=False)
+            again = sum(1 for r in results if r.status == "duplicate" and any("learned before" in x for x in r.reasons))
+            console.print(f"{len(results)} trace(s): " + ", ".join(
+                f"{n} {s}" + (f" ({again} learned before: nothing added)" if s == "duplicate" and again else "")
+                for s, n in sorted(counts.items())) + f"; skills: {', '.join(skills) or 'none'}", highlight=False)
         if results and all(r.status == "rejected" for r in results):
             raise typer.Exit(EXIT_REFUSED)
         return
@@ -232,6 +234,9 @@ def fetch(
     if not matches:
         console.print("no skill qualifies")
         return
+    flags = [f for f in ("abstained", "ambiguous") if getattr(matches, f, False)]
+    if flags:  # the abstention rules (skill_library.abstention)
+        console.print(f"{' and '.join(flags)}: {getattr(matches, 'reason', '')}", highlight=False)
     width = max(len("name"), *(len(m.skill.name) for m in matches))
     table = Table()
     table.add_column("name", no_wrap=True, min_width=width, overflow="ignore")
@@ -248,7 +253,14 @@ def fetch(
 @command
 def feedback(
     name: str,
-    success: bool = typer.Option(..., "--success/--failure", help="The outcome to record."),
+    success: Optional[bool] = typer.Option(None, "--success/--failure", help="The outcome to record."),
+    kind: Optional[str] = typer.Option(
+        None, "--kind", help="An outcome kind instead: success, failure, misuse, not_applicable."
+    ),
+    wrong_skill: bool = typer.Option(
+        False, "--wrong-skill", help="The agent fetched the wrong skill: counted against retrieval."
+    ),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why (one line, kept with the outcome)."),
     version: Optional[int] = typer.Option(None, help="Version (default: active)."),
     trace_id: Optional[str] = typer.Option(None, help="Trace that produced the outcome (`run` prints it)."),
     session: Optional[str] = SessionOption,
@@ -256,9 +268,22 @@ def feedback(
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Record an outcome: SkillLibrary.feedback(name, succeeded)."""
+    """Record an outcome: SkillLibrary.feedback(name, succeeded or kind, wrong_skill=)."""
+    if success is None and kind is None and not wrong_skill:
+        fail("say what happened: --success, --failure, --kind KIND or --wrong-skill")
+    if success is not None and kind is not None:
+        fail("give --success/--failure or --kind, not both")
+    outcome: bool | str = bool(success)
+    if kind is not None:
+        from skill_library.models import OutcomeKind
+
+        try:
+            outcome = OutcomeKind.of(kind).value
+        except ValueError as exc:
+            fail(str(exc))
     with open_library(directory) as lib:
-        skill = lib.feedback(name, success, version=version, trace_id=trace_id, session=session, cohort=cohort)
+        skill = lib.feedback(name, outcome, version=version, trace_id=trace_id, session=session, cohort=cohort,
+                             wrong_skill=wrong_skill, reason=reason)
     if as_json:
         emit(skill_json(skill))
     else:

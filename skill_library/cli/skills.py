@@ -1,4 +1,4 @@
-"""Commands on stored skills and their evidence: add, list, show, history, retire,
+"""Commands on stored skills and their evidence: add, list, show, stats, history, retire,
 outcomes, traces."""
 
 from __future__ import annotations
@@ -165,17 +165,23 @@ def show(
         skill = lib.get(name, version)
         examples = lib.examples(name)
         prototype = lib.prototype_traces(name)
+        calibration = lib.calibration()
+        counts = lib.outcome_counts(name, skill.version)
+    others = {k: n for k, n in counts.items() if k not in ("success", "failure") and n}
     if as_json:
         data = skill_json(skill)
+        data["outcome_counts"] = counts
         data["examples"] = [e.model_dump(mode="json", exclude={"params"}) for e in examples]
         data["prototype_traces"] = prototype
+        data["abstention"] = calibration.to_json()
         emit(data)
         return
     learned_from = len(skill.provenance.trace_ids)
     lines = [
         f"{skill.name} v{skill.version} ({skill.kind}, {skill.status})",
         f"when: {skill.when}",
-        f"reliability {skill.reliability:.3f} ({skill.successes} ok / {skill.failures} failed)",
+        f"reliability {skill.reliability:.3f} ({skill.successes} ok / {skill.failures} failed"
+        + (f"; not counted against it: {', '.join(f'{n} {k}' for k, n in others.items())})" if others else ")"),
         f"tools: {', '.join(skill.tools) or '-'}; depends on: {', '.join(skill.depends_on) or '-'}",
         f"evidence: {len(examples)} example trace(s) of this workflow; this version was built from "
         f"{learned_from} and verified by replaying {'it' if learned_from == 1 else 'each'}"
@@ -185,9 +191,27 @@ def show(
     lines.append(f"fetched by: its when, {indexed} example text(s)"
                  + (f" and a prototype, the mean of {len(prototype)} traces' tasks" if prototype else ""))
     lines += [f"example: {e.text}" for e in examples if e.indexed][:SHOWN_EXAMPLES]
+    lines.append(calibration.describe())
     for line in lines:
         typer.echo("# " + " ".join(line.splitlines()))
     typer.echo(skill.code if skill.code else skill.description)
+
+
+@command
+def stats(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
+    """The library's skills by status and fetch's abstention calibration (floor, margin,
+    expected precision and recall): SkillLibrary.list(), SkillLibrary.calibration()."""
+    with open_library(directory) as lib:
+        skills = lib.list()
+        calibration = lib.calibration()
+    by_status: dict[str, int] = {}
+    for s in skills:
+        by_status[s.status] = by_status.get(s.status, 0) + 1
+    if as_json:
+        emit({"skills": len(skills), "by_status": by_status, "abstention": calibration.to_json()})
+        return
+    typer.echo(f"{len(skills)} skill(s): " + (", ".join(f"{n} {k}" for k, n in sorted(by_status.items())) or "none"))
+    typer.echo(calibration.describe())
 
 
 @command
@@ -231,12 +255,14 @@ def outcomes(name: str, directory: Optional[Path] = DirOption, as_json: bool = J
         emit([outcome_json(o) for o in log])
         return
     rows = [outcome_json(o) for o in log]
-    table = _table("recorded", "version", "outcome", "trace id",
+    reasons = any(r.get("reason") for r in rows)  # the column only when some outcome says why
+    table = _table("recorded", "version", "outcome", "trace id", *(("reason",) if reasons else ()),
                    names=[str(r["recorded_at"])[:19] for r in rows])
     for r in rows:
         table.add_row(
             str(r["recorded_at"])[:19], str(r["version"]),
-            "success" if r["success"] else "failure", r["trace_id"] or "-",
+            r.get("kind") or ("success" if r["success"] else "failure"), r["trace_id"] or "-",
+            *((r.get("reason") or "",) if reasons else ()),
         )
     _print_table(table)
     if not rows:
@@ -282,5 +308,5 @@ def register(app: typer.Typer) -> None:
     """Add this group's commands to ``app``."""
     app.command()(add)
     app.command("list")(list_)
-    for function in (show, history, retire, outcomes, traces):
+    for function in (show, stats, history, retire, outcomes, traces):
         app.command()(function)

@@ -6,7 +6,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from skill_library.models import laplace_reliability
+from skill_library.models import COUNTED_KINDS, laplace_reliability
 
 __all__ = ["CHART_DPI", "CHART_SIZE", "reliability_png"]
 
@@ -21,6 +21,8 @@ def reliability_series(outcomes: Sequence[dict[str, Any]]) -> dict[int, list[tup
     counts: dict[int, list[int]] = {}
     series: dict[int, list[tuple[int, float, bool]]] = {}
     for number, outcome in enumerate(outcomes, start=1):
+        if outcome.get("kind", "success" if outcome["success"] else "failure") not in COUNTED_KINDS:
+            continue  # misuse, not_applicable, wrong_skill: not the skill's record
         version = int(outcome["version"])
         tally = counts.setdefault(version, [0, 0])
         tally[0 if outcome["success"] else 1] += 1

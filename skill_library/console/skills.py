@@ -42,7 +42,7 @@ def _row(library: Any, skill: Any, similarity: float | None = None) -> dict[str,
     return {
         "name": skill.name, "version": skill.version, "status": skill.status, "kind": skill.kind,
         "reliability": skill.reliability, "runs": skill.outcomes,
-        "last": None if last is None else ("success" if last["success"] else "failure"),
+        "last": None if last is None else last.get("kind") or ("success" if last["success"] else "failure"),
         "last_at": None if last is None else last["recorded_at"], "similarity": similarity,
     }
 

@@ -188,7 +188,7 @@ class SkillServer:
         except Exception as exc:  # a notification is best effort
             log.debug("tools/list_changed not sent: %s", exc)
 
-    async def _run(self, name: str, args: Any) -> CallToolResult:
+    async def _run(self, name: str, args: Any, session: str | None = None) -> CallToolResult:
         skill = await self._call(self.library.get, name)
         if skill.status != "active" or skill.kind != "code":
             raise ToolError(f"skill {name!r} cannot run (it is {skill.status}, {skill.kind})")
@@ -196,7 +196,7 @@ class SkillServer:
         if problem is not None:
             raise ToolError(problem)
         run = await self._call(
-            self.library.run, name, args, self.tools, tool_schemas=self.tool_schemas
+            self.library.run, name, args, self.tools, tool_schemas=self.tool_schemas, session=session
         )
         data = run_json(run)
         text = json.dumps(data["value"]) if run.ok else f"skill {name} v{run.version} failed: {run.error or run.limit}"
@@ -209,20 +209,24 @@ class SkillServer:
 
     # -- the tools ----------------------------------------------------------------------
     async def fetch_skills(
-        self, task: str, k: int = 3, min_reliability: float | None = None, ctx: Context | None = None
+        self, task: str, k: int = 3, min_reliability: float | None = None, session: str | None = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """The k best skills for a task: name, when, parameters, similarity, reliability."""
+        """The k best skills for a task: name, when, parameters, similarity, reliability
+        (with session: record_outcome may name that session)."""
         await self._refresh(ctx)
         if not 1 <= k <= MAX_K:
             raise ToolError(f"k must be between 1 and {MAX_K}, got {k}")
-        matches = await self._call(self.library.fetch, task, k, min_reliability=min_reliability)
+        matches = await self._call(self.library.fetch, task, k, min_reliability=min_reliability, session=session)
         return {"matches": [match_json(m) for m in matches]}
 
     async def run_skill(
-        self, name: str, args: dict[str, Any] | None = None, ctx: Context | None = None
+        self, name: str, args: dict[str, Any] | None = None, session: str | None = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
-        """Run a skill in the sandbox with named arguments; returns its value and trace_id."""
-        return await self._run(name, args or {})
+        """Run a skill in the sandbox with named arguments; returns its value, trace_id and
+        outcome_kind (misuse: an input you passed was not found or invalid)."""
+        return await self._run(name, args or {}, session=session)
 
     async def learn_trace(self, trace: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
         """Learn a skill from a verified successful trace (trace fields or an OpenAI transcript)."""
@@ -241,10 +245,22 @@ class SkillServer:
         succeeded: bool,
         version: int | None = None,
         trace_id: str | None = None,
+        session: str | None = None,
+        kind: str | None = None,
+        wrong_skill: bool = False,
+        reason: str | None = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
-        """Record whether a run of a skill succeeded (after checking its result)."""
-        skill = await self._call(self.library.feedback, name, succeeded, version=version, trace_id=trace_id)
+        """Record how a run of a skill went (after checking its result): name the run
+        (trace_id from run_skill) or the session that fetched or ran it. kind: success,
+        failure, misuse (your input was wrong), not_applicable; wrong_skill=true if the
+        skill was the wrong one for the task (not held against it). One outcome per run."""
+        from skill_library.outcomes import record_external
+
+        skill = await self._call(
+            record_external, self.library, name, kind if kind is not None else succeeded,
+            trace_id=trace_id, session=session, version=version, wrong_skill=wrong_skill, reason=reason,
+        )
         return skill_json(skill)
 
     async def list_skills(self, status: SkillStatus | None = None, ctx: Context | None = None) -> dict[str, Any]:

@@ -3,6 +3,8 @@ over its whole history would drop it.
 
 Rule: a skill whose active version has at least :data:`QUARANTINE_MIN_OUTCOMES` outcomes (a
 long record) and whose last :data:`QUARANTINE_WINDOW` of them hold at least :data:`QUARANTINE_FAILURES` failures
+(only its own outcomes, ``success`` and ``failure``: misuse, not_applicable and wrong_skill
+never count, nor outside reports naming no recorded run: skill_library.outcomes)
 goes from ``active`` to ``quarantined``: it leaves the index (not fetched) and does not run,
 until a passing re-verification (:meth:`SkillLibrary.reverify`) or an approver lifts it
 (:meth:`SkillLibrary.lift_quarantine`). Evidence that is not a run of the skill (merging a

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 
 from skill_library.errors import SkillLibraryError, SkillNotFoundError
-from skill_library.models import Provenance, Skill, utc_now
+from skill_library.models import COUNTED_KINDS, OutcomeKind, Provenance, Skill, utc_now
 from skill_library.patterns.tables import procedures_table, sql_store
 from skill_library.record_store import outcomes_table, versions_table
 
@@ -145,28 +145,40 @@ class Procedures:
                                   created_by=actor),
         )
         status: Literal["active", "draft"] = "active" if source == "admin" else "draft"
+        def write(conn: Any) -> Skill:  # the version, its procedure row and its audit event at once
+            stored, _superseded = self._store.insert_version(conn, skill, status=status)
+            conn.execute(procedures_table.insert().values(
+                tenant=self._store.tenant, name=stored.name, version=stored.version, title=title.strip(),
+                initial_confidence=confidence, confidence=confidence, actor=actor,
+                subject=subject, source=source, created_at=utc_now(),
+            ))
+            audit.write(conn, self._store.tenant, stored.name, stored.version, None, status,
+                        actor=actor, reason="procedure added by an admin" if source == "admin"
+                        else "procedure extracted from a session: a draft until a person approves it",
+                        evidence={"kind": "instruction", "source": source, "confidence": confidence})
+            return stored
+
         with self._library._index.writing() as index:
-            stored = self._store.add_version(skill, status=status)
-            with self._store.transaction(write=True) as conn:
-                conn.execute(procedures_table.insert().values(
-                    tenant=self._store.tenant, name=stored.name, version=stored.version, title=title.strip(),
-                    initial_confidence=confidence, confidence=confidence, actor=actor,
-                    subject=subject, source=source, created_at=utc_now(),
-                ))
-                audit.write(conn, self._store.tenant, stored.name, stored.version, None, status,
-                            actor=actor, reason="procedure added by an admin" if source == "admin"
-                            else "procedure extracted from a session: a draft until a person approves it",
-                            evidence={"kind": "instruction", "source": source, "confidence": confidence})
+            stored: Skill = self._store.retrying(write)
             if status == "active":
                 self._library._sync_index(index, stored)
         return stored
 
-    def record_outcome(self, name: str, positive: bool) -> Procedure:
+    def record_outcome(
+        self, name: str, positive: "bool | OutcomeKind | str", *, reason: str | None = None
+    ) -> Procedure:
         """One application of procedure ``name`` (its current version): the counts and the
-        confidence follow (+0.08 at most 1.0, -0.15 at least 0.0)."""
-        if not isinstance(positive, bool):
-            raise TypeError(f"positive must be a bool, got {type(positive).__name__}")
+        confidence follow (+0.08 at most 1.0, -0.15 at least 0.0). ``positive`` is a bool
+        (True: success) or an :class:`OutcomeKind`; ``misuse``, ``not_applicable`` and
+        ``wrong_skill`` are logged with ``reason`` and move neither counts nor confidence."""
+        if not isinstance(positive, (bool, str)):
+            raise TypeError(f"positive must be a bool or an OutcomeKind, got {type(positive).__name__}")
+        kind = OutcomeKind.of(positive)
         skill = self._procedure_skill(name)
+        if not kind.counted:
+            self._store.record_outcome(name, False, version=skill.version, kind=kind, reason=reason)
+            return self.get(name)
+        positive = kind is OutcomeKind.SUCCESS
         counter = versions_table.c.successes if positive else versions_table.c.failures
         this_version = sa.and_(self._t(versions_table), versions_table.c.name == name,
                                versions_table.c.version == skill.version)
@@ -181,7 +193,7 @@ class Procedures:
                 current = {"confidence": DEFAULT_CONFIDENCE}
             conn.execute(outcomes_table.insert().values(
                 tenant=self._store.tenant, name=name, version=skill.version, success=positive, trace_id=None,
-                recorded_at=utc_now()))
+                recorded_at=utc_now(), kind=kind.value, reason=reason, origin="feedback"))
             conn.execute(versions_table.update().where(this_version).values({counter.name: counter + 1}))
             conn.execute(procedures_table.update()
                          .where(self._t(procedures_table))
@@ -246,7 +258,7 @@ class Procedures:
         value = float(row["initial_confidence"]) if row else DEFAULT_CONFIDENCE
         path: builtins.list[float] = [value]
         for outcome in self._store.outcome_log(name):
-            if outcome["version"] == procedure.version:
+            if outcome["version"] == procedure.version and outcome["kind"] in COUNTED_KINDS:
                 value = step(value, outcome["success"])
                 path.append(value)
         return path

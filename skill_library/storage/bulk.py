@@ -12,8 +12,8 @@ from typing import Any, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from skill_library import settings
 from skill_library.models import Skill, utc_now
-from skill_library.storage.dialects import IN_QUERY_BATCH
 from skill_library.storage.rows import row_to_skill, versions_query
 from skill_library.storage.tables import outcomes_table, skills_table, versions_table
 
@@ -34,8 +34,8 @@ def insert_distinct_versions(
     names = [s.name for s in skills]
     current: dict[str, int] = {}
     superseded: dict[str, list[int]] = {}
-    for start in range(0, len(names), IN_QUERY_BATCH):
-        chunk = names[start : start + IN_QUERY_BATCH]
+    for start in range(0, len(names), settings.IN_QUERY_BATCH):
+        chunk = names[start : start + settings.IN_QUERY_BATCH]
         # the row locks serialize new versions of these names on PostgreSQL (first
         # versions race on the primary key instead: dialects.retrying)
         conn.execute(
@@ -64,11 +64,11 @@ def insert_distinct_versions(
              "updated_at": now} for n in new
         ])
     old = [n for n in names if n in current]
-    for start in range(0, len(old), IN_QUERY_BATCH):
+    for start in range(0, len(old), settings.IN_QUERY_BATCH):
         conn.execute(
             versions_table.update()
             .where(mine(versions_table))
-            .where(versions_table.c.name.in_(old[start : start + IN_QUERY_BATCH]))
+            .where(versions_table.c.name.in_(old[start : start + settings.IN_QUERY_BATCH]))
             .where(versions_table.c.status == "active")
             .values(status="superseded")
         )
@@ -108,14 +108,16 @@ def insert_distinct_versions(
                 "name": s.name,
                 "version": versions[s.name],
                 "success": True,
+                "kind": "success",
+                "origin": "learned",
                 "trace_id": s.provenance.trace_ids[0] if s.provenance.trace_ids else None,
                 "recorded_at": now,
             }
             for s in skills
         ])
     found: dict[tuple[str, int], Skill] = {}
-    for start in range(0, len(names), IN_QUERY_BATCH):
-        chunk = names[start : start + IN_QUERY_BATCH]
+    for start in range(0, len(names), settings.IN_QUERY_BATCH):
+        chunk = names[start : start + settings.IN_QUERY_BATCH]
         rows = conn.execute(
             versions_query().where(mine(versions_table))
             .where(versions_table.c.name.in_(chunk))
@@ -124,3 +126,6 @@ def insert_distinct_versions(
         for row in rows:
             found[(row["name"], row["version"])] = row_to_skill(row)
     return [found[(n, versions[n])] for n in names], [superseded.get(n, []) for n in names]
+
+
+settings.forward(__name__, "IN_QUERY_BATCH")

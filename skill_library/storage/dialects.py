@@ -18,12 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from skill_library.errors import RecordStoreCorruptError, RecordStoreUnavailableError
+from skill_library import settings
+from skill_library.errors import LockTimeoutError, RecordStoreCorruptError, RecordStoreUnavailableError
 
-#: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
-IN_QUERY_BATCH = 500
-#: how long a SQLite writer waits for another one's lock before giving up
-SQLITE_BUSY_TIMEOUT_MS = 60_000
 #: a 0-byte records file is re-checked this often, this far apart, before it is an error
 EMPTY_FILE_CHECKS = 5
 EMPTY_FILE_WAIT_SECONDS = 0.1
@@ -34,6 +31,10 @@ PG_CONFLICT_RETRIES = 5
 _PG_RETRY_STATES = {"23505", "40001", "40P01"}
 #: SQLite result codes that mean the file is damaged or not a database at all
 _SQLITE_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+#: SQLite result codes of a lock another connection held past the busy timeout
+_SQLITE_BUSY_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+#: PostgreSQL's SQLSTATE of a lock not granted within ``lock_timeout``
+_PG_LOCK_NOT_AVAILABLE = "55P03"
 
 
 def create_engine(url: str) -> Engine:
@@ -52,7 +53,7 @@ def enable_sqlite_wal(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={int(settings.SQLITE_BUSY_TIMEOUT_MS)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
@@ -74,17 +75,27 @@ def stays_empty(path: Path) -> bool:
 
 def named_error(
     exc: BaseException, *, postgres: bool, url: str, path: Path | None
-) -> RecordStoreCorruptError | RecordStoreUnavailableError | None:
-    """The named error for a damaged file or an unreachable server, or None for any
-    other database error (``url`` with its password masked; ``path`` of a SQLite file)."""
+) -> RecordStoreCorruptError | RecordStoreUnavailableError | LockTimeoutError | None:
+    """The named error for a damaged file, an unreachable server or a lock held past its
+    timeout, or None for any other database error (``url`` with its password masked;
+    ``path`` of a SQLite file)."""
     orig = getattr(exc, "orig", exc)
+    where = path if path is not None else url
+    if postgres and getattr(orig, "sqlstate", None) == _PG_LOCK_NOT_AVAILABLE:
+        return LockTimeoutError(f"the record store {url} kept a lock held past lock_timeout: nothing was "
+                                "written; try again")
+    if not postgres and getattr(orig, "sqlite_errorcode", None) in _SQLITE_BUSY_CODES:
+        return LockTimeoutError(
+            f"the records in {where} stayed locked by another writer for over "
+            f"{settings.SQLITE_BUSY_TIMEOUT_MS / 1000:g} s (settings.SQLITE_BUSY_TIMEOUT_MS; "
+            f"SQLite: {str(orig).strip() or 'database is locked'}): nothing was written; try again"
+        )
     if postgres and (
         isinstance(exc, sa.exc.OperationalError) or getattr(exc, "connection_invalidated", False)
     ):
         first = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
         return RecordStoreUnavailableError(f"the record store {url} is unavailable: {first}")
     if getattr(orig, "sqlite_errorcode", None) in _SQLITE_CORRUPT_CODES:
-        where = path if path is not None else url
         problem = "is not a SQLite database" if "not a database" in str(orig) else "is damaged"
         return RecordStoreCorruptError(where, f"{problem} ({orig})")
     return None
@@ -109,3 +120,6 @@ def retrying(
                 raise
             time.sleep(0.01 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+settings.forward(__name__, "IN_QUERY_BATCH", "SQLITE_BUSY_TIMEOUT_MS")

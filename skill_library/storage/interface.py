@@ -13,7 +13,7 @@ import builtins
 from typing import Any, Sequence
 
 from skill_library.errors import RecordStoreCorruptError, TraceNotFoundError
-from skill_library.models import Example, Skill, SkillStatus, Trace
+from skill_library.models import Example, OutcomeKind, Skill, SkillStatus, Trace
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
 from skill_library.write_lock import ThreadWriteLock, WriteLock
 
@@ -73,9 +73,27 @@ class RecordStore(abc.ABC):
 
     @abc.abstractmethod
     def record_outcome(
-        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None
+        self, name: str, success: bool, *, version: int | None = None, trace_id: str | None = None,
+        kind: OutcomeKind | str | None = None, reason: str | None = None, origin: str | None = "feedback",
     ) -> Skill:
-        """Append an outcome and return the version with updated counts."""
+        """Append an outcome and return the version with updated counts. ``kind`` (default:
+        success or failure by ``success``) is stored with ``reason`` and ``origin`` (run,
+        feedback, external, learned); only success and failure move the counters."""
+
+    @abc.abstractmethod
+    def outcome_counts(self, name: str, version: int | None = None) -> dict[str, int]:
+        """How many outcomes of each :class:`OutcomeKind` the version (default: the active
+        one) has, every kind present (zeros included)."""
+
+    @abc.abstractmethod
+    def trace_outcome(self, trace_id: str) -> dict[str, Any] | None:
+        """The latest outcome recorded for trace ``trace_id`` (an :meth:`outcome_log` row
+        with the skill's ``name``), if any."""
+
+    @abc.abstractmethod
+    def reclassify_outcome(self, trace_id: str, name: str, kind: OutcomeKind | str, reason: str | None) -> Skill:
+        """Change the kind of the latest outcome of ``name`` for ``trace_id`` (the counters
+        follow); the version it belongs to."""
 
     @abc.abstractmethod
     def set_status(self, name: str, status: SkillStatus) -> Skill:
@@ -92,16 +110,28 @@ class RecordStore(abc.ABC):
 
     @abc.abstractmethod
     def recent_outcomes(self, name: str, version: int, limit: int) -> builtins.list[bool]:
-        """The last ``limit`` outcomes of ``name`` v``version``, oldest first (True: a
-        success); reads at most ``limit`` rows, whatever the history."""
+        """The last ``limit`` counted outcomes (success or failure: the skill's own record)
+        of ``name`` v``version``, oldest first (True: a success); reads at most ``limit`` rows, whatever the history."""
 
     @abc.abstractmethod
     def outcome_log(self, name: str) -> builtins.list[dict[str, Any]]:
-        """Every outcome recorded for ``name``, oldest first."""
+        """Every outcome recorded for ``name``, oldest first: version, success, kind, reason,
+        origin, trace_id, recorded_at."""
 
     @abc.abstractmethod
     def save_trace(self, trace: Trace) -> None:
         """Store a trace (idempotent on its id)."""
+
+    def known_traces(self, trace_ids: Sequence[str]) -> set[str]:
+        """Which of ``trace_ids`` are stored."""
+        found = set()
+        for trace_id in trace_ids:
+            try:
+                self.get_trace(trace_id)
+            except TraceNotFoundError:
+                continue
+            found.add(trace_id)
+        return found
 
     @abc.abstractmethod
     def get_trace(self, trace_id: str) -> Trace:

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH
 
 #: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 metadata = sa.MetaData()
 
@@ -63,6 +63,12 @@ outcomes_table = sa.Table(
     sa.Column("success", sa.Boolean, nullable=False),
     sa.Column("trace_id", sa.String(64)),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+    # the OutcomeKind (NULL in rows no migration filled: read as success/failure), why, and
+    # who reported it: run (SkillLibrary.run judged it), feedback (in-process caller),
+    # external (MCP/HTTP, tied to a recorded run or session), learned (a merged trace)
+    sa.Column("kind", sa.String(20)),
+    sa.Column("reason", sa.Text),
+    sa.Column("origin", sa.String(20)),
     sa.ForeignKeyConstraint(
         ["tenant", "name", "version"],
         ["skill_versions.tenant", "skill_versions.name", "skill_versions.version"],

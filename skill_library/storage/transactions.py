@@ -7,17 +7,19 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from skill_library.errors import RecordStoreCorruptError, RecordStoreUnavailableError
+from skill_library.errors import SkillLibraryError
 
 #: a database error -> the library's named error for it, or None (dialects.named_error)
-ErrorNamer = Callable[[BaseException], RecordStoreCorruptError | RecordStoreUnavailableError | None]
+#: (RecordStoreCorruptError, RecordStoreUnavailableError, LockTimeoutError)
+ErrorNamer = Callable[[BaseException], SkillLibraryError | None]
 
 
 class Transaction:
     """Context manager: one connection from ``connect(write)``, one transaction, committed
     on success.
 
-    A database error that ``named_error`` names (a damaged file, an unreachable server)
+    A database error that ``named_error`` names (a damaged file, an unreachable server,
+    a lock held past its timeout)
     is raised as that error.
     """
 

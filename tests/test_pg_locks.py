@@ -1,0 +1,63 @@
+"""PostgreSQL write locks (issue 24): a timed-out attempt gives its connection back to the
+pool with ``lock_timeout`` reset, and each tenant's writers have their own advisory key."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from skill_library import settings
+from skill_library.errors import LockTimeoutError, WriteLockTimeoutError
+from skill_library.record_store import SQLRecordStore
+from skill_library.write_lock import ADVISORY_WRITE_LOCK_KEY, AdvisoryWriteLock, advisory_key
+
+_DATABASES = iter(range(1, 10**6))
+
+
+@pytest.fixture
+def url(pg_server):
+    return pg_server.create_database(f"locks_{next(_DATABASES)}")
+
+
+def test_a_timed_out_lock_attempt_leaves_its_pooled_connection_reset(url):
+    holder_engine = sa.create_engine(url)
+    engine = sa.create_engine(url, pool_size=1, max_overflow=0)  # one connection: the one reused
+    holder = AdvisoryWriteLock(holder_engine, key=ADVISORY_WRITE_LOCK_KEY)
+    holder.acquire()
+    try:
+        waiter = AdvisoryWriteLock(engine, key=ADVISORY_WRITE_LOCK_KEY, timeout_seconds=0.2)
+        with pytest.raises(WriteLockTimeoutError) as caught:
+            waiter.acquire()
+        assert isinstance(caught.value, LockTimeoutError) and "\n" not in str(caught.value)
+        assert not waiter.try_acquire()
+        with engine.connect() as conn:  # was: 200ms, on every later use of the connection
+            assert conn.exec_driver_sql("SHOW lock_timeout").scalar() == "0"
+    finally:
+        holder.release()
+    waiter.acquire()  # and once it is free, taken; released with the setting reset too
+    waiter.release()
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SHOW lock_timeout").scalar() == "0"
+    engine.dispose()
+    holder_engine.dispose()
+
+
+def test_each_tenant_has_its_own_advisory_write_lock(url, monkeypatch):
+    monkeypatch.setattr(settings, "WRITE_LOCK_TIMEOUT_SECONDS", 0.2)
+    one, two = SQLRecordStore(url), SQLRecordStore(url)
+    try:
+        assert advisory_key("default") == ADVISORY_WRITE_LOCK_KEY  # as before tenants
+        assert len({advisory_key(t) for t in ("default", "acme", "globex")}) == 3
+        home = one.write_lock()
+        home.acquire()
+        try:
+            acme = two.for_tenant("acme").write_lock()
+            assert acme.try_acquire()  # another tenant's writer does not wait (was: one key for all)
+            acme.release()
+            with pytest.raises(WriteLockTimeoutError):  # the same tenant's writer does
+                two.write_lock().acquire()
+        finally:
+            home.release()
+    finally:
+        one.close()
+        two.close()

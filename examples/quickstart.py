@@ -14,7 +14,7 @@ import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from skill_library import Outcome, Policy, SkillLibrary, ToolCall, Trace  # noqa: E402
+from skill_library import Outcome, Policy, SkillLibrary, ToolCall, ToolSpec, Trace  # noqa: E402
 
 # A tiny order desk: the tools an agent can call.
 USERS = {"alice@example.com": "u1", "bob@example.com": "u2"}
@@ -57,6 +57,13 @@ trace = Trace(
 # policy (auto_approve="read_only") the learned skill would wait for a human's approval
 # (`skills approve` / library.approve). See the README's "Governance" section.
 with tempfile.TemporaryDirectory() as folder, SkillLibrary(folder, policy=Policy(auto_approve="all")) as library:
+    # Declaring the tools says which ones only read, and what each does: a learned skill's
+    # description is written from them (its steps in order, their loop, the lookups first).
+    library.register_tools({
+        "find_user": ToolSpec(side_effects=False, description="Find a customer by their email."),
+        "list_orders": ToolSpec(side_effects=False, description="List a customer's orders."),
+        "cancel_order": ToolSpec(description="Cancel a pending order."),
+    })
     # 2. Learn: generalize, replay in the sandbox against the trace, store.
     learned = library.learn(trace)
     print(f"learn: {learned.status} -> {learned.skill.name} v{learned.skill.version}")

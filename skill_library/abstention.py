@@ -63,6 +63,9 @@ MIN_QUERIES = 12
 MIN_RECALL = 0.85
 #: at most this many example tasks of one skill are calibration queries (the newest)
 MAX_QUERIES_PER_SKILL = 20
+#: a match this much more similar than the top-ranked one, whose parameters the task cannot
+#: supply, makes the fetch abstain (the top one ranks first only by being bindable)
+MISSING_LEAD = 0.1
 #: the margin rule's margin is at most this (cosine similarity)
 MAX_MARGIN = 0.05
 #: the margin flags at most this share of the positive queries as ambiguous
@@ -170,6 +173,12 @@ def calibrate(library: "SkillLibrary", generation: int | None = None) -> Calibra
         return _uncalibrated(0, len(names), generation)
     ids = [id_ for id_, _, _ in entries]
     owner = np.array([names.index(name) for _, name, _ in entries])
+    # skills acting with the same tools are one workflow (copies learned apart): a query's
+    # runner-up is the best skill of *another* workflow
+    tools_of = {s.name: tuple(sorted(s.tools or [s.name])) for s in library.list()}
+    family = np.array([names.index(name) if name not in tools_of else
+                       min(names.index(n) for n in names if tools_of.get(n) == tools_of[name])
+                       for name in names])
     matrix = np.array([vector for _, _, vector in entries], dtype=np.float64)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     position = {id_: i for i, id_ in enumerate(ids)}
@@ -201,7 +210,8 @@ def calibrate(library: "SkillLibrary", generation: int | None = None) -> Calibra
     for s, vector, excluded, proto, positive in queries:
         sims = matrix @ vector
         own = owner == s
-        other_best = float(sims[~own].max()) if (~own).any() else -1.0
+        other = family[owner] != family[s]
+        other_best = float(sims[other].max()) if other.any() else -1.0
         mask = own.copy()
         for i in excluded:
             mask[i] = False
@@ -289,7 +299,9 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None) -> Fetch
     top = ranked[0]
     keep = ranked[:k]
     if found is not None and found.calibrated and found.margin > 0:
-        close = [m for m in ranked[1:] if top.score - m.score < found.margin and m.skill.name != top.skill.name]
+        workflow = tuple(sorted(top.skill.tools or [top.skill.name]))
+        close = [m for m in ranked[1:] if top.score - m.score < found.margin and m.skill.name != top.skill.name
+                 and tuple(sorted(m.skill.tools or [m.skill.name])) != workflow]
         if close:
             group = [top, *close]
             flagged = {m.skill.name for m in group}
@@ -303,6 +315,9 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None) -> Fetch
         result.abstained = True
         reasons.append(f"the best match's similarity {top.similarity:.3f} is under this library's "
                        f"calibrated floor {found.floor:.3f}")
+    nearest = max(ranked, key=lambda m: m.similarity)
+    if not top.missing and nearest.missing and nearest.similarity - top.similarity > MISSING_LEAD:
+        top = nearest  # the skill the task reads like cannot be bound: a weaker one is no answer
     if top.missing:
         result.abstained = True
         reasons.append(f"{top.skill.name} needs {', '.join(top.missing)}, which the task does not supply")

@@ -98,7 +98,7 @@ def test_single_trace_skills_leave_a_library_uncalibrated(office):
 
 def test_calibration_is_recomputed_when_skills_change(helpdesk):
     before = helpdesk.calibration()
-    name = min(helpdesk.list(), key=lambda s: s.successes).name
+    name = min(helpdesk.list(status="active"), key=lambda s: s.successes).name
     helpdesk.retire(name)
     after = helpdesk.calibration()
     assert after is not before and after.generation != before.generation
@@ -126,7 +126,7 @@ def _candidates_close_to_call(embedder, margin: float):
         for i in range(len(texts)):
             for j in range(i + 1, len(texts)):
                 mutual = dot(vectors[len(queries) + i], vectors[len(queries) + j])
-                if mutual < 0.88 and min(sims[i], sims[j]) > 0.4 and abs(sims[i] - sims[j]) < margin / 2:
+                if mutual < 0.88 and min(sims[i], sims[j]) > 0.4 and abs(sims[i] - sims[j]) < margin:
                     found.append((abs(sims[i] - sims[j]), q, texts[i], texts[j]))
     assert found, "no query and pair of look-alike descriptions within the margin"
     return min(found)[1:]
@@ -190,4 +190,5 @@ def test_cli_stats_and_show_report_the_calibration(helpdesk):
     data = json.loads(CliRunner().invoke(app, ["stats", "--json"], env=env).output)
     assert data["abstention"]["floor"] == found.floor and data["abstention"]["recall"] == found.recall
     shown = CliRunner().invoke(app, ["show", helpdesk.list()[0].name], env=env)
-    assert shown.exit_code == 0 and "# abstention: floor" in shown.output
+    # show reads the records only (no index, no chromadb: a second, not seconds); it points at stats
+    assert shown.exit_code == 0 and "# abstention: `skills stats`" in shown.output

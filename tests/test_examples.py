@@ -18,7 +18,8 @@ def test_quickstart_example_runs_offline():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    assert "learn: saved -> cancel_orders v1" in out
-    assert "when:  cancel every order of {email}" in out
+    assert "learn: saved -> cancel_every_order v1" in out
+    assert ("when:  Cancel a pending order, for every one that list orders returns "
+            "(after: find user, list orders). Needs the email.") in out
     assert "run:   ok=True calls=['find_user', 'list_orders', 'cancel_order', 'cancel_order', 'cancel_order'] cancelled=['W7', 'W8', 'W9']" in out
     assert "feedback: 2 ok / 0 failed, reliability 0.75" in out

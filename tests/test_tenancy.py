@@ -294,8 +294,10 @@ def test_render_as_openai_tools_and_dispatch_stay_in_their_tenant(tenants):
         home.add(copy, verified=True)
     home.add(copy)
     task = "restock 4 apples in the fruit aisle"
-    assert "count=3" in acme.render(acme.fetch(task, k=1))  # acme's recorded example
-    assert "count=3" not in home.render(home.fetch(task, k=1))
+    # acme's recorded example gives a typed stand-in (0, never its 3); home cannot read
+    # acme's trace, so nothing of it reaches home's block
+    assert "count=0" in acme.render(acme.fetch(task, k=1)) and "count=3" not in acme.render(acme.fetch(task, k=1))
+    assert "count=0" not in home.render(home.fetch(task, k=1))
     [tool] = home.as_openai_tools(home.fetch(HOME_WHEN, k=1))
     assert HOME_WHEN in json.dumps(tool) and ACME_WHEN not in json.dumps(tool)
     call = {"id": "c1", "type": "function",

@@ -269,7 +269,7 @@ def tools_register(
     with open_library(directory) as lib:
         lib.register_tools(specs, actor=actor)
     if as_json:
-        emit({n: s.model_dump(mode="json", by_alias=True) for n, s in specs.items()})
+        emit({n: _spec_json(s) for n, s in specs.items()})
     else:
         console.print(f"declared {len(specs)} tool(s): {', '.join(specs)}", highlight=False)
 
@@ -281,7 +281,7 @@ def tools_list(directory: Optional[Path] = DirOption, as_json: bool = JsonOption
     with open_library(directory) as lib:
         specs = lib.tool_specs()
     if as_json:
-        emit({n: s.model_dump(mode="json", by_alias=True) for n, s in specs.items()})
+        emit({n: _spec_json(s) for n, s in specs.items()})
         return
     for n, s in specs.items():
         console.print(f"{n}: {'side effects' if s.side_effects else 'read-only'}", highlight=False)
@@ -294,3 +294,8 @@ def register(app: typer.Typer) -> None:
     app.add_typer(actors_app, name="actors")
     app.add_typer(policy_app, name="policy")
     app.add_typer(tools_app, name="tools")
+
+
+def _spec_json(spec: Any) -> dict[str, Any]:
+    """A tool spec as JSON: its schema, side effects and, when it has one, its description."""
+    return spec.model_dump(mode="json", by_alias=True, exclude={"description"} if not spec.description else set())

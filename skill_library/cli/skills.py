@@ -165,7 +165,6 @@ def show(
         skill = lib.get(name, version)
         examples = lib.examples(name)
         prototype = lib.prototype_traces(name)
-        calibration = lib.calibration()
         counts = lib.outcome_counts(name, skill.version)
     others = {k: n for k, n in counts.items() if k not in ("success", "failure") and n}
     if as_json:
@@ -173,7 +172,6 @@ def show(
         data["outcome_counts"] = counts
         data["examples"] = [e.model_dump(mode="json", exclude={"params"}) for e in examples]
         data["prototype_traces"] = prototype
-        data["abstention"] = calibration.to_json()
         emit(data)
         return
     learned_from = len(skill.provenance.trace_ids)
@@ -191,7 +189,7 @@ def show(
     lines.append(f"fetched by: its when, {indexed} example text(s)"
                  + (f" and a prototype, the mean of {len(prototype)} traces' tasks" if prototype else ""))
     lines += [f"example: {e.text}" for e in examples if e.indexed][:SHOWN_EXAMPLES]
-    lines.append(calibration.describe())
+    lines.append("abstention: `skills stats` (the library's calibration reads the index)")
     for line in lines:
         typer.echo("# " + " ".join(line.splitlines()))
     typer.echo(skill.code if skill.code else skill.description)

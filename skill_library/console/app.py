@@ -204,7 +204,7 @@ SECURITY_HEADERS: dict[str, str] = {
     "Content-Security-Policy": ("default-src 'self'; frame-ancestors 'none'; script-src 'self'; "
                                 "object-src 'none'; base-uri 'none'; form-action 'self'"),
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes a browser send Origin: null on a form post
 }
 
 

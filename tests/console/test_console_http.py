@@ -106,7 +106,7 @@ def test_skill_page_shows_code_when_examples_parameters_versions_chart_and_trace
     assert 'id="versions"' in html
     assert html.count('<details class="trace">') == 4  # the learned trace and three runs
     assert html.count("· v1 ·") == 4  # each with the version it ran
-    assert "restock 4 apples in the fruit aisle" in html and "<code>restock</code>" in html
+    assert "Arguments: count=4." in html and "<code>restock</code>" in html  # a run's task names its arguments
     css = client.get("/static/code.css")
     assert css.status_code == 200 and ".code .k" in css.text
     assert client.get("/static/console.css").status_code == 200

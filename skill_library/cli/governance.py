@@ -296,6 +296,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(tools_app, name="tools")
 
 
-def _spec_json(spec: Any) -> dict[str, Any]:
+def _spec_json(spec: ToolSpec) -> dict[str, Any]:
     """A tool spec as JSON: its schema, side effects and, when it has one, its description."""
     return spec.model_dump(mode="json", by_alias=True, exclude={"description"} if not spec.description else set())

@@ -12,7 +12,7 @@ export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test check lint demo bench clean
 CHROMIUM := /usr/bin/chromium
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -42,6 +42,17 @@ test: $(STAMP) $(CHROMIUM)
 	$(PY) -m ruff check skill_library sandbox benchmarks
 	$(PY) -m mypy
 	SKILLS_TESTS_STRICT=1 $(PY) -m pytest -q
+
+# the fast tier, for the edit-test loop (64 s here with another test run beside it: mypy is most
+# of it; 210 tests in 15 s): lint, types and the unit tests
+# of the modules that need no server, no browser and no model download; `make test` runs all
+CHECK_TESTS := tests/test_models.py tests/test_privacy.py tests/test_value_fit.py \
+	tests/test_induction_dataflow.py tests/test_induction_validation.py tests/test_settings.py \
+	tests/test_grounding.py tests/test_bad_text.py tests/test_docs.py tests/test_descriptions.py
+check: $(STAMP)
+	$(PY) -m ruff check skill_library sandbox benchmarks
+	$(PY) -m mypy
+	$(PY) -m pytest -q -m "not slow" $(CHECK_TESTS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check skill_library sandbox benchmarks

@@ -135,6 +135,8 @@ class FetchResult(list[Match]):
     reason: str = ""
     floor: float | None = None
     margin: float | None = None
+    #: with ``fetch(..., plan=True)``: the task's plan (skill_library.planning.Plan)
+    plan: Any = None
 
     def __repr__(self) -> str:
         flags = [name for name in ("abstained", "ambiguous") if getattr(self, name)]

@@ -635,12 +635,15 @@ class SkillLibrary:
         args: Mapping[str, Any] | None = None,
         explain: bool = False,
         abstain: bool = True,
+        plan: bool = False,
     ) -> "FetchResult":
         """The ``k`` best skills for ``task``, each at most once, as a
         :class:`~skill_library.abstention.FetchResult` (a list, flagged ``abstained`` /
         ``ambiguous`` with a ``reason``: the library's calibrated floor, the margin between
         look-alikes, which returns every match too close to call even past ``k``, and
         parameters the task cannot supply; ``abstain=False``: no flags, at most ``k``).
+        ``plan=True`` also sets the result's ``plan`` (:meth:`plan`: for a compound task,
+        the skills that together cover it, in order, each with its part).
 
         Ranked by :mod:`skill_library.ranking`: similarity less value fit, evidence (a
         log prior on verified successes), bindability (``args``: the values the caller has,
@@ -692,9 +695,11 @@ class SkillLibrary:
 
             matches = canary.route(self, matches, session=session, cohort=cohort,
                                    generation=self._index.seen_generation)
-        if not abstain:
-            return abstention.unflagged(matches, k)
-        return abstention.decide(matches, k, abstention.calibration(self))
+        result = (abstention.unflagged(matches, k) if not abstain
+                  else abstention.decide(matches, k, abstention.calibration(self)))
+        if plan:  # a compound task: the skills that together cover it, in order
+            result.plan = self.plan(task, tools=tools, min_reliability=min_reliability)
+        return result
 
     def calibration(self) -> "Calibration":
         """fetch's abstention calibration for this library: the similarity floor and

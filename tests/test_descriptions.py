@@ -160,6 +160,10 @@ def test_learning_a_compound_trace_stores_its_parts_and_a_plan_composes_them(sho
     assert [s.name for s in plan.steps] == [p.skill.name for p in result.parts]
     assert "#W5" in plan.steps[0].part and "#W6" in plan.steps[1].part
     assert plan.compound and "order_id" in plan.steps[1].params
+    fetched = shop.fetch("For order #W5, return the mug via paypal_1. Also cancel order #W6 because it was a mistake.",
+                         k=2, plan=True)  # the flag on fetch gives the same plan beside the matches
+    assert [s.name for s in fetched.plan.steps] == [s.name for s in plan.steps] and len(fetched) >= 1
+    assert shop.fetch("cancel order #W6", k=1).plan is None
     single = shop.plan("Please cancel my order #W7, I no longer need it.")
     assert [s.name for s in single.steps] == [result.parts[1].skill.name] and not single.compound
     with pytest.raises(ValueError, match="non-empty"):

@@ -44,7 +44,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from skill_library.induction.parts import clauses, sentences
+from skill_library.induction.parts import clauses
+from skill_library.privacy import sentences
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary

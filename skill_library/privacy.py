@@ -114,6 +114,12 @@ def _sub_values(text: str, spots: Mapping[str, str]) -> str:
     return pattern.sub(lambda m: lowered.get(m.group(0).casefold(), m.group(0)), text)
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, stripped, in order (a sentence ends at ``.``, ``!`` or
+    ``?`` followed by a space or the end, or at a line break: ``a.b@x.org`` stays whole)."""
+    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
+
+
 def mask_bound(text: str, bindings: Mapping[str, Any]) -> str:
     """``text`` with each bound value (as whole words) replaced by ``{name}``."""
     spots: dict[str, str] = {}
@@ -290,9 +296,7 @@ def redact(
     text = mask_names(text, vocab)
     topic_words = {w.casefold() for w in topic if len(w) >= 3}
     kept: list[str] = []
-    for sentence in (s.strip() for s in _SENTENCE_RE.findall(text)):
-        if not sentence:
-            continue
+    for sentence in sentences(text):
         parts = []
         for clause in _clauses(sentence):
             plain = _ROLE_RE.sub(" ", clause)

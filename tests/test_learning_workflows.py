@@ -380,11 +380,12 @@ def test_rebuilding_and_retiring_need_no_model_once_texts_are_embedded(tmp_path,
 
 
 def test_sentences_end_at_punctuation_and_a_space_so_emails_stay_whole():
-    from skill_library.induction.description import masked_example, sentences
+    from skill_library.induction.description import sentences
+    from skill_library.privacy import redact
 
     text = "I lost access to my old email, maya.tanaka94@example.com. Please cancel #W1."
     assert sentences(text) == ["I lost access to my old email, maya.tanaka94@example.com.", "Please cancel #W1."]
-    shown = masked_example(text, {"order_id": "#W1"}, {"cancel"})
+    shown = redact(text, {"order_id": "#W1"}, {}, topic={"cancel"})
     assert "maya" not in shown and "example" not in shown and "{order_id}" in shown
 
 

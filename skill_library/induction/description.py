@@ -5,23 +5,22 @@ it acts on, and how its target is looked up (``cancel_pending_order_by_email``,
 ``craft_iron_pickaxe``, ``reset_passwords`` when the action runs in a loop). It never
 equals the name of a tool (a skill called like a tool would shadow it).
 
-A skill's ``when`` and its *example tasks* are the task texts with the parameter values
-masked (``Return {order_id} via {payment_method_id}``). Sentences that bind no argument and
-look like persona, mood or chatter are dropped; across several examples, a sentence that
-binds no argument is kept only when most examples share it. Personal data left in a kept
-sentence (emails, phone and card numbers, long digit runs) is replaced by a neutral word,
-so values from a trace that are not part of the workflow reach neither the name nor the
-texts that are embedded and shown.
+A skill's ``when`` is written from its steps (:mod:`.describe`) and its example tasks go
+through the one masking pass (:func:`skill_library.privacy.redact`). This module keeps the
+forms fetch and the index embed (:func:`value_shape`, :func:`query_text`,
+:func:`index_text`) and the sentence filter of multi-example index texts
+(:func:`shared_sentences`).
 """
 
 from __future__ import annotations
 
-import json
 import keyword
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from skill_library.privacy import sentences
 
 #: Tool names starting with one of these words only read state (a heuristic used for
 #: naming; tool declarations, when given, say so explicitly).
@@ -42,19 +41,6 @@ OBJECT_ARGUMENTS = frozenset(
 SHARED_SENTENCE_SHARE = 0.5
 
 _EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_LONG_DIGITS_RE = re.compile(r"(?<![\w{])\+?\d[\d \-().]{3,}\d(?![\w}])")
-_DIGITS_RE = re.compile(r"(?<![\w{])\d{4,}(?![\w}])")
-_PERSONA_RE = re.compile(
-    r"\b(i am|i'm|im|my name is|this is|name's|call me|i live|i'm from|i am from|you can reach me"
-    r"|my email|my phone|my zip|my address)\b",
-    re.IGNORECASE,
-)
-_CHATTER_WORDS = frozenset(
-    """hi hello hey thanks thank cheers patient busy frustrated annoyed happy sorry hope hoping
-    appreciate appreciated quick quickly asap rush rushed calm kind kindly polite please""".split()
-)
-# a sentence ends at . ! ? followed by a space or the end (so "a.b@x.org" stays whole)
-_SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|\n|$)", re.DOTALL)
 _ID_RE = re.compile(r"(?<![\w@{])(#[A-Za-z]*\d+|[A-Za-z]+_[A-Za-z_]*\d+)(?![\w@}])")
 _NUMBER_RE = re.compile(r"(?<![\w{])\d{5,}(?![\w}])")
 _PLACEHOLDER_RE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
@@ -176,71 +162,6 @@ def _join(words: Sequence[str]) -> str:
 
 # -- texts ---------------------------------------------------------------------------------
 
-def _value_forms(value: Any) -> list[str]:
-    """The ways ``value`` may be written in a task text, longest first."""
-    if isinstance(value, bool) or value is None:
-        return []
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    if isinstance(value, (int, float)):
-        return [str(value)] + ([str(int(value))] if isinstance(value, float) and value.is_integer() else [])
-    if isinstance(value, list) and value and all(
-        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value
-    ):
-        texts = [str(v) for v in value]
-        forms = [", ".join(texts), " and ".join(texts), " ".join(texts)]
-        if len(texts) > 2:
-            forms.insert(1, ", ".join(texts[:-1]) + " and " + texts[-1])
-            forms.insert(2, ", ".join(texts[:-1]) + ", and " + texts[-1])
-        return forms
-    return []
-
-
-def mask_values(text: str, bindings: Mapping[str, Any]) -> str:
-    """``text`` with each bound value (as whole words) replaced by ``{name}``."""
-    spots: dict[str, str] = {}
-    for name, value in bindings.items():
-        for form in _value_forms(value):
-            if form and form not in spots and len(form) >= 1:
-                spots[form] = name
-        if isinstance(value, list):  # items written apart ("1 and then 2") still mask
-            for item in value:
-                for form in _value_forms(item):
-                    spots.setdefault(form, name)
-    if not spots:
-        return text
-    ordered = sorted(spots, key=len, reverse=True)
-    pattern = re.compile("|".join(r"(?<![\w{])" + re.escape(v) + r"(?![\w}])" for v in ordered))
-    masked = pattern.sub(lambda m: "{" + spots[m.group(0)] + "}", text)
-    # a list written item by item masks to "{x}, {x} and {x}": one placeholder is enough
-    return re.sub(r"(\{\w+\})(?:(?:,\s*|\s+and\s+|,\s*and\s+|\s+)\1)+", r"\1", masked)
-
-
-def sentences(text: str) -> list[str]:
-    """The sentences of ``text``, stripped, in order."""
-    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
-
-
-def scrub(text: str) -> str:
-    """Personal data (emails, phone/card numbers, long digit runs) replaced by neutral words."""
-    text = _EMAIL_RE.sub("an email address", text)
-    text = _LONG_DIGITS_RE.sub(lambda m: "a number" if sum(c.isdigit() for c in m.group(0)) >= 4
-                               else m.group(0), text)
-    return _DIGITS_RE.sub("a number", text)
-
-
-def _looks_like_chatter(sentence: str, topic: set[str]) -> bool:
-    if _PERSONA_RE.search(sentence) or _EMAIL_RE.search(sentence):
-        return True
-    words = _words(sentence)
-    if not words:
-        return True
-    content = [w for w in words if w not in _CHATTER_WORDS and len(w) > 2]
-    if not content:
-        return True
-    return not (set(words) & topic) and len(set(words) & _CHATTER_WORDS) > 0
-
-
 def topic_words(tools: Iterable[str], objects: Iterable[Any] = ()) -> set[str]:
     """Words that say what a skill is about: its tool names' words and constant objects."""
     found: set[str] = set()
@@ -249,34 +170,6 @@ def topic_words(tools: Iterable[str], objects: Iterable[Any] = ()) -> set[str]:
     for value in objects:
         found.update(_object_words(value))
     return found
-
-
-def _keep(sentence: str, topic: set[str]) -> bool:
-    """A sentence that binds an argument stays; one that binds none stays only when it is
-    about what the skill does (shares a word with its tools or objects) and is no persona
-    or chatter: "Still Ines here." or "My cat knocked the box over." say nothing a skill
-    needs, and may name a person."""
-    if _PLACEHOLDER_RE.search(sentence):
-        return True
-    return bool(set(_words(sentence)) & topic) and not _looks_like_chatter(sentence, topic)
-
-
-def _depersonalize(sentence: str) -> str:
-    """A persona sentence that binds arguments, reduced to them: ``Customer: {email}.``"""
-    if not _PERSONA_RE.search(sentence):
-        return sentence
-    holes = list(dict.fromkeys(_PLACEHOLDER_RE.findall(sentence)))
-    return "Customer: " + ", ".join(holes) + "." if holes else ""
-
-
-def masked_example(task: str, bindings: Mapping[str, Any], topic: set[str]) -> str:
-    """One example task for the index: values masked, persona and chatter dropped."""
-    masked = mask_values(task.strip(), bindings)
-    parts = sentences(masked) or [masked]
-    kept = [d for d in (_depersonalize(s) for s in parts if _keep(s, topic)) if d]
-    if not kept:  # nothing looked like the request: keep the sentence nearest the topic
-        kept = [max(parts, key=lambda s: len(set(_words(s)) & topic))]
-    return " ".join(scrub(s) for s in kept).strip()
 
 
 def value_shape(text: str) -> str:
@@ -332,36 +225,3 @@ def shared_sentences(texts: Sequence[str]) -> list[str]:
 
 def _norm(sentence: str) -> str:
     return " ".join(_words(sentence))
-
-
-def when_from_examples(examples: Sequence[str]) -> str:
-    """A ``when`` from masked examples: the first, minus sentences that vary between them.
-
-    A sentence with a placeholder binds an argument and stays; one without stays only when
-    at least :data:`SHARED_SENTENCE_SHARE` of the examples have it too.
-    """
-    if not examples:
-        raise ValueError("a when needs at least one example")
-    if len(examples) == 1:
-        return examples[0]
-    counts: dict[str, int] = {}
-    for example in examples:
-        for key in {_norm(s) for s in sentences(example)}:
-            counts[key] = counts.get(key, 0) + 1
-    base = max(examples, key=lambda e: len(_PLACEHOLDER_RE.findall(e)))
-    kept = [
-        s for s in sentences(base)
-        if _PLACEHOLDER_RE.search(s) or counts.get(_norm(s), 0) >= SHARED_SENTENCE_SHARE * len(examples)
-    ]
-    return " ".join(kept) if kept else base
-
-
-def leaked_values(texts: Iterable[str], values: Iterable[Any]) -> list[str]:
-    """Which of ``values`` (strings of 3+ characters, as whole words) occur in ``texts``."""
-    joined = "\n".join(texts).casefold()
-    leaks = []
-    for value in values:
-        text = value if isinstance(value, str) else json.dumps(value)
-        if len(text) >= 3 and re.search(r"(?<!\w)" + re.escape(text.casefold()) + r"(?!\w)", joined):
-            leaks.append(text)
-    return leaks

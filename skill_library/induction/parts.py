@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from skill_library.models import ToolCall, Trace
+from skill_library.privacy import sentences
 
 #: Most parts one trace is split into (more: learned whole).
 MAX_PARTS = 8
@@ -46,7 +47,6 @@ _CLAUSE_SPLIT_RE = re.compile(
     r"\s*;\s*|,\s+(?=(?:and|also|then|plus|but|after that|afterwards|additionally|finally|"
     r"lastly|next|for)\b)|(?<!\band)\s+(?=(?:and then|and also|also|then|after that|additionally|"
     r"afterwards|finally|lastly|plus)\s)", re.IGNORECASE)
-_SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|\n|$)", re.DOTALL)
 _NUMBERED_RE = re.compile(r"^(.+?)_(\d+)$")
 
 
@@ -74,11 +74,6 @@ def _units(text: str, own: dict[str, set[str]]) -> list[str]:
         named = [t for t, vals in own.items() if any(_mentions(sentence, v) for v in vals)]
         out.extend(clauses(sentence) if len(named) > 1 else [sentence])
     return out
-
-
-def sentences(text: str) -> list[str]:
-    """The sentences of ``text`` (a dot inside an email or a number does not end one)."""
-    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
 
 
 def clauses(text: str) -> list[str]:

@@ -1,0 +1,125 @@
+"""skill_library.served: a library kept open, answering fetches on a Unix socket (real library,
+real model, real sockets)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+
+import pytest
+
+from skill_library import served
+from skill_library.models import Skill
+
+
+def _skill(name: str, when: str) -> Skill:
+    code = f'def {name}(item: str) -> dict:\n    """{when}"""\n    return {{"item": item}}\n'
+    return Skill.from_function(code, when=when)
+
+
+@pytest.fixture
+def server(library):
+    library.add(_skill("water_plants", "Water the plants in the garden."), verified=True)
+    library.add(_skill("order_paper", "Order printer paper for the office."), verified=True)
+    key = served.deployment_key(library.path)
+    with served.Server(library, served.socket_path(library.path), key) as srv:
+        srv.start()
+        yield srv
+
+
+def _fetch(server, task: str, **options):
+    return served.request(server.path, {"op": "fetch", "deployment": server.key, "task": task, **options})
+
+
+def test_a_served_fetch_answers_what_the_library_answers(server, library):
+    answer = _fetch(server, "the garden plants need water", k=2, min_reliability=0.0)
+    direct = library.fetch("the garden plants need water", k=2, min_reliability=0.0)
+    assert answer["ok"] is True
+    assert [m["name"] for m in answer["matches"]] == [m.skill.name for m in direct]
+    assert answer["matches"][0]["name"] == "water_plants"
+    assert answer["matches"][0]["similarity"] == pytest.approx(direct[0].similarity, abs=1e-6)
+    assert answer["abstained"] == direct.abstained and answer["ambiguous"] == direct.ambiguous
+
+
+def test_the_socket_is_private_to_its_user(server):
+    mode = stat.S_IMODE(os.stat(server.path).st_mode)
+    assert stat.S_ISSOCK(os.stat(server.path).st_mode) and mode == 0o600
+
+
+def test_a_request_for_another_deployment_is_refused_so_the_client_falls_back(server, tmp_path):
+    answer = served.request(server.path, {"op": "fetch", "deployment": served.deployment_key(tmp_path / "other"),
+                                          "task": "water the plants"})
+    assert answer["ok"] is False and answer["wrong_library"] is True
+
+
+def test_bad_requests_are_answers_naming_the_problem(server):
+    assert "needs 'task'" in _fetch(server, None)["error"]  # type: ignore[arg-type]
+    assert "wrong type" in _fetch(server, "water", k="two")["error"]
+    assert "unknown op 'drop'" in served.request(server.path, {"op": "drop", "deployment": server.key})["error"]
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.connect(str(server.path))
+    raw.sendall(b"not json\n")
+    reply = json.loads(raw.makefile().readline())
+    raw.close()
+    assert reply["ok"] is False and "not JSON" in reply["error"]
+    # the server survives all of it
+    assert _fetch(server, "order paper", min_reliability=0.0)["matches"][0]["name"] == "order_paper"
+
+
+def test_an_oversized_request_is_refused_without_reading_it_all(server):
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.connect(str(server.path))
+    try:
+        raw.sendall(b"x" * (served.MAX_REQUEST_BYTES + 70000))
+    except OSError:
+        pass  # the server may close before everything is sent
+    reply = json.loads(raw.makefile().readline())
+    raw.close()
+    assert reply["ok"] is False and "at most" in reply["error"]
+
+
+def test_no_server_means_none_and_the_caller_does_the_work(tmp_path):
+    assert served.request(tmp_path / "serve.sock", {"op": "ping"}) is None
+    assert served.request(None, {"op": "ping"}) is None
+    (tmp_path / "plain").write_text("not a socket")
+    assert served.request(tmp_path / "plain", {"op": "ping"}) is None
+
+
+def test_a_stale_socket_is_replaced_and_a_live_one_is_not(library, server):
+    with pytest.raises(served.ServeError, match="already answers"):
+        served.Server(library, server.path, server.key)
+    stale = library.path / "stale.sock"
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(stale))
+    dead.close()  # the file stays, nobody listens
+    with served.Server(library, stale, server.key) as again:
+        again.start()
+        assert served.request(stale, {"op": "ping"})["ok"] is True
+    assert not stale.exists()
+
+
+def test_unusable_socket_paths_are_one_clear_error(library, tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("mine")
+    with pytest.raises(served.ServeError, match="not a socket"):
+        served.Server(library, taken, {})
+    with pytest.raises(served.ServeError, match="longer than"):
+        served.Server(library, tmp_path / ("s" * 120), {})
+
+
+def test_the_environment_names_a_socket_for_a_shared_deployment(monkeypatch, tmp_path):
+    assert served.socket_path(None) is None
+    assert served.socket_path(tmp_path) == tmp_path / served.SOCKET_NAME
+    monkeypatch.setenv(served.SOCKET_ENV, str(tmp_path / "shared.sock"))
+    assert served.socket_path(None) == tmp_path / "shared.sock"
+
+
+def test_tenants_are_served_their_own_records(server, library):
+    acme = library.for_tenant("acme")
+    acme.add(_skill("book_flight", "Book a flight for a business trip."), verified=True)
+    mine = _fetch(server, "book a flight for the trip", min_reliability=0.0, tenant="acme")
+    root = _fetch(server, "book a flight for the trip", min_reliability=0.0)
+    assert mine["matches"][0]["name"] == "book_flight"
+    assert "book_flight" not in [m["name"] for m in root["matches"]]

@@ -64,7 +64,8 @@ def deployment_key(folder: Path | str | None, records: str | None = None, index:
 # -- client (standard library only) -----------------------------------------------------------------
 
 
-def request(path: Path | str | None, message: Mapping[str, Any], *, timeout: float = CLIENT_TIMEOUT) -> dict[str, Any] | None:
+def request(path: Path | str | None, message: Mapping[str, Any], *,
+            timeout: float = CLIENT_TIMEOUT) -> dict[str, Any] | None:
     """Send one request to the server at ``path``; its answer, or None when no server answers
     there (no socket file, nobody listening, a socket owned by another user, a broken reply):
     the caller then does the work itself."""

@@ -220,7 +220,7 @@ class Server:
             return {"ok": False, "error": "the request must be a JSON object"}
         op = message.get("op")
         if op == "ping":
-            return {"ok": True, "pid": os.getpid(), "deployment": self.key,
+            return {"ok": True, "pid": os.getpid(), "deployment": self.key, "requests": self.requests,
                     "model": getattr(self.library.embedder, "model_name", None)}
         if message.get("deployment") != self.key:
             return {"ok": False, "wrong_library": True,

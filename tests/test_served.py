@@ -123,3 +123,34 @@ def test_tenants_are_served_their_own_records(server, library):
     root = _fetch(server, "book a flight for the trip", min_reliability=0.0)
     assert mine["matches"][0]["name"] == "book_flight"
     assert "book_flight" not in [m["name"] for m in root["matches"]]
+
+
+def test_skills_fetch_asks_the_server_and_prints_what_it_found(server, library):
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+
+    before = server.requests
+    result = CliRunner().invoke(app, ["fetch", "the garden plants need water", "--min-reliability", "0", "--json"],
+                                env={"SKILLS_DIR": str(library.path)})
+    assert result.exit_code == 0, result.output
+    assert server.requests == before + 1  # answered by the server, not by a library opened here
+    assert json.loads(result.output)[0]["name"] == "water_plants"
+    shown = CliRunner().invoke(app, ["fetch", "water the plants", "--min-reliability", "0"],
+                               env={"SKILLS_DIR": str(library.path)})
+    assert shown.exit_code == 0 and "water_plants" in shown.output and server.requests == before + 2
+    bad = CliRunner().invoke(app, ["fetch", "water the plants", "--session", "s1", "--cohort", "c"],
+                             env={"SKILLS_DIR": str(library.path), "SKILLS_TENANT": "bad tenant!"})
+    assert bad.exit_code != 0 and "Traceback" not in bad.output
+
+
+def test_skills_fetch_without_a_server_does_the_work_itself(library):
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+
+    library.add(_skill("water_plants", "Water the plants in the garden."), verified=True)
+    result = CliRunner().invoke(app, ["fetch", "water the plants", "--min-reliability", "0", "--json"],
+                                env={"SKILLS_DIR": str(library.path)})
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[0]["name"] == "water_plants"

@@ -22,7 +22,18 @@ from typing import Optional
 
 import typer
 
-from skill_library.cli import _common, admin, console, governance, integrations, learning, memory, rollout, skills
+from skill_library.cli import (
+    _common,
+    admin,
+    console,
+    governance,
+    integrations,
+    learning,
+    memory,
+    rollout,
+    serve,
+    skills,
+)
 from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, TENANT_ENV, load_tools
 
 __all__ = ["app", "load_tools", "main"]
@@ -32,7 +43,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Procedural memory for agents: learn, store, fetch and run verified skills.",
 )
-for _group in (admin, skills, learning, integrations, memory, governance, rollout, console):
+for _group in (admin, skills, learning, integrations, memory, governance, rollout, console, serve):
     _group.register(app)
 
 

@@ -21,6 +21,7 @@ from skill_library.cli._common import (
     WallSecondsOption,
     command,
     console,
+    deployment,
     emit,
     fail,
     json_value,
@@ -32,7 +33,7 @@ from skill_library.cli._common import (
     styled,
 )
 from skill_library.library import GeneralizerName
-from skill_library.serialize import match_json, run_json, skill_json
+from skill_library.serialize import run_json, skill_json
 
 #: the session (and cohort) a command acts in: a canary serves a share of sessions, and
 #: fetch, run and feedback given one session use the same version (governance.canary)
@@ -223,29 +224,51 @@ def fetch(
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Fetch skills for a task: SkillLibrary.fetch(task, k, subject=..., state=...)."""
-    with open_library(directory) as lib:
-        matches = lib.fetch(task, k, min_reliability=min_reliability, min_similarity=min_similarity,
-                            tools=split_names(tools) if tools is not None else None,
-                            subject=subject, state=state, session=session, cohort=cohort)
+    """Fetch skills for a task: SkillLibrary.fetch(task, k, subject=..., state=...).
+
+    Asked first of a `skills serve` process of the same library (skill_library.served),
+    else done here."""
+    from skill_library.cli.serve import served_key
+    from skill_library.served import request
+
+    message: dict[str, Any] = {
+        "op": "fetch", "task": task, "k": k, "min_reliability": min_reliability, "min_similarity": min_similarity,
+        "tools": split_names(tools) if tools is not None else None, "subject": subject, "state": state,
+        "session": session, "cohort": cohort, "tenant": deployment.get("tenant"),
+    }
+    path, message["deployment"] = served_key(directory)
+    answer = request(path, message)
+    if answer is not None and not answer.get("ok") and not answer.get("wrong_library"):
+        fail(str(answer.get("error")))
+    if answer is None or not answer.get("ok"):
+        from skill_library.served import fetch_answer
+
+        with open_library(directory) as lib:
+            answer = fetch_answer(lib, message)
+    _print_fetched(answer, as_json)
+
+
+def _print_fetched(answer: dict[str, Any], as_json: bool) -> None:
+    """What fetch found (``skill_library.served.fetch_answer``'s JSON), as JSON or a table."""
+    matches = answer["matches"]
     if as_json:
-        emit([match_json(m) for m in matches])
+        emit(matches)
         return
     if not matches:
         console.print("no skill qualifies")
         return
-    flags = [f for f in ("abstained", "ambiguous") if getattr(matches, f, False)]
+    flags = [f for f in ("abstained", "ambiguous") if answer.get(f)]
     if flags:  # the abstention rules (skill_library.abstention)
-        console.print(f"{' and '.join(flags)}: {getattr(matches, 'reason', '')}", highlight=False)
-    width = max(len("name"), *(len(m.skill.name) for m in matches))
+        console.print(f"{' and '.join(flags)}: {answer.get('reason') or ''}", highlight=False)
+    width = max(len("name"), *(len(m["name"]) for m in matches))
     table = Table()
     table.add_column("name", no_wrap=True, min_width=width, overflow="ignore")
     for title in ("version", "similarity", "reliability", "when"):
         table.add_column(title, overflow="fold")
     for m in matches:
         table.add_row(
-            m.skill.name, str(m.skill.version), "prefetch" if m.prefetch else f"{m.similarity:.3f}",
-            f"{m.reliability:.2f}", m.skill.when,
+            m["name"], str(m["version"]), "prefetch" if m.get("prefetch") else f"{m['similarity']:.3f}",
+            f"{m['reliability']:.2f}", m["when"],
         )
     console.print(table, width=None if console.is_terminal else max(console.width, width + 60))
 

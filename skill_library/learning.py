@@ -14,7 +14,7 @@ import builtins
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from skill_library import fetching, prototypes
+from skill_library import fetching, prototypes, settings
 from skill_library.errors import SkillNotFoundError
 from skill_library.induction import describe, description
 from skill_library.models import LearnResult, Skill, Trace
@@ -139,7 +139,6 @@ def admit(
 ) -> LearnResult:
     """Under the write lock: decide merge / revise / save and write the records; the
     names whose index entries must change are added to ``pending``."""
-    from skill_library import library
     from skill_library.governance import learned as governed
     from skill_library.induction import admission, revision
 
@@ -186,7 +185,7 @@ def admit(
         candidate, trace, report=report, neighbours=neighbours, sandbox=lib.sandbox,
         related=related, min_reliability=lib.min_reliability,
         example_traces=example_traces, revise=revise,
-        same_task=lambda s: near.get(s.name, 0.0) > library.DUPLICATE_SIMILARITY,
+        same_task=lambda s: near.get(s.name, 0.0) > settings.DUPLICATE_SIMILARITY,
         read_only=lib.read_only_tools,
     )
     if decision.status in ("duplicate", "rejected"):

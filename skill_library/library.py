@@ -30,7 +30,6 @@ from skill_library.errors import (
     LLMError,
     RecordStoreCorruptError,
     SkillLibraryError,
-    SkillPolicyError,
 )
 from skill_library.fetching import (  # noqa: F401  (settings named here before)
     ENTRIES_PER_SKILL_GUESS,
@@ -43,6 +42,7 @@ from skill_library.fetching import (  # noqa: F401  (settings named here before)
 from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.induction import description
+from skill_library.induction.validation import check_policy
 from skill_library.models import (
     AddResult,
     Example,
@@ -79,7 +79,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GeneralizerName", "IndexRebuiltWarning", "InsecureIndexWarning", "SkillLibrary"]
 
-DUPLICATE_SIMILARITY = 0.9
 DEFAULT_MIN_RELIABILITY = 0.6
 #: fetch returns no skill less cosine-similar than this to the task (its best text).
 #: Chosen with benchmarks/calibrate_fetch.py on this repository's suites (README, "Fetch").
@@ -536,7 +535,7 @@ class SkillLibrary:
         self, embedding: Sequence[float], name: str, index: VectorIndex
     ) -> tuple[str, float] | None:
         for hit in index.query(embedding, min(2, index.count())):
-            if hit.name != name and hit.similarity > DUPLICATE_SIMILARITY:
+            if hit.name != name and hit.similarity > settings.DUPLICATE_SIMILARITY:
                 return hit.name, hit.similarity
         return None
 
@@ -1165,19 +1164,6 @@ def _check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> 
         )
 
 
-def check_policy(skill: Skill) -> None:
-    """:class:`SkillPolicyError` when the code of ``skill`` breaks the sandbox policy."""
-    if skill.code is not None:
-        from sandbox import PolicyViolation, check_source
-
-        try:
-            check_source(skill.code)
-        except PolicyViolation as exc:
-            raise SkillPolicyError(
-                f"skill {skill.name!r} breaks the sandbox policy and could never run: {exc}"
-            ) from None
-
-
 def _check_addable(skill: Skill) -> None:
     check_policy(skill)
     ingest.check_state(skill)
@@ -1208,4 +1194,4 @@ class _ProgressBar:
             self._bar.advance(self._task, n)
 
 
-settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH")
+settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH", "DUPLICATE_SIMILARITY")

@@ -98,7 +98,7 @@ def add_many(
     checker = _Checker(skills)
     checker.start()
     texts = [description.index_text(s.when) for s in skills]
-    model = lib._text_vectors.model_name
+    model = lib.context.vectors.model_name
     # vectors the records already hold, read before the writer starts: from here on only
     # the writer thread uses the record store and the index
     digests = [text_digest(t) for t in texts]
@@ -177,7 +177,7 @@ class _Writer(threading.Thread):
             self._drain()
             return
         try:
-            with self.lib._index.writing() as index:
+            with self.lib.context.index.writing() as index:
                 while True:
                     item = self._queue.get()
                     if item is _DONE:

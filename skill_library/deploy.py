@@ -18,17 +18,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from skill_library.errors import SkillLibraryError
+from skill_library.errors import DestinationNotEmptyError
 from skill_library.record_store import SQLRecordStore, meta_table, metadata, outcomes_table
 
 #: rows read and inserted per batch while copying
 COPY_BATCH = 1000
 #: library_meta keys that describe the destination itself and are never copied
 _OWN_META_KEYS = {"schema_version"}
-
-
-class DestinationNotEmptyError(SkillLibraryError):
-    """``skills migrate`` refuses to copy into a record store that already holds skills."""
 
 
 @dataclass

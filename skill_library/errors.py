@@ -157,3 +157,19 @@ class LifecycleError(SkillLibraryError, ValueError):
 class EvidenceError(SkillLibraryError, ValueError):
     """A success was claimed without the evidence that backs it (``add(verified=True)``
     naming no stored trace a verifier judged a success)."""
+
+
+class PatternError(SkillLibraryError, ValueError):
+    """A usage-pattern call was wrong: an unknown state, a bad state space."""
+
+
+class SuiteError(SkillLibraryError, ValueError):
+    """A suite file cannot be read or does not hold a valid suite."""
+
+
+class InvalidTenantError(SkillLibraryError, ValueError):
+    """A tenant name that is not lowercase letters, digits, ``_`` and ``-``."""
+
+
+class DestinationNotEmptyError(SkillLibraryError):
+    """``skills migrate`` refuses to copy into a record store that already holds skills."""

@@ -61,7 +61,7 @@ def search(
     # the library's own index is checked against the records optimistically: the
     # generation is read in the same read as the records the hits name, and a change
     # (another writer) reopens the index and asks again
-    synced = library._index if index is None else None
+    synced = library.context.index if index is None else None
     if synced is not None:
         index = synced.opened()
     assert index is not None

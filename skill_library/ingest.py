@@ -98,7 +98,7 @@ def add_many(
     checker = _Checker(skills)
     checker.start()
     texts = [description.index_text(s.when) for s in skills]
-    model = lib._text_vectors.model_name
+    model = lib.context.vectors.model_name
     # vectors the records already hold, read before the writer starts: from here on only
     # the writer thread uses the record store and the index
     digests = [text_digest(t) for t in texts]
@@ -177,7 +177,7 @@ class _Writer(threading.Thread):
             self._drain()
             return
         try:
-            with self.lib._index.writing() as index:
+            with self.lib.context.index.writing() as index:
                 while True:
                     item = self._queue.get()
                     if item is _DONE:
@@ -196,8 +196,6 @@ class _Writer(threading.Thread):
               fresh: dict[str, bytes]) -> None:
         import numpy as np
 
-        from skill_library.library import DUPLICATE_SIMILARITY
-
         lib = self.lib
         if fresh:
             lib.store.save_vectors(self.model, fresh)
@@ -212,14 +210,14 @@ class _Writer(threading.Thread):
                 (
                     (h.name, h.similarity)
                     for h in hits
-                    if h.name != skill.name and h.similarity > DUPLICATE_SIMILARITY
+                    if h.name != skill.name and h.similarity > settings.DUPLICATE_SIMILARITY
                 ),
                 None,
             )
             if duplicate is None and accepted_names:
                 sims = accepted_vectors[: len(accepted_names)] @ np.asarray(vector)
                 best = int(np.argmax(sims))
-                if sims[best] > DUPLICATE_SIMILARITY and accepted_names[best] != skill.name:
+                if sims[best] > settings.DUPLICATE_SIMILARITY and accepted_names[best] != skill.name:
                     duplicate = (accepted_names[best], float(sims[best]))
             verdicts.append(duplicate)
             if duplicate is None:

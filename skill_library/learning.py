@@ -14,7 +14,7 @@ import builtins
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from skill_library import fetching, prototypes
+from skill_library import fetching, prototypes, settings
 from skill_library.errors import SkillNotFoundError
 from skill_library.induction import describe, description
 from skill_library.models import LearnResult, Skill, Trace
@@ -93,9 +93,9 @@ def learn_batch(
                 for n, (c, _r, _rel) in prepared.items()}
     texts = {n: description.index_text(e.text, e.params) for n, e in examples.items()}
     unique = list(dict.fromkeys(texts.values()))
-    known = dict(zip(unique, lib._text_vectors.embed(unique))) if unique else {}
+    known = dict(zip(unique, lib.context.vectors.embed(unique))) if unique else {}
     if prepared:
-        with lib._index.writing() as index:
+        with lib.context.index.writing() as index:
             pending: set[str] = set()  # skills whose index entries are written at the end
             for n, (candidate, report, related) in prepared.items():
                 out[n] = admit(lib, candidate, report, checked[n], related, generalizer,
@@ -105,7 +105,7 @@ def learn_batch(
                 checked[n].id: pack(vectors[n]) for n in prepared
                 if (r := out[n]) is not None and r.status in EVIDENCE_STATUSES
             })
-            lib._sync_index_many(index, sorted(pending), known)
+            lib.context.sync(index, sorted(pending), known=known)
     return [r for r in out if r is not None]
 
 def already_learned(lib: "SkillLibrary", traces: Mapping[int, Trace]) -> dict[int, LearnResult]:
@@ -139,7 +139,6 @@ def admit(
 ) -> LearnResult:
     """Under the write lock: decide merge / revise / save and write the records; the
     names whose index entries must change are added to ``pending``."""
-    from skill_library import library
     from skill_library.governance import learned as governed
     from skill_library.induction import admission, revision
 
@@ -149,7 +148,7 @@ def admit(
     example = admission.example_for(trace, candidate, vocabulary=vocabulary)
     example_text = description.index_text(example.text, example.params)
     if example_text not in known:
-        known[example_text] = lib._text_vectors.embed([example_text])[0]
+        known[example_text] = lib.context.vectors.embed([example_text])[0]
     near = {h.name: h.similarity for h in best_per_skill(
         index.query(known[example_text], WORKFLOW_QUERY_ENTRIES)
     )[: admission.WORKFLOW_NEIGHBOURS]} if index.count() else {}
@@ -186,7 +185,7 @@ def admit(
         candidate, trace, report=report, neighbours=neighbours, sandbox=lib.sandbox,
         related=related, min_reliability=lib.min_reliability,
         example_traces=example_traces, revise=revise,
-        same_task=lambda s: near.get(s.name, 0.0) > library.DUPLICATE_SIMILARITY,
+        same_task=lambda s: near.get(s.name, 0.0) > settings.DUPLICATE_SIMILARITY,
         read_only=lib.read_only_tools,
     )
     if decision.status in ("duplicate", "rejected"):

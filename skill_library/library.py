@@ -24,13 +24,13 @@ from skill_library import (
     value_fit,
 )
 from skill_library import outcomes as honest_outcomes
+from skill_library.context import TenantContext
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
     LLMError,
     RecordStoreCorruptError,
     SkillLibraryError,
-    SkillPolicyError,
 )
 from skill_library.fetching import (  # noqa: F401  (settings named here before)
     ENTRIES_PER_SKILL_GUESS,
@@ -43,6 +43,7 @@ from skill_library.fetching import (  # noqa: F401  (settings named here before)
 from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.induction import description
+from skill_library.induction.validation import check_policy
 from skill_library.models import (
     AddResult,
     Example,
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GeneralizerName", "IndexRebuiltWarning", "InsecureIndexWarning", "SkillLibrary"]
 
-DUPLICATE_SIMILARITY = 0.9
 DEFAULT_MIN_RELIABILITY = 0.6
 #: fetch returns no skill less cosine-similar than this to the task (its best text).
 #: Chosen with benchmarks/calibrate_fetch.py on this repository's suites (README, "Fetch").
@@ -197,16 +197,12 @@ class SkillLibrary:
         self.tenant: str = tenant
         #: where the index lives: a Chroma server (None: the folder's ``chroma``)
         self.index_server = server
-        # the index's texts are embedded once per model and their vectors kept in the records
-        self._text_vectors = StoredVectors(self.embedder, self.store)
-        self._index = SyncedIndex(self.path, self.store, self._text_vectors, server=server)
+        #: this tenant's record store, stored vectors (each text embedded once per model),
+        #: synced index and canary routes (skill_library.context)
+        self.context = TenantContext.open(self.path, self.store, self.embedder, server=server)
         self._sandbox: Sandbox | None = None
         self._procedures: Procedures | None = None
         self._patterns: Patterns | None = None
-        # canary routing (skill_library.governance.canary): the tenant's canaries per index
-        # generation, and the version fetch gave each recent (session, skill)
-        self._canary_cache: tuple[int, dict[str, Any]] | None = None
-        self._session_versions: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._closed = False
         #: the library a tenant view was made from (None: this one opened the stores)
         self._root: SkillLibrary | None = None
@@ -242,15 +238,13 @@ class SkillLibrary:
         view.__dict__.update(root.__dict__)
         view.store = root.store.for_tenant(name)
         view.tenant = name
-        view._text_vectors = StoredVectors(root.embedder, view.store)
-        view._index = SyncedIndex(root.path, view.store, view._text_vectors, server=root.index_server)
+        # the view's own context: its vectors, index, and canary routes (the canary cache
+        # and the session memo: a generation number and a (session, skill) key mean nothing
+        # across tenants)
+        view.context = TenantContext.open(root.path, view.store, root.embedder, server=root.index_server)
         view._sandbox = None
         view._procedures = None
         view._patterns = None
-        # the canary cache and the session memo are the tenant's own (a generation number
-        # and a (session, skill) key mean nothing across tenants)
-        view._canary_cache = None
-        view._session_versions = OrderedDict()
         view._closed = False
         view._root = root
         view._views = {}
@@ -278,7 +272,7 @@ class SkillLibrary:
         self._closed = True
         if self._root is not None:
             self._root._views.pop(self.tenant, None)
-            self._index.close()
+            self.context.index.close()
             return
         for view in list(self._views.values()):
             view.close()
@@ -287,7 +281,7 @@ class SkillLibrary:
                 self._sandbox.close()
         finally:
             try:
-                self._index.close()
+                self.context.index.close()
             finally:
                 self.store.close()
 
@@ -311,7 +305,7 @@ class SkillLibrary:
     @property
     def index(self) -> VectorIndex:
         """The vector index, (re)opened and checked against the records when needed."""
-        return self._index.current()
+        return self.context.index.current()
 
     @property
     def procedures(self) -> "Procedures":
@@ -474,8 +468,8 @@ class SkillLibrary:
         from skill_library.governance import workflow
 
         admin = self.resolve_actor(None)
-        embedding = self._text_vectors.embed([description.index_text(skill.when)])[0]
-        with self._index.writing() as index:
+        embedding = self.context.vectors.embed([description.index_text(skill.when)])[0]
+        with self.context.index.writing() as index:
             duplicate = self._duplicate_of(embedding, skill.name, index)
             if duplicate is not None:
                 return AddResult(
@@ -483,7 +477,7 @@ class SkillLibrary:
                 )
             stored = workflow.add_active(self, [skill], initial_success=verified, actor=admin,
                                          reason="added directly by the local administrator")[0]
-            self._sync_index(index, stored, known={description.index_text(stored.when): embedding})
+            self.context.sync(index, [stored], known={description.index_text(stored.when): embedding})
         return AddResult(status="added", skill=stored)
 
     def _check_verified(self, skill: Skill) -> None:
@@ -536,7 +530,7 @@ class SkillLibrary:
         self, embedding: Sequence[float], name: str, index: VectorIndex
     ) -> tuple[str, float] | None:
         for hit in index.query(embedding, min(2, index.count())):
-            if hit.name != name and hit.similarity > DUPLICATE_SIMILARITY:
+            if hit.name != name and hit.similarity > settings.DUPLICATE_SIMILARITY:
                 return hit.name, hit.similarity
         return None
 
@@ -584,10 +578,10 @@ class SkillLibrary:
         skills. ``force=True`` rebuilds from the records as they are. Example traces that
         lack a task vector (a library learned before prototypes) are embedded first, so
         every skill with enough of them gets its prototype (skill_library.prototypes)."""
-        with self._index.locked():
+        with self.context.index.locked():
             prototypes.backfill(self.store, self.embedder, [s.name for s in self.store.list(status="active")])
-            with _ProgressBar(progress, "embedding skills", len(self._index.expected_entries())) as bar:
-                return self._index.rebuild(progress=bar.advance, force=force)
+            with _ProgressBar(progress, "embedding skills", len(self.context.index.expected_entries())) as bar:
+                return self.context.index.rebuild(progress=bar.advance, force=force)
 
     # -- fetch and feedback -------------------------------------------------------------
     def plan(
@@ -694,7 +688,7 @@ class SkillLibrary:
             from skill_library.governance import canary
 
             matches = canary.route(self, matches, session=session, cohort=cohort,
-                                   generation=self._index.seen_generation)
+                                   generation=self.context.index.seen_generation)
         result = (abstention.unflagged(matches, k) if not abstain
                   else abstention.decide(matches, k, abstention.calibration(self)))
         if plan:  # a compound task: the skills that together cover it, in order
@@ -944,52 +938,27 @@ class SkillLibrary:
                 bar.advance(len(chunk))
         return results
 
+    # private names kept for code written against them (branches in flight); the concept
+    # modules use ``library.context`` (skill_library.context)
+    @property
+    def _index(self) -> SyncedIndex:
+        return self.context.index
+
+    @property
+    def _text_vectors(self) -> StoredVectors:
+        return self.context.vectors
+
+    @property
+    def _session_versions(self) -> "OrderedDict[tuple[str, str], int]":
+        return self.context.routes.sessions
+
     def _sync_index(
         self, index: VectorIndex, skill: Skill, *, known: Mapping[str, Sequence[float]] | None = None
     ) -> None:
-        """Make the index hold exactly the texts of ``skill`` (embedding only new ones).
+        self.context.sync(index, [skill], known=known)
 
-        ``known`` maps texts to vectors already computed."""
-        if skill.status != "active":
-            index.delete(skill.name)
-            return
-        model = self._text_vectors.model_name
-        wanted = self._index.expected_entries([skill])
-        have = index.texts_of(skill.name)
-        changed = prototypes.fill([e for e in wanted if have.get(e.id) != (e.when, e.version)], self.store, model)
-        known = dict(known or {})
-        missing = [e.when for e in changed if e.vector is None and e.when not in known]
-        if missing:
-            known.update(zip(missing, self._text_vectors.embed(missing)))
-        vectors = [e.vector if e.vector is not None else known[e.when] for e in changed]
-        stale = [i for i in have if i not in {e.id for e in wanted}]
-        if stale:
-            index.delete_ids(stale)
-        if changed:
-            index.upsert(changed, vectors)
-
-    def _sync_index_many(
-        self, index: VectorIndex, names: Sequence[str], known: dict[str, Any]
-    ) -> None:
-        """:meth:`_sync_index` for several skills with one embedding batch and one upsert."""
-        if not names:
-            return
-        skills = self.store.get_many_active(names)
-        active = [skills[n] for n in names if n in skills and skills[n].status == "active"]
-        for name in names:
-            if name not in {s.name for s in active}:
-                index.delete(name)
-        model = self._text_vectors.model_name
-        wanted = self._index.expected_entries(active)
-        have = index.texts_of_many([s.name for s in active])
-        changed = prototypes.fill([e for e in wanted if have.get(e.id) != (e.when, e.version)], self.store, model)
-        missing = list(dict.fromkeys(e.when for e in changed if e.vector is None and e.when not in known))
-        if missing:
-            known.update(zip(missing, self._text_vectors.embed(missing)))
-        keep = {e.id for e in wanted}
-        index.delete_ids([i for i in have if i not in keep])
-        if changed:
-            index.upsert(changed, [e.vector if e.vector is not None else known[e.when] for e in changed])
+    def _sync_index_many(self, index: VectorIndex, names: Sequence[str], known: dict[str, Any]) -> None:
+        self.context.sync(index, names, known=known)
 
     def examples(self, name: str) -> builtins.list[Example]:
         """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""
@@ -1165,19 +1134,6 @@ def _check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> 
         )
 
 
-def check_policy(skill: Skill) -> None:
-    """:class:`SkillPolicyError` when the code of ``skill`` breaks the sandbox policy."""
-    if skill.code is not None:
-        from sandbox import PolicyViolation, check_source
-
-        try:
-            check_source(skill.code)
-        except PolicyViolation as exc:
-            raise SkillPolicyError(
-                f"skill {skill.name!r} breaks the sandbox policy and could never run: {exc}"
-            ) from None
-
-
 def _check_addable(skill: Skill) -> None:
     check_policy(skill)
     ingest.check_state(skill)
@@ -1208,4 +1164,4 @@ class _ProgressBar:
             self._bar.advance(self._task, n)
 
 
-settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH")
+settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH", "DUPLICATE_SIMILARITY")

@@ -20,9 +20,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from skill_library import record_store as rs
-from skill_library.governance import tables as governance_tables
-from skill_library.governance.evaluation import evaluations_table
 from skill_library.models import utc_now
+from skill_library.storage import governance_tables
+from skill_library.storage.governance_tables import evaluations_table
 from skill_library.tenancy import DEFAULT_TENANT
 
 #: key of the PostgreSQL advisory lock held while migrations run (any constant 64-bit int)

@@ -187,7 +187,7 @@ def record_external(
         credited = ran
     else:
         # the versions fetch/run gave each session (governance.canary.remember)
-        given = library._session_versions.get((str(session), name))
+        given = library.context.routes.sessions.get((str(session), name))
         if given is None:
             raise SkillLibraryError(
                 f"session {session!r} was given no version of {name!r}; fetch or run it with that session first"

@@ -5,7 +5,7 @@ while the tasks agents fetch with are not: "I'm Wen Varga from 53772, wen@exampl
 Kindly stop order #W8660744 ...". Nearest-example matching then turns on which example
 happens to share the query's persona and phrasing. The *prototype* of a skill is the
 normalized mean of its example traces' task vectors, each embedded the way fetch embeds a
-query (:func:`~skill_library.induction.description.query_text`), so it meets a query in
+query (:func:`~skill_library.shapes.query_text`), so it meets a query in
 the query's own form. Averaged over many customers, what varies between them (names,
 moods, chatter, request wording) cancels, and what the skill's requests share stays,
 including how the customer is identified (an email, or a name and zip). Fetch scores a
@@ -129,11 +129,11 @@ def fill(entries: Sequence["IndexEntry"], store: "RecordStore", model: str) -> l
 
 def task_vectors(embedder: "Embedder", traces: Sequence["Trace"]) -> dict[str, bytes]:
     """Trace id -> the packed vector of its task in fetch's query form (one batch)."""
-    from skill_library.induction import description
+    from skill_library import shapes
 
     if not traces:
         return {}
-    vectors = embedder.embed([description.query_text(t.task) for t in traces])
+    vectors = embedder.embed([shapes.query_text(t.task) for t in traces])
     return {t.id: pack(v) for t, v in zip(traces, vectors)}
 
 

@@ -190,7 +190,7 @@ class SQLRecordStore(RecordStore):
         texts) of this tenant and their text vectors; returns how many skills were deleted.
         Traces stay. The vectors are a cache shared by the tenants: one holding the same
         text computes it again when it next needs it."""
-        from skill_library.induction.description import index_text
+        from skill_library.shapes import index_text
         from skill_library.text_vectors import text_digest
 
         deleted = 0

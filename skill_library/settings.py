@@ -25,6 +25,11 @@ LEARN_BATCH = 64
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 
+# -- admission -------------------------------------------------------------------------
+#: a new skill whose ``when`` is more cosine-similar than this to another skill's is a
+#: duplicate of it (``add``, ``add_many``, ``learn``)
+DUPLICATE_SIMILARITY = 0.9
+
 # -- locks -----------------------------------------------------------------------------
 #: how long a writer waits for another one's write lock (``write.lock`` in a folder, the
 #: advisory lock on PostgreSQL) before :class:`LockTimeoutError`
@@ -38,7 +43,7 @@ SQLITE_BUSY_TIMEOUT_MS = 60_000
 #: the settings, by name (what :func:`forward` accepts)
 NAMES = frozenset({
     "ADD_BATCH", "LEARN_BATCH", "IN_QUERY_BATCH", "WRITE_LOCK_TIMEOUT_SECONDS",
-    "WRITE_LOCK_POLL_SECONDS", "SQLITE_BUSY_TIMEOUT_MS",
+    "WRITE_LOCK_POLL_SECONDS", "SQLITE_BUSY_TIMEOUT_MS", "DUPLICATE_SIMILARITY",
 })
 
 def _setting(name: str) -> property:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from skill_library.errors import SkillLibraryError
+from skill_library.errors import InvalidTenantError
 
 #: the tenant of a library opened without one, and of every record made before tenants
 DEFAULT_TENANT = "default"
@@ -25,10 +25,6 @@ TENANT_PATTERN = re.compile(r"[a-z0-9](?:[a-z0-9_-]*[a-z0-9])?")
 COLLECTION_SEPARATOR = ".tenant."
 #: environment setting the CLI reads when no ``--tenant`` is given
 TENANT_ENV = "SKILLS_TENANT"
-
-
-class InvalidTenantError(SkillLibraryError, ValueError):
-    """A tenant name that is not lowercase letters, digits, ``_`` and ``-``."""
 
 
 def tenant_problem(name: object) -> str | None:

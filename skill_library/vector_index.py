@@ -655,28 +655,28 @@ def entries_for(
     """Index entries for skill records (name, version, kind, when) and their examples.
 
     Each skill gets its ``when`` and each of its indexed examples, in their embedded form
-    (:func:`~skill_library.induction.description.index_text`; an example less the chatter
+    (:func:`~skill_library.shapes.index_text`; an example less the chatter
     that varies between the skill's examples), each distinct text once; and its prototype
     when enough of its example traces are in ``vectored`` (the trace ids with a task
     vector: :mod:`skill_library.prototypes`; its vector is filled in before writing).
     """
     from skill_library import prototypes, value_fit
-    from skill_library.induction import description
+    from skill_library.shapes import index_text, shared_sentences
 
     out: list[IndexEntry] = []
     for s in skills:
         name, version, kind, when = s.name, s.version, s.kind, s.when  # type: ignore[attr-defined]
         found = list((examples or {}).get(name, ()))
         # the when's placeholders read like the first example's values did
-        text = description.index_text(when, found[0].params if found else None)  # type: ignore[attr-defined]
+        text = index_text(when, found[0].params if found else None)  # type: ignore[attr-defined]
         shapes = value_fit.encode(found[0].params) if found else ""  # type: ignore[attr-defined]
         out.append(IndexEntry(name=name, version=version, kind=kind, when=text, shapes=shapes))
         seen = {text}
-        shared = description.shared_sentences([e.text for e in found])  # type: ignore[attr-defined]
+        shared = shared_sentences([e.text for e in found])  # type: ignore[attr-defined]
         for example, masked in zip(found, shared):
             if not example.indexed:  # type: ignore[attr-defined]
                 continue
-            text = description.index_text(masked, example.params)  # type: ignore[attr-defined]
+            text = index_text(masked, example.params)  # type: ignore[attr-defined]
             if text in seen:
                 continue
             seen.add(text)

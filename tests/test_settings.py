@@ -66,7 +66,7 @@ def test_in_query_batch_is_one_setting_read_at_use(library, monkeypatch):
 
 @pytest.mark.parametrize("module, name", [
     (library_module, "LEARN_BATCH"), (write_lock, "WRITE_LOCK_TIMEOUT_SECONDS"),
-    (dialects, "SQLITE_BUSY_TIMEOUT_MS"),
+    (dialects, "SQLITE_BUSY_TIMEOUT_MS"), (library_module, "DUPLICATE_SIMILARITY"),
 ])
 def test_old_setting_names_read_and_write_the_settings_module(monkeypatch, module, name):
     assert getattr(module, name) == getattr(settings, name)
@@ -79,3 +79,18 @@ def test_old_setting_names_read_and_write_the_settings_module(monkeypatch, modul
 def test_only_known_settings_can_be_forwarded():
     with pytest.raises(ValueError, match="not settings"):
         settings.forward(__name__, "NOT_A_SETTING")
+
+
+def test_setting_library_duplicate_similarity_changes_what_add_calls_a_duplicate(library, monkeypatch):
+    """``DUPLICATE_SIMILARITY`` was defined in library.py and imported from there by ingest
+    and learning; now a setting: the facade's name, add, add_many and learn read one value."""
+    library.add(skill("cancel_order", WHENS["cancel_order"]), verified=True)
+    near = skill("cancel_purchase", "cancel a pending order of a customer")
+    monkeypatch.setattr(library_module, "DUPLICATE_SIMILARITY", 0.999)
+    assert settings.DUPLICATE_SIMILARITY == 0.999
+    assert library.add(near, verified=True).status == "added"
+    monkeypatch.setattr(library_module, "DUPLICATE_SIMILARITY", 0.1)
+    result = library.add(skill("cancel_request", "cancel a pending order from a customer"), verified=True)
+    assert (result.status, result.duplicate_of) == ("duplicate", "cancel_order")
+    monkeypatch.undo()
+    assert settings.DUPLICATE_SIMILARITY == library_module.DUPLICATE_SIMILARITY == 0.9

@@ -133,7 +133,8 @@ def running(library: "SkillLibrary", generation: int | None = None) -> dict[str,
     the store's current one)."""
     if generation is None:
         generation = library.store.index_generation()
-    cached = library._canary_cache
+    routes = library.context.routes
+    cached = routes.cache
     if cached is not None and cached[0] == generation:
         return cached[1]
     with sql_of(library).transaction(write=False) as conn:
@@ -147,13 +148,13 @@ def running(library: "SkillLibrary", generation: int | None = None) -> dict[str,
         )
         for r in rows
     }
-    library._canary_cache = (generation, found)
+    routes.cache = (generation, found)
     return found
 
 
 # -- routing ---------------------------------------------------------------------------
 def _memo(library: "SkillLibrary") -> "OrderedDict[tuple[str, str], int]":
-    return library._session_versions
+    return library.context.routes.sessions
 
 
 def remember(library: "SkillLibrary", session: str, name: str, version: int) -> None:

@@ -40,11 +40,11 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill_library import execution
-from skill_library import record_store as rs
 from skill_library.errors import SkillLibraryError, SkillUsageError
 from skill_library.governance.lifecycle import sql_of, tenant_of
 from skill_library.governance.suite import Suite, SuiteTask, ToolsFactory, environment
 from skill_library.models import Skill, SkillRun, utc_now
+from skill_library.storage.governance_tables import evaluations_table
 
 if TYPE_CHECKING:
     from skill_library.governance.actors import Actor
@@ -56,23 +56,6 @@ MAX_SUCCESS_RATE_DROP = 0.0
 NEW_SKILL_MIN_SUCCESS_RATE = 0.8
 #: how an error of a sandbox-refused tool call begins (it counts as a denied action)
 DENIAL_MARKERS = ("invalid arguments for tool", "is not available (available:", "tool call limit of")
-
-evaluations_table = sa.Table(
-    "evaluations",
-    rs.metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("tenant", sa.String(200), nullable=False),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("active_version", sa.Integer),
-    sa.Column("suite_id", sa.String(200), nullable=False),
-    sa.Column("suite_hash", sa.String(64), nullable=False),
-    sa.Column("passed", sa.Boolean, nullable=False),
-    sa.Column("actor", sa.String(200), nullable=False),
-    sa.Column("body", sa.JSON, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Index("ix_evaluations_skill", "tenant", "name", "version"),
-)
 
 
 class EvalCall(BaseModel):

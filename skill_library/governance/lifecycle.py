@@ -172,7 +172,7 @@ def library_transition(
 def write(library: "SkillLibrary", name: str | None, work: Callable[[sa.Connection], T]) -> T:
     """``work(conn)`` in one write transaction under the library's write lock, then the
     index entries of ``name`` made to match its pointer's version."""
-    with library._index.writing() as index:
+    with library.context.index.writing() as index:
         result: T = sql_of(library).retrying(work)
         if name is not None:
             try:
@@ -180,5 +180,5 @@ def write(library: "SkillLibrary", name: str | None, work: Callable[[sa.Connecti
             except KeyError:
                 index.delete(name)
             else:
-                library._sync_index(index, current)
+                library.context.sync(index, [current])
     return result

@@ -29,14 +29,10 @@ from typing import Any, Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from skill_library.errors import SkillLibraryError
+from skill_library.errors import SuiteError
 
 #: file extensions read as YAML (the rest: JSON, and ``.jsonl``: one task per line)
 YAML_SUFFIXES = (".yaml", ".yml")
-
-
-class SuiteError(SkillLibraryError, ValueError):
-    """A suite file cannot be read or does not hold a valid suite."""
 
 
 class GoldCall(BaseModel):

@@ -187,7 +187,7 @@ def _verified_evidence(skill: Skill, verified: bool) -> dict[str, Any]:
 def propose(library: "SkillLibrary", skill: Skill, *, actor: Actor | str | None,
             reason: str = "") -> Skill:
     """Store ``skill`` as a draft (the next version of its name), audited."""
-    from skill_library.library import check_policy
+    from skill_library.induction.validation import check_policy
 
     if not isinstance(skill, Skill):
         raise TypeError(f"propose() takes a Skill, got {type(skill).__name__}")
@@ -373,7 +373,7 @@ def review_queue(library: "SkillLibrary") -> list[Skill]:
 
 def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> audit.AuditEvent:
     """Remove every record of ``name`` (see ``SkillLibrary.delete``); one audit event stays."""
-    from skill_library.governance.evaluation import evaluations_table
+    from skill_library.governance.tables import evaluations_table
     from skill_library.record_store import examples_table, outcomes_table, task_vectors_table, traces_table
 
     who = caller_actor(library, actor)

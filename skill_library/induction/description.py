@@ -6,10 +6,9 @@ it acts on, and how its target is looked up (``cancel_pending_order_by_email``,
 equals the name of a tool (a skill called like a tool would shadow it).
 
 A skill's ``when`` is written from its steps (:mod:`.describe`) and its example tasks go
-through the one masking pass (:func:`skill_library.privacy.redact`). This module keeps the
-forms fetch and the index embed (:func:`value_shape`, :func:`query_text`,
-:func:`index_text`) and the sentence filter of multi-example index texts
-(:func:`shared_sentences`).
+through the one masking pass (:func:`skill_library.privacy.redact`). This module re-exports the forms
+fetch and the index embed and the sentence filter of multi-example index texts
+(:mod:`skill_library.shapes`).
 """
 
 from __future__ import annotations
@@ -20,7 +19,15 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from skill_library.privacy import sentences
+from skill_library.shapes import EMAIL_RE
+
+# the forms fetch and the index embed live in skill_library.shapes (the index layer uses
+# them); re-exported here for the callers that import them from this module
+from skill_library.shapes import SHARED_SENTENCE_SHARE as SHARED_SENTENCE_SHARE
+from skill_library.shapes import index_text as index_text
+from skill_library.shapes import query_text as query_text
+from skill_library.shapes import shared_sentences as shared_sentences
+from skill_library.shapes import value_shape as value_shape
 
 #: Tool names starting with one of these words only read state (a heuristic used for
 #: naming; tool declarations, when given, say so explicitly).
@@ -36,14 +43,7 @@ MAX_OBJECT_WORDS = 4
 OBJECT_ARGUMENTS = frozenset(
     "item block object target product type kind resource category material recipe goal".split()
 )
-#: A sentence that binds no argument stays in a multi-example ``when`` when at least this
-#: share of the examples has it.
-SHARED_SENTENCE_SHARE = 0.5
 
-_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_ID_RE = re.compile(r"(?<![\w@{])(#[A-Za-z]*\d+|[A-Za-z]+_[A-Za-z_]*\d+)(?![\w@}])")
-_NUMBER_RE = re.compile(r"(?<![\w{])\d{5,}(?![\w}])")
-_PLACEHOLDER_RE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _WORD_RE = re.compile(r"[a-z0-9]+")
 
 
@@ -66,7 +66,7 @@ def _object_words(value: Any) -> list[str]:
     """Words of a constant argument that names an object (``"iron_pickaxe"``), else []."""
     if not isinstance(value, str) or not value or len(value) > 40:
         return []
-    if _EMAIL_RE.search(value) or sum(ch.isdigit() for ch in value) >= 2:
+    if EMAIL_RE.search(value) or sum(ch.isdigit() for ch in value) >= 2:
         return []  # ids, numbers and addresses are data, not what the skill is about
     words = _words(value)
     if not words or len(words) > MAX_OBJECT_WORDS:
@@ -170,58 +170,3 @@ def topic_words(tools: Iterable[str], objects: Iterable[Any] = ()) -> set[str]:
     for value in objects:
         found.update(_object_words(value))
     return found
-
-
-def value_shape(text: str) -> str:
-    """``text`` with value-shaped tokens as words: emails ``email``, ids ``id``, long
-    numbers ``number``. Applied alike to queries and to the texts they are compared with, so
-    an order id in a task meets the id an example had, whoever the customer was."""
-    text = _EMAIL_RE.sub("email", text)
-    text = _ID_RE.sub("id", text)
-    return _NUMBER_RE.sub("number", text)
-
-
-def query_text(task: str) -> str:
-    """The form of a task that fetch embeds (see :func:`value_shape`)."""
-    return value_shape(task)
-
-
-def _shape_of(name: str, value: Any) -> str:
-    if isinstance(value, list):
-        value = value[0] if value else ""
-    if value is None or isinstance(value, (dict, bool)):
-        return name.replace("_", " ")
-    raw = str(value)
-    shaped = value_shape(raw)
-    return shaped if shaped != raw else name.replace("_", " ")
-
-
-def index_text(text: str, params: Mapping[str, Any] | None = None) -> str:
-    """The form of a ``when`` or masked example that is embedded: each ``{name}`` becomes
-    what its value looks like to :func:`value_shape` (``id``, ``email``, ``number``) or,
-    for other values, the parameter's name in words (never the value itself)."""
-    params = params or {}
-    return _PLACEHOLDER_RE.sub(
-        lambda m: _shape_of(m.group(0)[1:-1], params.get(m.group(0)[1:-1])), text
-    )
-
-
-def shared_sentences(texts: Sequence[str]) -> list[str]:
-    """Each text less the sentences that bind no argument and that fewer than
-    :data:`SHARED_SENTENCE_SHARE` of the texts have (chatter that varies between examples)."""
-    if len(texts) < 2:
-        return list(texts)
-    counts: dict[str, int] = {}
-    for text in texts:
-        for key in {_norm(s) for s in sentences(text)}:
-            counts[key] = counts.get(key, 0) + 1
-    out = []
-    for text in texts:
-        kept = [s for s in sentences(text) if _PLACEHOLDER_RE.search(s)
-                or counts.get(_norm(s), 0) >= SHARED_SENTENCE_SHARE * len(texts)]
-        out.append(" ".join(kept) or text)
-    return out
-
-
-def _norm(sentence: str) -> str:
-    return " ".join(_words(sentence))

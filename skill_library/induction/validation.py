@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skill_library import signature
+from skill_library.errors import SkillPolicyError
 from skill_library.induction.candidate import Candidate
 from skill_library.models import Skill, Trace
 
@@ -75,6 +76,19 @@ def policy_problem(code: str) -> str | None:
     except SyntaxError as exc:  # pragma: no cover - check_source normally wraps these
         return f"code has a syntax error at line {exc.lineno}: {exc.msg}"
     return None
+
+
+def check_policy(skill: Skill) -> None:
+    """:class:`SkillPolicyError` when the code of ``skill`` breaks the sandbox policy."""
+    if skill.code is not None:
+        from sandbox import PolicyViolation, check_source
+
+        try:
+            check_source(skill.code)
+        except PolicyViolation as exc:
+            raise SkillPolicyError(
+                f"skill {skill.name!r} breaks the sandbox policy and could never run: {exc}"
+            ) from None
 
 
 def derived_parameters(code: str, name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from pydantic import BaseModel, Field
 
-from skill_library.errors import LLMError, SkillLibraryError
+from skill_library.errors import LLMError, PatternError
 from skill_library.models import utc_now
 from skill_library.patterns import drift as drift_rule
 from skill_library.patterns.tables import (
@@ -49,10 +49,6 @@ CLASSIFY_TEMPERATURE = 0.05
 PROMOTE_MIN_N = 30
 #: predict's default evidence floor (transitions of the stable distribution)
 PREDICT_MIN_N = 5
-
-
-class PatternError(SkillLibraryError, ValueError):
-    """A usage-pattern call was wrong: an unknown state, a bad state space."""
 
 
 class State(BaseModel):

@@ -158,10 +158,10 @@ class Procedures:
                         evidence={"kind": "instruction", "source": source, "confidence": confidence})
             return stored
 
-        with self._library._index.writing() as index:
+        with self._library.context.index.writing() as index:
             stored: Skill = self._store.retrying(write)
             if status == "active":
-                self._library._sync_index(index, stored)
+                self._library.context.sync(index, [stored])
         return stored
 
     def record_outcome(
@@ -276,7 +276,7 @@ class Procedures:
             from skill_library.induction.description import query_text
 
             query = self._library.embedder.embed([query_text(task)])[0]
-            triggers = self._library._text_vectors.embed([p.trigger for p in chosen])
+            triggers = self._library.context.vectors.embed([p.trigger for p in chosen])
             chosen = [p for p, v in zip(chosen, triggers)
                       if sum(a * b for a, b in zip(query, v)) >= TASK_RELEVANCE_SIMILARITY]
         chosen.sort(key=lambda p: (-p.confidence, p.name))
@@ -358,7 +358,7 @@ class Procedures:
             ).scalars()))
         if not names:
             return []
-        with self._library._index.writing() as index:
+        with self._library.context.index.writing() as index:
             for name in names:
                 index.delete(name)
             with self._store.transaction(write=True) as conn:

@@ -646,3 +646,49 @@ def after_outcome(library: "SkillLibrary", name: str) -> Uplift | None:
             conn, library.tenant, name, skill.version, skill.status, skill.status, actor=system_actor().id,
             reason=reason, evidence={**evidence, "mark": POSITIVE_MARK}))
     return current
+
+
+# -- the tenant's overview (skills stats) --------------------------------------------------
+@dataclass(frozen=True)
+class UpliftSummary:
+    """The tenant's holdout and the uplift of every skill with session outcomes."""
+
+    settings: UpliftSettings
+    skills: list[Uplift]
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return {"settings": self.settings.to_json(), "skills": [u.to_json() for u in self.skills]}
+
+    def describe(self) -> str:
+        """One line for people."""
+        head = (f"uplift: holdout {self.settings.share:.0%} of sessions per skill"
+                if self.settings.enabled else "uplift: holdout off")
+        if not self.skills:
+            return head + "; no session outcomes yet"
+        groups: dict[str, list[str]] = {}
+        for u in self.skills:
+            label = {"negative": "reliably negative (out of fetch)" if u.suppressed else "reliably negative",
+                     "positive": "reliably positive", "inconclusive": "inconclusive",
+                     "collecting": "collecting", "off": "not measured"}[u.verdict]
+            groups.setdefault(label, []).append(u.name)
+        parts = [f"{len(names)} {label}: {', '.join(names)}" for label, names in groups.items()]
+        return f"{head}; {len(self.skills)} skill(s) measured: " + "; ".join(parts)
+
+
+def summary(library: "SkillLibrary") -> UpliftSummary:
+    """:class:`UpliftSummary` of the tenant (one uplift per skill with session outcomes)."""
+    from skill_library.errors import SkillNotFoundError
+    from skill_library.governance.lifecycle import sql_of
+
+    table = session_outcomes_table
+    with sql_of(library).transaction(write=False) as conn:
+        names = sorted(conn.execute(sa.select(table.c.name).where(table.c.tenant == library.tenant)
+                                    .distinct()).scalars())
+    found = []
+    for name in names:
+        try:
+            found.append(uplift(library, name))
+        except SkillNotFoundError:  # deleted since
+            continue
+    return UpliftSummary(settings=settings(library), skills=found)

@@ -228,3 +228,36 @@ def test_tenants_are_measured_apart(lib):
     other.add(Skill.from_function(WEATHER, when="check the weather forecast for {city}",
                                   tools=["forecast"]), verified=True)
     assert all(other.fetch(TASK, k=1, session=f"s-{i}").held_back == [] for i in range(20))
+
+
+def test_cli_uplift_holdout_show_and_stats_mirror_the_calls(lib):
+    import json
+
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+
+    def invoke(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(app, list(args), env={"SKILLS_DIR": str(lib.path)})
+        return result.exit_code, result.output
+
+    code, out = invoke("holdout", "--share", "0.7")
+    assert code != 0 and "holdout share must be a number within [0, 0.5]" in " ".join(out.split())
+    assert invoke("holdout") == (0, "uplift holdout: off (skills holdout --share 0.05 opts the tenant in)\n")
+    code, out = invoke("holdout", "--share", "0.05")
+    assert code == 0 and "5% of sessions per skill; skills without side effects only" in out
+    lib.fetch(TASK, k=1, session="s-1")  # another library object on the same folder: reads the setting
+    name = lib.fetch(TASK, k=1)[0].skill.name
+    session = sessions_in(lib, name, "served", 1)[0]
+    lib.fetch(TASK, k=1, session=session)
+    lib.record_session_outcome(session, True)
+    code, out = invoke("uplift", name)
+    assert code == 0 and out == lib.uplift(name).describe() + "\n" and "needs 19 more served and 20" in out
+    code, out = invoke("uplift", name, "--json")
+    assert code == 0 and json.loads(out)["needs"] == {"served": 19, "held_back": 20}
+    code, out = invoke("show", name)
+    assert code == 0 and f"# uplift of {name} v1: too few sessions" in out
+    code, out = invoke("stats")
+    assert code == 0 and f"uplift: holdout 5% of sessions per skill; 1 skill(s) measured: 1 collecting: {name}" in out
+    code, out = invoke("uplift", "no_such_skill")
+    assert code != 0 and "no_such_skill" in out

@@ -551,10 +551,14 @@ def _arm(rows: Sequence[Mapping[str, Any]]) -> ArmCounts:
 
 
 def uplift(library: "SkillLibrary", name: str, version: int | None = None, *,
-           since: datetime | None = None) -> Uplift:
+           since: datetime | None = None, skill: Skill | None = None, events: Sequence[Any] | None = None) -> Uplift:
     """The uplift of ``version`` (default: the pointer's) of ``name`` (module doc);
-    ``since``: only outcomes recorded after it."""
-    skill = library.store.get(name, version)
+    ``since``: only outcomes recorded after it (``skill``, ``events``: the version and its
+    audit events, when the caller read them)."""
+    if skill is None:
+        skill = library.store.get(name, version)
+    if events is None:
+        events = _events(library, name, skill.version)
     rows = _rows(library, name, skill.version, since)
     served = _arm([r for r in rows if r["arm"] == "served"])
     held_arm = _arm([r for r in rows if r["arm"] == "held_back"])
@@ -578,8 +582,8 @@ def uplift(library: "SkillLibrary", name: str, version: int | None = None, *,
             for key in served.cost if key in held_arm.cost}
     return Uplift(name=name, version=skill.version, tenant=library.tenant, served=served, held_back=held_arm,
                   difference=difference, low=low, high=high, verdict=verdict, needs=needs, share=share,
-                  cost=cost, marked=is_marked(library, name, skill.version),
-                  suppressed=skill.status == "quarantined" and _suppression(library, name, skill.version) is not None)
+                  cost=cost, marked=any(e.evidence.get("mark") == POSITIVE_MARK for e in events),
+                  suppressed=skill.status == "quarantined" and _suppression(events) is not None)
 
 
 # -- verdicts: suppression and the positive mark -------------------------------------------
@@ -596,18 +600,16 @@ def is_marked(library: "SkillLibrary", name: str, version: int) -> bool:
     return any(e.evidence.get("mark") == POSITIVE_MARK for e in _events(library, name, version))
 
 
-def _suppression(library: "SkillLibrary", name: str, version: int) -> Any:
-    """The audit event that quarantined ``version`` for its uplift (None: none)."""
-    found = [e for e in _events(library, name, version)
-             if e.to_status == "quarantined" and e.evidence.get("test") == "uplift"]
+def _suppression(events: Sequence[Any]) -> Any:
+    """The audit event (of a version's ``events``) that quarantined it for its uplift."""
+    found = [e for e in events if e.to_status == "quarantined" and e.evidence.get("test") == "uplift"]
     return found[-1] if found else None
 
 
-def _last_lift(library: "SkillLibrary", name: str, version: int) -> datetime | None:
-    """When a person last returned ``version`` from a quarantine (its earlier evidence was
+def _last_lift(events: Sequence[Any]) -> datetime | None:
+    """When a person last returned the version from a quarantine (its earlier evidence was
     judged then: the automatic rule reads only what came after)."""
-    lifts = [e.at for e in _events(library, name, version)
-             if e.from_status == "quarantined" and e.to_status == "active"]
+    lifts = [e.at for e in events if e.from_status == "quarantined" and e.to_status == "active"]
     return lifts[-1] if lifts else None
 
 
@@ -625,7 +627,8 @@ def after_outcome(library: "SkillLibrary", name: str) -> Uplift | None:
         return None
     if skill.status != "active":
         return None
-    current = uplift(library, name, skill.version, since=_last_lift(library, name, skill.version))
+    events = _events(library, name, skill.version)
+    current = uplift(library, name, skill.version, since=_last_lift(events), skill=skill, events=events)
     evidence = {"test": "uplift", **current.to_json()}
     if current.verdict == "negative":
         assert current.high is not None and current.difference is not None

@@ -120,7 +120,7 @@ def run_uplift(config: UpliftConfig, *, tasks: list[Task] | None = None, embedde
     embedder = RepeatingEmbedder(embedder)
     scanner = ValueScanner(world.personal_values(all_tasks))
     privacy = PrivacyReport(values=len(scanner))
-    seeds = []
+    seeds: list[dict[str, Any]] = []
     total = config.seeds * config.sessions * len(workflows)
     done = 0
     for seed in range(config.seeds):
@@ -137,8 +137,9 @@ def run_uplift(config: UpliftConfig, *, tasks: list[Task] | None = None, embedde
             stream = [w for w in workflows for _ in range(config.sessions)]
             rng.shuffle(stream)
             seen = {w: 0 for w in workflows}
-            per = {w: {"skill": skill_of[w], "served": 0, "held_back": 0, "other": 0, "suppressed_at": None,
-                       "suppressed_at_overall": None, "lost_expected": 0.0, "successes": 0} for w in workflows}
+            per: dict[str, dict[str, Any]] = {w: {
+                "skill": skill_of[w], "served": 0, "held_back": 0, "other": 0, "suppressed_at": None,
+                "suppressed_at_overall": None, "lost_expected": 0.0, "successes": 0} for w in workflows}
             for i, workflow in enumerate(stream):
                 seen[workflow] += 1
                 task = test[workflow][rng.randrange(len(test[workflow]))]
@@ -150,7 +151,7 @@ def run_uplift(config: UpliftConfig, *, tasks: list[Task] | None = None, embedde
                 top = result[0].skill if result and not result.abstained else None
                 if top is not None and top.name == name:
                     skill = library.get(name)
-                    params = skill.parameters.get("properties", {})
+                    params = (skill.parameters or {}).get("properties", {})
                     world.reset(task.seed, task)
                     run = library.run(name, {p: v for p, v in task.params.items() if p in params}, world.tools(),
                                       tool_schemas=world.tool_schemas(), record=False)

@@ -261,3 +261,19 @@ def test_cli_uplift_holdout_show_and_stats_mirror_the_calls(lib):
     assert code == 0 and f"uplift: holdout 5% of sessions per skill; 1 skill(s) measured: 1 collecting: {name}" in out
     code, out = invoke("uplift", "no_such_skill")
     assert code != 0 and "no_such_skill" in out
+
+
+def test_the_harness_reports_uplift_per_skill_in_every_with_without_comparison():
+    from benchmarks import report
+
+    def row(condition, task, ok, seed=0, used=None):
+        return {"condition": condition, "phase": "test", "seed": seed, "task_id": task, "workflow": task[0],
+                "success": ok, "stopped": None, "skills_used": [{"name": used}] if used else []}
+
+    records = [row("none", f"a{i}", True) for i in range(10)] + [row("none", f"b{i}", False) for i in range(10)]
+    records += [row("skills", f"a{i}", i < 5, used="do_a") for i in range(10)]  # worse with it
+    records += [row("skills", f"b{i}", True, used="do_b") for i in range(10)]  # better with it
+    by_skill = report.paired(records, ["none", "skills"])["skills"]["uplift_by_skill"]
+    assert by_skill["do_a"]["n"] == 10 and (by_skill["do_a"]["with"], by_skill["do_a"]["without"]) == (5, 10)
+    assert by_skill["do_a"]["difference"] == -0.5 and by_skill["do_a"]["high"] < 0
+    assert by_skill["do_b"]["difference"] == 1.0 and by_skill["do_b"]["low"] > 0

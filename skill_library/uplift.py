@@ -520,6 +520,12 @@ def record_session_outcome(
     return {name: str(arm) for name, (arm, _) in targets.items()}
 
 
+def delete_outcomes(conn: sa.Connection, tenant: str, name: str) -> None:
+    """Remove ``name``'s session outcomes (``SkillLibrary.delete``, in its transaction)."""
+    table = session_outcomes_table
+    conn.execute(table.delete().where(table.c.tenant == tenant).where(table.c.name == name))
+
+
 def _rows(library: "SkillLibrary", name: str, version: int | None,
           since: datetime | None = None) -> list[dict[str, Any]]:
     from skill_library.governance.lifecycle import sql_of

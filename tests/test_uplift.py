@@ -172,6 +172,11 @@ def test_session_outcomes_of_both_arms_and_too_few_says_how_many_more(lib):
         stored = set(conn.execute(sa.text("SELECT session FROM session_outcomes")).scalars())
     engine.dispose()
     assert held not in stored and uplift.session_digest(held) in stored
+    lib.delete(name, actor=None)  # every record of the skill, its session outcomes too
+    with engine.connect() as conn:
+        left = conn.execute(sa.text("SELECT COUNT(*) FROM session_outcomes WHERE name = :n"), {"n": name}).scalar()
+    engine.dispose()
+    assert left == 0
 
 
 def test_a_reliably_harmful_skill_leaves_fetch_for_review_with_the_evidence(lib):

@@ -12,6 +12,8 @@
         # single-trace skills fetched by rewordings that share no content word
     python -m benchmarks misuse [--out bench-output/misuse]
         # misuse inputs must not quarantine a correct skill; a real failure burst must
+    python -m benchmarks uplift [--seeds 3] [--sessions 1000] [--out bench-output/uplift]
+        # a harmful skill (runs succeed, tasks worse) suppressed by its measured uplift; good ones not
     python -m benchmarks taubench [--data DIR] [--protocol cv|dev|all] [--folds 5] [--fold F] [--limit N]
         # τ-bench retail: learn gold train traces, solve held-out tasks (benchmarks/taubench/)
     python -m benchmarks list
@@ -121,6 +123,9 @@ def _suite(args, console, command: str) -> int:
     elif args.command == "paraphrase":
         config = suite.ParaphraseConfig(seeds=args.seeds, out=args.out, max_test=args.max_test, command=command)
         run = suite.run_paraphrase
+    elif args.command == "uplift":
+        config = suite.UpliftConfig(out=args.out, seeds=args.seeds, sessions=args.sessions, command=command)
+        run = suite.run_uplift
     else:
         config = suite.MisuseConfig(out=args.out, command=command)
         run = suite.run_misuse
@@ -285,6 +290,13 @@ def main(argv: list[str] | None = None) -> int:
         "state-changing call breaking must (benchmarks/misuse.py)")
     misuse.add_argument("--out", type=Path, default=Path("bench-output/misuse"))
     misuse.add_argument("--no-progress", action="store_true")
+    uplift = sub.add_parser(
+        "uplift", help="a world with one harmful skill (its runs succeed, its tasks succeed 80%% vs 98%% "
+        "without it): suppressed by its uplift at a 5%% holdout, the good ones not (benchmarks/uplift.py)")
+    uplift.add_argument("--out", type=Path, default=Path("bench-output/uplift"))
+    uplift.add_argument("--seeds", type=int, default=3)
+    uplift.add_argument("--sessions", type=int, default=1000, help="sessions of each workflow")
+    uplift.add_argument("--no-progress", action="store_true")
 
     tau = sub.add_parser(
         "taubench", help="τ-bench retail: learn the gold train traces, fetch and run skills on held-out tasks "
@@ -328,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "taubench":
         return _taubench(args, console, "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv))
 
-    if args.command in ("lookalike", "paraphrase", "misuse"):
+    if args.command in ("lookalike", "paraphrase", "misuse", "uplift"):
         command = "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
         try:
             return _suite(args, console, command)

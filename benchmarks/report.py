@@ -150,18 +150,36 @@ def paired(records: Sequence[dict[str, Any]], conditions: Iterable[str], baselin
         if condition == baseline:
             continue
         worse, better, pairs = [], [], 0
+        used: dict[str, list[tuple[bool, bool]]] = defaultdict(list)  # skill -> (with, without) per task
         for r in records:
             if r["condition"] != condition or r["phase"] != "test" or (r["seed"], r["task_id"]) not in base:
                 continue
             pairs += 1
             before = base[(r["seed"], r["task_id"])]
+            if r.get("skills_used"):
+                used[r["skills_used"][0]["name"]].append((bool(r["success"]), bool(before)))
             entry = {"seed": r["seed"], "task_id": r["task_id"], "workflow": r["workflow"]}
             if before and not r["success"]:
                 worse.append(dict(entry, why=r.get("stopped") or r.get("evidence")))
             elif r["success"] and not before:
                 better.append(entry)
-        out[condition] = {"baseline": baseline, "pairs": pairs, "made_worse": worse, "made_better": better}
+        out[condition] = {"baseline": baseline, "pairs": pairs, "made_worse": worse, "made_better": better,
+                          "uplift_by_skill": {name: uplift_of(rows) for name, rows in sorted(used.items())}}
     return out
+
+
+def uplift_of(rows: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
+    """The uplift of one skill over the test tasks it was used on: success with it (this
+    condition) and without (the baseline, same task and seed), the difference and its 95%
+    Newcombe interval (skill_library.uplift; the interval treats the arms as independent,
+    which is conservative for these paired tasks)."""
+    from skill_library.uplift import newcombe
+
+    n = len(rows)
+    with_, without = sum(w for w, _ in rows), sum(b for _, b in rows)
+    d, low, high = newcombe(with_, n, without, n)
+    return {"n": n, "with": with_, "without": without, "difference": round(d, 4), "low": round(low, 4),
+            "high": round(high, 4)}
 
 
 def by_workflow(records: Sequence[dict[str, Any]], phase: str = "test") -> dict[str, dict[str, Any]]:
@@ -294,6 +312,15 @@ def markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
                 lines.append(f"  - seed {w['seed']} `{w['task_id']}`" + (f": {why}" if why else ""))
             if len(worse) > 20:
                 lines.append(f"  - ... and {len(worse) - 20} more (results.json: made_worse)")
+            by_skill = p.get("uplift_by_skill") or {}
+            if by_skill:
+                lines += ["", f"Uplift per skill, {condition} vs {p['baseline']} (the test tasks it was used on, "
+                          "same seed; 95% Newcombe interval):", "",
+                          "| skill | tasks | solved with | solved without | uplift (points) |", "|---|---|---|---|---|"]
+                for name, u in by_skill.items():
+                    lines.append(f"| {name} | {u['n']} | {u['with']} | {u['without']} | {100 * u['difference']:+.1f} "
+                                 f"[{100 * u['low']:+.1f}, {100 * u['high']:+.1f}] |")
+                lines.append("")
     table = by_workflow(results["records"], "test")
     if table:
         conditions = cfg["conditions"]

@@ -128,7 +128,9 @@ class FetchResult(list[Match]):
     ``abstained``: no match should be run unasked (below the calibrated floor, or the top
     match needs parameters the task cannot supply); ``ambiguous``: the top matches are too
     close to call (each such match is flagged ``ambiguous`` too, and all are returned);
-    ``reason`` says why; ``floor`` and ``margin`` are the values used (None: uncalibrated)."""
+    ``reason`` says why; ``floor`` and ``margin`` are the values used (None: uncalibrated).
+    ``held_back``: the skills held back for this session to measure their uplift (their
+    workflow is left out; skill_library.uplift)."""
 
     abstained: bool = False
     ambiguous: bool = False
@@ -137,9 +139,15 @@ class FetchResult(list[Match]):
     margin: float | None = None
     #: with ``fetch(..., plan=True)``: the task's plan (skill_library.planning.Plan)
     plan: Any = None
+    #: with ``fetch(..., session=)``: skills held back for this session (skill_library.uplift)
+    held_back: list[str]
+
+    def __init__(self, matches: Any = ()) -> None:
+        super().__init__(matches)
+        self.held_back = []
 
     def __repr__(self) -> str:
-        flags = [name for name in ("abstained", "ambiguous") if getattr(self, name)]
+        flags = [name for name in ("abstained", "ambiguous", "held_back") if getattr(self, name)]
         return f"FetchResult({list.__repr__(self)}{', ' + ', '.join(flags) if flags else ''})"
 
 

@@ -24,6 +24,7 @@ from skill_library import (
     value_fit,
 )
 from skill_library import outcomes as honest_outcomes
+from skill_library import uplift as holdout
 from skill_library.context import TenantContext
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from skill_library.patterns import Patterns
     from skill_library.planning import Plan, PlanRun
     from skill_library.procedures import Extraction, Procedures
+    from skill_library.uplift import Uplift, UpliftSettings
     from skill_library.vector_index import IndexServer
 
 __all__ = ["GeneralizerName", "IndexRebuiltWarning", "InsecureIndexWarning", "SkillLibrary"]
@@ -665,7 +667,9 @@ class SkillLibrary:
         canary version for the canary's share of sessions (a deterministic hash of the
         session id) or its cohort, as the active version otherwise; :meth:`run`,
         :meth:`feedback` and :meth:`dispatch` given the same ``session`` use that version
-        (skill_library.governance.canary).
+        (skill_library.governance.canary). With ``session`` and the tenant's uplift holdout
+        on (:meth:`configure_uplift`), a skill held out for this session is left out with its
+        look-alikes and named in ``result.held_back`` (docs/uplift.md).
         """
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
@@ -691,6 +695,8 @@ class SkillLibrary:
                                    generation=self.context.index.seen_generation)
         result = (abstention.unflagged(matches, k) if not abstain
                   else abstention.decide(matches, k, abstention.calibration(self)))
+        if session is not None:  # the uplift holdout (skill_library.uplift): held_back, abstains
+            result = holdout.hold_back(self, result, session, self.context.index.seen_generation)
         if plan:  # a compound task: the skills that together cover it, in order
             result.plan = self.plan(task, tools=tools, min_reliability=min_reliability)
         return result
@@ -726,6 +732,33 @@ class SkillLibrary:
         outcome of a skill with a canary may roll the canary back (governance.canary)."""
         return honest_outcomes.feedback(self, name, succeeded, version=version, trace_id=trace_id, session=session,
                                  cohort=cohort, wrong_skill=wrong_skill, reason=reason)
+
+    def configure_uplift(self, *, share: float = holdout.UPLIFT_HOLDOUT_SHARE, side_effects: bool = False,
+                         skills: Iterable[str] | None = None, actor: "Actor | str | None" = None) -> "UpliftSettings":
+        """Opt the tenant in to uplift measurement: ``share`` of sessions (within [0, 0.5];
+        0: off) get no skill of a measured workflow from fetch; skills with side effects only
+        with ``side_effects=True``; only ``skills`` when named (``skill.admin``; audited).
+        docs/uplift.md."""
+        return holdout.configure(self, share=share, side_effects=side_effects, skills=skills, actor=actor)
+
+    def uplift_settings(self) -> "UpliftSettings":
+        """The tenant's uplift holdout (share 0: off)."""
+        return holdout.settings(self)
+
+    def record_session_outcome(
+        self, session: str, outcome: "bool | OutcomeKind | str", *, skills: Iterable[str] | None = None,
+        cost: Mapping[str, float] | None = None, reason: str | None = None,
+    ) -> dict[str, str]:
+        """Record ``session``'s task outcome (a bool or an :class:`OutcomeKind`) for the skills
+        fetch served it or held back from it (or ``skills``), with its ``cost`` (``tool_calls``,
+        ``tokens``, ``seconds``); returns skill -> arm. May suppress a skill whose uplift is
+        reliably negative (docs/uplift.md)."""
+        return holdout.record_session_outcome(self, session, outcome, skills=skills, cost=cost, reason=reason)
+
+    def uplift(self, name: str, version: int | None = None) -> "Uplift":
+        """Task success with and without ``name`` (held-back sessions), the difference with a
+        95% Newcombe interval, n per arm, cost differences, the verdict (docs/uplift.md)."""
+        return holdout.uplift(self, name, version)
 
     def outcome_counts(self, name: str, version: int | None = None) -> dict[str, int]:
         """How many outcomes of each kind (success, failure, misuse, not_applicable,

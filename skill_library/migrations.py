@@ -24,6 +24,7 @@ from skill_library.models import utc_now
 from skill_library.storage import governance_tables
 from skill_library.storage.governance_tables import evaluations_table
 from skill_library.tenancy import DEFAULT_TENANT
+from skill_library.uplift import TABLES as uplift_tables
 
 #: key of the PostgreSQL advisory lock held while migrations run (any constant 64-bit int)
 MIGRATION_LOCK_KEY = 0x534B494C4C4D4947  # "SKILLMIG"
@@ -170,6 +171,7 @@ MIGRATIONS: list[Migration] = [
     Migration("evaluations: candidate vs active on a suite", _create(evaluations_table)),
     Migration("task_vectors: the vectors of example traces' tasks, for prototypes", _create(rs.task_vectors_table)),
     Migration("outcome kinds: kind, reason and origin of every outcome", _outcome_kinds),
+    Migration("uplift: uplift_settings, session_outcomes (the holdout arm)", _create(*uplift_tables)),
 ]
 
 

@@ -13,6 +13,7 @@ from skill_library.governance import Policy
 from skill_library.library import SkillLibrary
 from skill_library.models import Outcome, Skill, laplace_reliability
 from skill_library.patterns.reliability import QUARANTINE_FAILURES, QUARANTINE_MIN_OUTCOMES
+from skill_library.record_store import SCHEMA_VERSION
 
 USERS = {"ada@example.com": "U1", "grace@example.com": "U2"}
 RESETS: list[str] = []
@@ -263,7 +264,7 @@ def test_a_store_without_outcome_kinds_upgrades_in_place(tmp_path, embedder):
         assert run(lib, "ada@exmaple.com").outcome_kind is OutcomeKind.MISUSE
         assert lib.get("reset_user_password").failures == 1
     with sa.create_engine(f"sqlite:///{path / 'records.db'}").connect() as conn:
-        assert conn.execute(sa.text("SELECT MAX(version) FROM schema_migrations")).scalar() == 8
+        assert conn.execute(sa.text("SELECT MAX(version) FROM schema_migrations")).scalar() == SCHEMA_VERSION
 
 
 def test_refused_feedback_names_the_problem(lib):
@@ -324,7 +325,7 @@ def test_a_postgres_store_without_outcome_kinds_upgrades_in_place(shared, embedd
             assert lib.outcome_counts("reset_user_password") == {
                 "success": 1, "failure": 1, "misuse": 1, "not_applicable": 0, "wrong_skill": 0}
         with engine.connect() as conn:
-            assert conn.execute(sa.text("SELECT MAX(version) FROM schema_migrations")).scalar() == 8
+            assert conn.execute(sa.text("SELECT MAX(version) FROM schema_migrations")).scalar() == SCHEMA_VERSION
     finally:
         engine.dispose()
 

@@ -11,8 +11,8 @@ takes ``--json``. Commands live in one module per group: ``admin`` (init, reinde
 fetch, run, feedback), ``integrations`` (serve-mcp, export, import) and ``memory``
 (procedures, prompt, plot, patterns, explain, forget, opt-out), ``governance``
 (propose, approve, reject, promote, rollback, audit, diff, delete, review, actors,
-policy, tools), ``rollout`` (evaluate, canary, canaries) and ``console`` (ui, the
-review console); ``_common``
+policy, tools), ``rollout`` (evaluate, canary, canaries), ``uplift`` (uplift, holdout)
+and ``console`` (ui, the review console); ``_common``
 holds the shared options, ``open_library`` and the one error mapper.
 """
 
@@ -34,6 +34,7 @@ from skill_library.cli import (
     serve,
     skills,
 )
+from skill_library.cli import uplift as uplift_commands
 from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, TENANT_ENV, load_tools
 
 __all__ = ["app", "load_tools", "main"]
@@ -43,7 +44,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Procedural memory for agents: learn, store, fetch and run verified skills.",
 )
-for _group in (admin, skills, learning, integrations, memory, governance, rollout, console, serve):
+for _group in (admin, skills, learning, integrations, memory, governance, rollout, console, serve, uplift_commands):
     _group.register(app)
 
 

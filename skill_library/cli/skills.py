@@ -29,6 +29,7 @@ from skill_library.cli._common import (
 )
 from skill_library.models import Skill, SkillStatus
 from skill_library.serialize import outcome_json, skill_json, trace_json
+from skill_library.uplift import summary as uplift_summary
 
 #: the statuses `list --status` accepts: exactly the records' own
 StatusChoice = enum.Enum(  # type: ignore[misc]
@@ -166,12 +167,14 @@ def show(
         examples = lib.examples(name)
         prototype = lib.prototype_traces(name)
         counts = lib.outcome_counts(name, skill.version)
+        measured = lib.uplift(name, skill.version)
     others = {k: n for k, n in counts.items() if k not in ("success", "failure") and n}
     if as_json:
         data = skill_json(skill)
         data["outcome_counts"] = counts
         data["examples"] = [e.model_dump(mode="json", exclude={"params"}) for e in examples]
         data["prototype_traces"] = prototype
+        data["uplift"] = measured.to_json()
         emit(data)
         return
     learned_from = len(skill.provenance.trace_ids)
@@ -189,6 +192,7 @@ def show(
     lines.append(f"fetched by: its when, {indexed} example text(s)"
                  + (f" and a prototype, the mean of {len(prototype)} traces' tasks" if prototype else ""))
     lines += [f"example: {e.text}" for e in examples if e.indexed][:SHOWN_EXAMPLES]
+    lines.append(measured.describe())
     lines.append("abstention: `skills stats` (the library's calibration reads the index)")
     for line in lines:
         typer.echo("# " + " ".join(line.splitlines()))
@@ -202,14 +206,17 @@ def stats(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> 
     with open_library(directory) as lib:
         skills = lib.list()
         calibration = lib.calibration()
+        measured = uplift_summary(lib)
     by_status: dict[str, int] = {}
     for s in skills:
         by_status[s.status] = by_status.get(s.status, 0) + 1
     if as_json:
-        emit({"skills": len(skills), "by_status": by_status, "abstention": calibration.to_json()})
+        emit({"skills": len(skills), "by_status": by_status, "abstention": calibration.to_json(),
+              "uplift": measured.to_json()})
         return
     typer.echo(f"{len(skills)} skill(s): " + (", ".join(f"{n} {k}" for k, n in sorted(by_status.items())) or "none"))
     typer.echo(calibration.describe())
+    typer.echo(measured.describe())
 
 
 @command

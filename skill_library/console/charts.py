@@ -8,7 +8,7 @@ from typing import Any
 
 from skill_library.models import COUNTED_KINDS, laplace_reliability
 
-__all__ = ["CHART_DPI", "CHART_SIZE", "reliability_png"]
+__all__ = ["CHART_DPI", "CHART_SIZE", "reliability_png", "uplift_png"]
 
 #: chart size in inches and resolution: small enough for a page, sharp enough to read
 CHART_SIZE = (7.0, 2.6)
@@ -60,6 +60,47 @@ def reliability_png(name: str, outcomes: Sequence[dict[str, Any]]) -> bytes:
     if series:
         axes.legend(loc="lower right", fontsize=8)
     axes.grid(alpha=0.3)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def uplift_png(found: Any) -> bytes:
+    """Task success with the skill (served) and without it (held back) for one version, each
+    with its Wilson interval, titled with the difference and its Newcombe interval
+    (``found``: a :class:`skill_library.uplift.Uplift`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from skill_library.uplift import wilson
+
+    figure = Figure(figsize=(CHART_SIZE[0], 1.9), dpi=CHART_DPI)
+    axes = figure.add_subplot()
+    arms = [("served (with it)", found.served), ("held back (without)", found.held_back)]
+    for row, (label, arm) in enumerate(arms):
+        if not arm.n:
+            axes.text(0.01, row, f"{label}: no sessions yet", va="center", fontsize=8)
+            continue
+        low, high = wilson(arm.successes, arm.n)
+        axes.barh(row, arm.rate, height=0.5, color="#4c72b0" if row == 0 else "#999999")
+        axes.errorbar(arm.rate, row, xerr=[[arm.rate - low], [high - arm.rate]], fmt="none", ecolor="black",
+                      capsize=4, linewidth=1)
+        axes.text(min(high + 0.01, 0.9), row, f"{arm.successes}/{arm.n}", va="center", fontsize=8)
+    axes.set_yticks([0, 1], [label for label, _ in arms], fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlim(0, 1)
+    axes.set_xlabel("task success")
+    title = f"{found.name} v{found.version}: uplift"
+    if found.difference is not None:
+        title += (f" {100 * found.difference:+.1f} points, {found.confidence:.0%} CI "
+                  f"[{100 * found.low:+.1f}, {100 * found.high:+.1f}] ({found.verdict})")
+    else:
+        title += f" ({found.verdict})"
+    axes.set_title(title, fontsize=10)
+    axes.grid(alpha=0.3, axis="x")
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")

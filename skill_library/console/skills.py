@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from skill_library.console.app import Console, page
 from skill_library.console.auth import Session
-from skill_library.console.charts import reliability_png
+from skill_library.console.charts import reliability_png, uplift_png
 from skill_library.models import SkillStatus
 
 __all__ = ["CODE_FORMATTER", "RECENT_TRACES", "SEARCH_K", "SORT_KEYS", "routes"]
@@ -111,7 +111,7 @@ def skill_page(console: Console, request: Request, session: Session) -> Response
         request, session, "skill.html", tenant=tenant, skill=current, history=list(reversed(history)),
         audit=audit_of(library, name), code=code, examples=library.examples(name), outcomes=outcomes,
         traces=[(t, getattr(t, "version", None) or trace_versions.get(t.id)) for t in traces],
-        page_name="skills",
+        uplift=library.uplift(name, current.version), page_name="skills",
     )
 
 
@@ -124,9 +124,22 @@ def chart(console: Console, request: Request, session: Session) -> Response:
                     headers={"Cache-Control": "no-store"})
 
 
+@page()
+def uplift_chart(console: Console, request: Request, session: Session) -> Response:
+    """``/skills/{name}/uplift.png?version=``: task success with and without the skill."""
+    library = console.view(console.tenant_of(request))
+    name = request.path_params["name"]
+    requested = request.query_params.get("version")
+    if requested is not None and not requested.isdigit():
+        raise ValueError(f"version must be a number, got {requested!r}")
+    found = library.uplift(name, int(requested) if requested else None)
+    return Response(uplift_png(found), media_type="image/png", headers={"Cache-Control": "no-store"})
+
+
 def routes() -> list[Route]:
     return [
         Route("/skills", skills_page),
         Route("/skills/{name}", skill_page),
         Route("/skills/{name}/chart.png", chart),
+        Route("/skills/{name}/uplift.png", uplift_chart),
     ]

@@ -402,6 +402,9 @@ def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> 
                      .where(canaries_table.c.name == name))
         conn.execute(evaluations_table.delete().where(evaluations_table.c.tenant == tenant)
                      .where(evaluations_table.c.name == name))
+        from skill_library.uplift import delete_outcomes
+
+        delete_outcomes(conn, tenant, name)
         conn.execute(audit_table.delete().where(audit_table.c.tenant == tenant)
                      .where(audit_table.c.name == name))
         _purge(conn, name, store)

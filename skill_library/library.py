@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from skill_library.governance.canary import CanaryState
     from skill_library.governance.evaluation import Evaluation
     from skill_library.governance.suite import Suite, ToolsFactory
+    from skill_library.governance.tool_schemas import Reverification
     from skill_library.induction import Generalizer
     from skill_library.patterns import Patterns
     from skill_library.planning import Plan, PlanRun
@@ -356,12 +357,29 @@ class SkillLibrary:
 
         return workflow.tool_specs(self)
 
-    def register_tools(self, specs: Mapping[str, ToolSpec], *, actor: "Actor | str | None" = None) -> None:
-        """Declare tools in the tenant (``skill.admin``; audited). A tool nobody declared
-        counts as having side effects."""
+    def register_tools(self, specs: Mapping[str, ToolSpec | None], *,
+                       actor: "Actor | str | None" = None) -> "Reverification":
+        """Declare tools in the tenant (``skill.admin``; audited; ``None`` removes one). A
+        tool nobody declared counts as having side effects. A schema that is not valid JSON
+        Schema is refused; active versions bound to a changed or removed tool's schema are
+        suspended and re-verified (docs/security.md, "Tool schemas")."""
         from skill_library.governance import workflow
 
-        workflow.register_tools(self, specs, actor=actor)
+        return workflow.register_tools(self, specs, actor=actor)
+
+    def tool_schema_digests(self, name: str, version: int | None = None) -> dict[str, str]:
+        """``{tool: sha256}`` of the tool schemas ``name`` v``version`` (default: the
+        pointer's) was verified against."""
+        from skill_library.governance import tool_schemas
+
+        return tool_schemas.digests(self, name, self.store.get(name, version).version)
+
+    def resume(self, name: str, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
+        """An approver returns the suspended version of ``name`` (a tool schema change it
+        failed to re-verify against) to active. Audited."""
+        from skill_library.governance import tool_schemas
+
+        return tool_schemas.resume(self, name, actor=actor, reason=reason)
 
     @property
     def policy(self) -> Policy:

@@ -21,6 +21,7 @@ from skill_library import (
     learning,
     prototypes,
     settings,
+    telemetry,
     value_fit,
 )
 from skill_library import outcomes as honest_outcomes
@@ -225,6 +226,7 @@ class SkillLibrary:
         except BaseException:
             self.close()
             raise
+        telemetry.watch(self)  # the versions gauge (skill_library.telemetry)
 
     def for_tenant(self, name: str) -> "SkillLibrary":
         """This library for tenant ``name``: the same record engine, write lock, index
@@ -637,6 +639,7 @@ class SkillLibrary:
 
         return planning.run_plan(self, plan, args, tools, **options)
 
+    @telemetry.traced("fetch")
     def fetch(
         self,
         task: str,
@@ -725,6 +728,7 @@ class SkillLibrary:
         precision and recall (skill_library.abstention; cached until the index changes)."""
         return abstention.calibration(self)
 
+    @telemetry.traced("feedback")
     def feedback(
         self,
         name: str,
@@ -910,6 +914,7 @@ class SkillLibrary:
             raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
         return generalizer
 
+    @telemetry.traced("learn")
     def learn(
         self,
         trace: Trace | Mapping[str, Any],
@@ -936,6 +941,7 @@ class SkillLibrary:
         """
         return self.learn_many([trace], generalizer=generalizer, verifier=verifier, limits=limits)[0]
 
+    @telemetry.traced("learn_many")
     def learn_many(
         self,
         traces: Iterable[Trace | Mapping[str, Any]],
@@ -1022,6 +1028,7 @@ class SkillLibrary:
         return prototypes.traces_of(examples, vectored)
 
     # -- running ------------------------------------------------------------------------
+    @telemetry.traced("run")
     def run(
         self,
         name: str,

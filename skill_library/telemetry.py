@@ -236,15 +236,13 @@ def _learn_many_attrs(args: tuple[Any, ...], kwargs: Mapping[str, Any], result: 
 
 
 def _run_attrs(args: tuple[Any, ...], kwargs: Mapping[str, Any], result: Any) -> dict[str, Any]:
-    skill = getattr(result, "skill", None)
-    trace = getattr(result, "trace", None)
-    outcome = getattr(trace, "outcome", None)
-    kind = "unjudged" if outcome is None else str(getattr(outcome, "kind", None) or
-                                                  ("success" if outcome.success else "failure"))
-    attrs: dict[str, Any] = {"skill_library.run.outcome": kind}
-    if skill is not None:
-        attrs["gen_ai.tool.name"] = _clean(skill.name)
-        attrs["gen_ai.memory.id"] = _memory_id(skill.name, skill.version)
+    kind = getattr(result, "outcome_kind", None)
+    attrs: dict[str, Any] = {"skill_library.run.outcome": "unjudged" if kind is None else str(kind),
+                             "skill_library.run.ok": bool(getattr(result, "ok", False))}
+    name = getattr(result, "name", None)
+    if name is not None:
+        attrs["gen_ai.tool.name"] = _clean(name)
+        attrs["gen_ai.memory.id"] = _memory_id(name, getattr(result, "version", None))
     return attrs
 
 
@@ -307,7 +305,8 @@ def _observed(operation: str, extract: Callable[..., dict[str, Any]], method: Ca
         result = method(*args, **kwargs)
     except BaseException as exc:
         if span is not None:
-            span.record_exception(exc, attributes={"exception.message": type(exc).__name__})
+            # the type only: a message or stack trace may quote a task, an argument or a result
+            span.add_event("exception", {"exception.type": type(exc).__qualname__})
             span.set_status(_trace.Status(_trace.StatusCode.ERROR, type(exc).__name__))
             span.set_attribute("error.type", type(exc).__qualname__)
         _measure(meters, operation, attrs, time.perf_counter() - started, {}, error=type(exc).__qualname__)
@@ -371,5 +370,7 @@ def transitions(tenant: str, events: Iterable[Mapping[str, Any]], actor: str) ->
     if meters is not None:
         counter = _meters(meters)["transitions"]
         for e in events:
+            if e.get("from_status") == e["to_status"]:
+                continue  # an event about a version that stays where it is (held for a person)
             counter.add(1, {"gen_ai.memory.namespace": base["gen_ai.memory.namespace"],
                             "skill_library.transition.to": str(e["to_status"]), "skill_library.transition.by": by})

@@ -13,7 +13,8 @@ from skill_library import SkillLibrary, telemetry
 from skill_library.governance import Policy, ToolSpec
 from skill_library.models import Outcome, ToolCall, Trace
 
-sdk_trace = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk (the `otel` extra) is not installed")
+sdk_trace = pytest.importorskip("opentelemetry.sdk.trace",
+                                reason="opentelemetry-sdk (the `otel` extra) is not installed")
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
@@ -101,9 +102,10 @@ def test_operations_emit_spans_with_the_memory_attributes(lib, otel):
              for s in by_op["transition"] if s.attributes.get("gen_ai.memory.id") == f"{name}@1"]
     assert moves == [("draft", "generalizer"), ("evaluated", "system"), ("approved", "system"),
                      ("active", "system")]
-    # the learn span is the parent of its transitions
-    learn_span = by_op["learn"][0]
-    assert all(s.parent is not None and s.parent.span_id == learn_span.context.span_id
+    # the transitions are in the learn span's trace (under its learn_many child)
+    learn_span, many = by_op["learn"][0], by_op["learn_many"][0]
+    assert many.parent.span_id == learn_span.context.span_id
+    assert all(s.parent.span_id == many.context.span_id and s.context.trace_id == learn_span.context.trace_id
                for s in by_op["transition"] if s.attributes.get("gen_ai.memory.id") == f"{name}@1")
     points = metric_points(reader)
     durations = {p.attributes["skill_library.operation"] for p in points["skill_library.operation.duration"]}

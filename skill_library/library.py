@@ -21,6 +21,7 @@ from skill_library import (
     learning,
     prototypes,
     settings,
+    telemetry,
     value_fit,
 )
 from skill_library import outcomes as honest_outcomes
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from skill_library.governance.canary import CanaryState
     from skill_library.governance.evaluation import Evaluation
     from skill_library.governance.suite import Suite, ToolsFactory
+    from skill_library.governance.tool_schemas import Reverification
     from skill_library.induction import Generalizer
     from skill_library.patterns import Patterns
     from skill_library.planning import Plan, PlanRun
@@ -222,6 +224,7 @@ class SkillLibrary:
         except BaseException:
             self.close()
             raise
+        telemetry.watch(self)  # the versions gauge (skill_library.telemetry)
 
     def for_tenant(self, name: str) -> "SkillLibrary":
         """This library for tenant ``name``: the same record engine, write lock, index
@@ -352,12 +355,29 @@ class SkillLibrary:
 
         return workflow.tool_specs(self)
 
-    def register_tools(self, specs: Mapping[str, ToolSpec], *, actor: "Actor | str | None" = None) -> None:
-        """Declare tools in the tenant (``skill.admin``; audited). A tool nobody declared
-        counts as having side effects."""
+    def register_tools(self, specs: Mapping[str, ToolSpec | None], *,
+                       actor: "Actor | str | None" = None) -> "Reverification":
+        """Declare tools in the tenant (``skill.admin``; audited; ``None`` removes one). A
+        tool nobody declared counts as having side effects. A schema that is not valid JSON
+        Schema is refused; active versions bound to a changed or removed tool's schema are
+        suspended and re-verified (docs/security.md, "Tool schemas")."""
         from skill_library.governance import workflow
 
-        workflow.register_tools(self, specs, actor=actor)
+        return workflow.register_tools(self, specs, actor=actor)
+
+    def tool_schema_digests(self, name: str, version: int | None = None) -> dict[str, str]:
+        """``{tool: sha256}`` of the tool schemas ``name`` v``version`` (default: the
+        pointer's) was verified against."""
+        from skill_library.governance import tool_schemas
+
+        return tool_schemas.digests(self, name, self.store.get(name, version).version)
+
+    def resume(self, name: str, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
+        """An approver returns the suspended version of ``name`` (a tool schema change it
+        failed to re-verify against) to active. Audited."""
+        from skill_library.governance import tool_schemas
+
+        return tool_schemas.resume(self, name, actor=actor, reason=reason)
 
     @property
     def policy(self) -> Policy:
@@ -615,6 +635,7 @@ class SkillLibrary:
 
         return planning.run_plan(self, plan, args, tools, **options)
 
+    @telemetry.traced("fetch")
     def fetch(
         self,
         task: str,
@@ -707,6 +728,7 @@ class SkillLibrary:
         precision and recall (skill_library.abstention; cached until the index changes)."""
         return abstention.calibration(self)
 
+    @telemetry.traced("feedback")
     def feedback(
         self,
         name: str,
@@ -919,6 +941,7 @@ class SkillLibrary:
             raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
         return generalizer
 
+    @telemetry.traced("learn")
     def learn(
         self,
         trace: Trace | Mapping[str, Any],
@@ -945,6 +968,7 @@ class SkillLibrary:
         """
         return self.learn_many([trace], generalizer=generalizer, verifier=verifier, limits=limits)[0]
 
+    @telemetry.traced("learn_many")
     def learn_many(
         self,
         traces: Iterable[Trace | Mapping[str, Any]],
@@ -1006,6 +1030,7 @@ class SkillLibrary:
         return prototypes.traces_of(examples, vectored)
 
     # -- running ------------------------------------------------------------------------
+    @telemetry.traced("run")
     def run(
         self,
         name: str,

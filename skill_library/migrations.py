@@ -161,6 +161,31 @@ def _outcome_kinds(conn: Connection) -> None:
                  .values(kind=sa.case((table.c.success == sa.true(), "success"), else_="failure")))
 
 
+def _tool_bindings(conn: Connection) -> None:
+    """Versions get their tool bindings (skill_library.governance.tool_schemas): the ones
+    stored before are bound to the tenant's declared schemas, else the schemas seen in
+    their traces (the best record of what they were verified against)."""
+    from skill_library.governance import tool_schemas
+    from skill_library.governance import tools as tool_store
+
+    tool_schemas.tool_bindings_table.create(conn, checkfirst=True)
+    if conn.execute(sa.select(tool_schemas.tool_bindings_table.c.name).limit(1)).first() is not None:
+        return
+    rows = conn.execute(sa.select(rs.versions_table).where(rs.versions_table.c.kind == "code")).mappings().all()
+    by_tenant: dict[str, list[Any]] = {}
+    for row in rows:
+        if row["tools"]:
+            by_tenant.setdefault(row["tenant"], []).append(row)
+    from skill_library.models import Provenance, Skill
+
+    for tenant, found in by_tenant.items():
+        specs = tool_store.load(conn, tenant)
+        skills = [Skill.model_construct(name=r["name"], version=int(r["version"]), tools=list(r["tools"]),
+                                        provenance=Provenance.model_validate(r["provenance"] or {}))
+                  for r in found]
+        tool_schemas.record(conn, tenant, skills, specs)
+
+
 #: the schema's history; append, never edit or reorder
 MIGRATIONS: list[Migration] = [
     Migration("initial: skills, versions, outcomes, traces, meta", _initial),
@@ -172,6 +197,8 @@ MIGRATIONS: list[Migration] = [
     Migration("task_vectors: the vectors of example traces' tasks, for prototypes", _create(rs.task_vectors_table)),
     Migration("outcome kinds: kind, reason and origin of every outcome", _outcome_kinds),
     Migration("uplift: uplift_settings, session_outcomes (the holdout arm)", _create(*uplift_tables)),
+    Migration("tool bindings: the digest of every tool schema a version was verified against",
+              _tool_bindings),
 ]
 
 

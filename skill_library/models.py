@@ -25,10 +25,12 @@ SkillKind = Literal["code", "instruction"]
 #: ``approved``, ``canary`` (served to a share of sessions), ``active`` (what fetch serves),
 #: ``superseded`` (an active version replaced by a newer one), ``retired`` (taken out by
 #: someone), ``rejected`` (refused by a reviewer, kept for audit) and ``quarantined`` (an
-#: active skill whose recent runs fail: skill_library.patterns.reliability).
+#: active skill whose recent runs fail: skill_library.patterns.reliability) and ``suspended``
+#: (an active version a tool schema change took out of fetch until it is re-verified:
+#: skill_library.governance.tool_schemas).
 SkillStatus = Literal[
     "draft", "evaluated", "approved", "canary", "active", "superseded", "retired", "rejected",
-    "quarantined",
+    "quarantined", "suspended",
 ]
 CallKind = Literal["tool", "skill"]
 

@@ -185,7 +185,9 @@ def test_read_only_tools_feed_the_specs_but_never_widen_a_declaration(tmp_path, 
         assert lib.tool_specs() == {"lookup": ToolSpec(side_effects=False), "wipe": ToolSpec(side_effects=False)}
         lib.register_tools({"wipe": ToolSpec(side_effects=True)})
         assert lib.read_only_tools == {"lookup"}
-        assert [e.evidence for e in lib.audit("@tools")] == [{"wipe": {"side_effects": True}}]
+        from skill_library.governance.tool_schemas import digest
+
+        assert [e.evidence for e in lib.audit("@tools")] == [{"wipe": {"side_effects": True, "digest": digest({})}}]
 
 
 def test_the_policy_is_stored_and_changed_only_by_an_audited_admin_call(tmp_path, embedder):

@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from pydantic import BaseModel
 
+from skill_library import telemetry
 from skill_library.governance.tables import audit_table
 from skill_library.models import utc_now
 
@@ -59,6 +60,8 @@ def write(
             to_status=to_status, actor=actor, at=at, reason=reason, evidence=body,
         ).returning(audit_table.c.id)
     ).scalar_one()
+    telemetry.transitions(tenant, [{"name": name, "version": version, "from_status": from_status,
+                                    "to_status": to_status}], actor)
     return AuditEvent(id=int(event_id), tenant=tenant, name=name, version=version,
                       from_status=from_status, to_status=to_status, actor=actor, at=at,
                       reason=reason, evidence=body)
@@ -76,6 +79,7 @@ def write_many(conn: sa.Connection, tenant: str, events: list[dict[str, Any]], *
          "evidence": _jsonable(e.get("evidence") or {})}
         for e in events
     ])
+    telemetry.transitions(tenant, events, actor)
 
 
 def read(conn: sa.Connection, tenant: str, name: str | None = None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from skill_library.governance import audit, rules
+from skill_library.governance import audit, rules, tool_schemas
 from skill_library.governance import policy as policy_store
 from skill_library.governance import tools as tool_store
 from skill_library.governance.actors import GENERALIZER_ID, SYSTEM_ID, require
@@ -65,6 +65,8 @@ def admit_learned(library: "SkillLibrary", version: Skill, trace: Trace,
                                       rules.human_approved_tools(conn, tenant, draft.name),
                                       trusted_tools)
         stored, _ = store.insert_version(conn, draft, status="draft")
+        tool_schemas.record(conn, tenant, [stored], {**library.constructor_tool_specs(), **specs},
+                            [c.model_dump(mode="json") for c in trace.calls])
         evidence: dict[str, Any] = {"trace": trace.id, "generalizer": provenance.generalizer}
         if instructed:
             evidence[rules.INSTRUCTED_KEY] = instructed

@@ -36,9 +36,11 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "evaluated": frozenset({"approved", "rejected"}),
     "approved": frozenset({"canary", "active"}),
     "canary": frozenset({"active", "approved"}),
-    "active": frozenset({"superseded", "quarantined", "retired"}),
+    "active": frozenset({"superseded", "quarantined", "retired", "suspended"}),
     "superseded": frozenset({"active"}),
     "quarantined": frozenset({"active", "retired"}),
+    # a tool schema change (governance.tool_schemas): re-verified back to active, or a person's call
+    "suspended": frozenset({"active", "retired"}),
     "retired": frozenset(),
     "rejected": frozenset(),
 }
@@ -51,6 +53,7 @@ REQUIRED: dict[str, Permission] = {
     "active": "skill.approve",
     "superseded": "skill.approve",
     "quarantined": "skill.approve",
+    "suspended": "skill.approve",
     "retired": "skill.approve",
 }
 #: statuses of versions not yet released (never fetched)

@@ -55,3 +55,12 @@ def save(conn: "sa.Connection", tenant: str, specs: dict[str, ToolSpec]) -> None
             tenant=tenant, name=name, side_effects=spec.side_effects,
             schema={**spec.schema_, **({"x-tool-description": spec.description} if spec.description else {})},
             updated_at=now))
+
+
+def remove(conn: "sa.Connection", tenant: str, names: list[str]) -> None:
+    """Remove the declarations of ``names`` in ``tenant``."""
+    from skill_library.governance.tables import tool_specs_table
+
+    if names:
+        conn.execute(tool_specs_table.delete().where(tool_specs_table.c.tenant == tenant)
+                     .where(tool_specs_table.c.name.in_(names)))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import sqlalchemy as sa
 
 from skill_library.errors import LifecycleError, PermissionDenied, SkillLibraryError
-from skill_library.governance import audit
+from skill_library.governance import audit, tool_schemas
 from skill_library.governance import policy as policy_store
 from skill_library.governance import tools as tool_store
 from skill_library.governance.actors import Actor, check_claimable, os_user, require
@@ -123,29 +123,48 @@ def tool_specs(library: "SkillLibrary") -> dict[str, ToolSpec]:
     return {**library.constructor_tool_specs(), **stored}
 
 
-def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec], *,
-                   actor: Actor | str | None) -> None:
-    """Declare ``specs`` in the tenant (``skill.admin``; one audit event)."""
-    checked: dict[str, ToolSpec] = {}
+def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None], *,
+                   actor: Actor | str | None) -> "tool_schemas.Reverification":
+    """Declare ``specs`` in the tenant (``skill.admin``; one audit event); a ``None`` spec
+    removes the tool's declaration. Every active version bound to a schema that changes
+    (or to a removed tool) is suspended in the same transaction, then re-verified
+    (skill_library.governance.tool_schemas)."""
+    checked: dict[str, ToolSpec | None] = {}
     for name, spec in specs.items():
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"tool name {name!r} is not an identifier")
         if isinstance(spec, Mapping):
             spec = ToolSpec.model_validate(spec)
-        if not isinstance(spec, ToolSpec):
-            raise TypeError(f"tool {name!r}: expected a ToolSpec, got {type(spec).__name__}")
+        if spec is not None and not isinstance(spec, ToolSpec):
+            raise TypeError(f"tool {name!r}: expected a ToolSpec (or None to remove it), got {type(spec).__name__}")
+        if spec is not None:
+            tool_schemas.check_schema(name, spec.schema_)
         checked[name] = spec
     who = caller_actor(library, actor)
     require(who, "skill.admin", "declare tools")
     tenant = tenant_of(library)
+    hits: dict[tuple[str, int], list[str]] = {}
 
     def work(conn: sa.Connection) -> None:
-        tool_store.save(conn, tenant, checked)
+        old = {**library.constructor_tool_specs(), **tool_store.load(conn, tenant)}
+        changed = tool_schemas.changed_tools(old, checked)
+        tool_store.save(conn, tenant, {n: s for n, s in checked.items() if s is not None})
+        tool_store.remove(conn, tenant, [n for n, s in checked.items() if s is None])
         audit.write(conn, tenant, audit.TOOLS, None, None, "registered", actor=who.id,
-                    reason=f"declared {len(checked)} tool(s)",
-                    evidence={n: {"side_effects": s.side_effects} for n, s in checked.items()})
+                    reason=f"declared {sum(s is not None for s in checked.values())} tool(s)"
+                           + (f", removed {sum(s is None for s in checked.values())}"
+                              if any(s is None for s in checked.values()) else ""),
+                    evidence={n: ({"side_effects": s.side_effects, "digest": tool_schemas.digest(s.schema_)}
+                                  if s is not None else {"removed": True}) for n, s in checked.items()})
+        hits.clear()
+        hits.update(tool_schemas.affected(conn, tenant, checked, changed))
+        tool_schemas.suspend(conn, library, hits, checked, changed)
 
-    sql_of(library).retrying(work)
+    with library._index.writing() as index:
+        sql_of(library).retrying(work)
+        for name in sorted({n for n, _ in hits}):
+            index.delete(name)
+    return tool_schemas.reverify(library, sorted(hits), tool_specs(library))
 
 
 # -- writing versions ----------------------------------------------------------------------
@@ -160,6 +179,7 @@ def add_active(library: "SkillLibrary", skills: Sequence[Skill], *, initial_succ
 
     def work(conn: sa.Connection) -> list[Skill]:
         stored, superseded = store.insert_versions(conn, skills, initial_success=initial_success)
+        tool_schemas.record_for(conn, library, stored)
         events: list[dict[str, Any]] = []
         for skill, new, replaced in zip(skills, stored, superseded):
             events.extend({"name": new.name, "version": old, "from_status": "active",
@@ -203,6 +223,7 @@ def propose(library: "SkillLibrary", skill: Skill, *, actor: Actor | str | None,
 
     def work(conn: sa.Connection) -> Skill:
         stored, _ = store.insert_version(conn, draft, status="draft")
+        tool_schemas.record_for(conn, library, [stored])
         audit.write(conn, tenant, stored.name, stored.version, None, "draft", actor=who.id,
                     reason=reason or "proposed")
         return stored
@@ -357,14 +378,14 @@ audit_log = audit_events
 
 
 def review_queue(library: "SkillLibrary") -> list[Skill]:
-    """Every draft and evaluated version, oldest first."""
+    """Every draft, evaluated and suspended (a tool schema change it failed) version, oldest first."""
     from skill_library.record_store import versions_table
 
     with sql_of(library).transaction(write=False) as conn:
         keys = [(r[0], int(r[1])) for r in conn.execute(
             sa.select(versions_table.c.name, versions_table.c.version)
             .where(sql_of(library).tenant_filter(versions_table))
-            .where(versions_table.c.status.in_(("draft", "evaluated")))
+            .where(versions_table.c.status.in_(("draft", "evaluated", tool_schemas.SUSPENDED)))
             .order_by(versions_table.c.created_at, versions_table.c.name, versions_table.c.version)
         )]
     found = library.store.get_many(keys)
@@ -408,6 +429,7 @@ def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> 
         conn.execute(audit_table.delete().where(audit_table.c.tenant == tenant)
                      .where(audit_table.c.name == name))
         _purge(conn, name, store)
+        tool_schemas.purge(conn, tenant, name)
         return audit.write(conn, tenant, name, None, history[-1].status, "deleted", actor=who.id,
                            reason=f"deleted with {len(history)} version(s) and {len(gone)} trace(s)",
                            evidence={"versions": len(history), "traces": len(gone)})

@@ -18,7 +18,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
 import jinja2
 import yaml  # type: ignore[import-untyped]
@@ -141,9 +141,11 @@ def folder_name(skill_name: str) -> str:
 
 
 def export_skills(
-    skills: Iterable[Skill], out: str | Path, *, license: str | None = None
+    skills: Iterable[Skill], out: str | Path, *, license: str | None = None,
+    tool_schemas: Mapping[tuple[str, int], Mapping[str, str]] | None = None,
 ) -> ExportResult:
-    """Write one folder per code skill of ``skills`` into ``out`` (created when missing)."""
+    """Write one folder per code skill of ``skills`` into ``out`` (created when missing);
+    ``tool_schemas`` (``{(name, version): {tool: digest}}``) go to ``metadata.tool-schemas``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     result = ExportResult()
@@ -160,6 +162,9 @@ def export_skills(
         (folder / "scripts").mkdir(parents=True, exist_ok=True)
         (folder / "scripts" / f"{skill.name}.py").write_text((skill.code or "").rstrip() + "\n")
         front = _frontmatter(skill, name, license)
+        if tool_schemas and tool_schemas.get((skill.name, skill.version)):
+            front["metadata"]["tool-schemas"] = json.dumps(dict(tool_schemas[(skill.name, skill.version)]),
+                                                           sort_keys=True)
         problems = frontmatter_problems(front, name)
         if problems:  # e.g. a `when` longer than the spec's description limit
             result.skipped[skill.name] = "; ".join(problems)
@@ -374,4 +379,6 @@ def _environment() -> jinja2.Environment:
 
 def export_library(library: "SkillLibrary", out: str | Path, *, license: str | None = None) -> ExportResult:
     """:func:`export_skills` for every active skill of ``library``."""
-    return export_skills(library.list(status="active"), out, license=license)
+    skills = library.list(status="active")
+    return export_skills(skills, out, license=license, tool_schemas={
+        (s.name, s.version): library.tool_schema_digests(s.name, s.version) for s in skills if s.tools})

@@ -174,6 +174,9 @@ class SkillServer:
             description=description_of(skill),
             parameters=skill.parameters or {"type": "object", "properties": {}},
             handler=functools.partial(self._run_skill_tool, skill.name),
+            # the tool schemas this version was verified against (governance.tool_schemas)
+            meta={**(base.meta or {}), "skill_library/tool_schemas": self.library.tool_schema_digests(
+                skill.name, skill.version), "skill_library/version": skill.version},
         )
         return _SkillTool(**fields)
 

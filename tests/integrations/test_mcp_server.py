@@ -95,7 +95,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_serving(desk):
         "k must be between 1 and 50, got 0",
         "skill 'count_orders' has no version 9",
         "no skill named 'nope'",
-        "status: Input should be 'draft', 'evaluated', 'approved', 'canary', 'active', 'superseded', 'retired', 'rejected' or 'quarantined'",
+        "status: Input should be 'draft', 'evaluated', 'approved', 'canary', 'active', 'superseded', 'retired', 'rejected', 'quarantined' or 'suspended'",
         "succeeded: Field required",
     ]
     assert _text(results[8]) == "skill cancel_every_order v1 failed: ToolError: 'nobody@example.com' (line 4)"

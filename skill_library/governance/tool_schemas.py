@@ -1,0 +1,443 @@
+"""Skills bound to the tool schemas they were verified against (issue 26, item 2).
+
+Each stored version records, per tool it calls, the digest of the schema it was verified
+against (:data:`tool_bindings_table`): the declared :class:`~skill_library.governance.tools.
+ToolSpec`'s schema (source ``declared``), else, for a tool nobody declared, the schema seen
+in its traces (``traces``: the argument names and JSON types its recorded calls passed).
+
+When ``register_tools`` changes the schema of a tool a version is bound to, or removes the
+tool (``specs[name] = None``), every active version calling it is ``suspended`` in the same
+transaction that stores the new schema (so no fetch serves it once ``register_tools``
+returns), audited with the reason. It is then re-verified by replaying its stored example
+traces: every recorded call of a changed tool has its arguments validated by the new
+schema (the replay uses recorded results, so the arguments are what it checks). A pass
+returns the version to ``active`` (audited, by ``system``) bound to the new digest; a
+failure leaves it suspended for a person, with the errors and the diff of the schema in the
+audit event; ``SkillLibrary.resume`` (``skill.approve``) or ``retire`` is that person's call.
+
+A schema that is not valid JSON Schema is refused at ``register_tools`` with the path of
+the error (:func:`check_schema`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from skill_library import record_store as rs
+from skill_library.models import Skill, utc_now
+from skill_library.storage.tables import tenant_column
+
+if TYPE_CHECKING:
+    from skill_library.governance.tools import ToolSpec
+    from skill_library.library import SkillLibrary
+
+#: the status of a version taken out of fetch because a tool it calls changed or went away
+SUSPENDED = "suspended"
+#: where a binding's schema came from
+DECLARED = "declared"
+TRACES = "traces"
+
+#: per version and tool it calls: the digest (and text) of the schema it was verified against
+tool_bindings_table = sa.Table(
+    "tool_bindings",
+    rs.metadata,
+    tenant_column(),
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("tool", sa.String(200), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("source", sa.String(20), nullable=False),
+    sa.Column("schema", sa.JSON, nullable=False),
+    sa.Column("bound_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One tool a version calls and the schema it was verified against."""
+
+    tool: str
+    digest: str
+    source: str
+    schema: dict[str, Any]
+
+
+@dataclass
+class Reverification:
+    """What re-verification made of the versions a ``register_tools`` call suspended."""
+
+    suspended: list[tuple[str, int]] = field(default_factory=list)
+    reactivated: list[tuple[str, int]] = field(default_factory=list)
+    held: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+
+
+# -- digests and schemas ----------------------------------------------------------------
+def digest(schema: Mapping[str, Any]) -> str:
+    """The SHA-256 of ``schema``'s canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_schema(tool: str, schema: Mapping[str, Any]) -> None:
+    """Refuse ``schema`` unless it is valid JSON Schema (its ``$schema`` draft, else
+    2020-12): ``ValueError`` naming the tool and the path of the error in the schema."""
+    from jsonschema import exceptions, validators
+
+    try:
+        validators.validator_for(schema, default=validators.Draft202012Validator).check_schema(schema)
+    except exceptions.SchemaError as exc:
+        where = exc.json_path if list(exc.path) else "$ (the top level)"
+        raise ValueError(
+            f"tool {tool!r}: the schema is not valid JSON Schema at {where}: {exc.message}; "
+            "fix that part of the schema and register it again"
+        ) from None
+
+
+def seen_schema(tool: str, calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The schema of ``tool`` seen in recorded ``calls`` (dicts of a trace's calls): an
+    object whose properties are the argument names passed, each with the JSON types seen;
+    the names passed in every call are required. Values never enter it."""
+    seen: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    n = 0
+    for call in calls:
+        if call.get("name") != tool or call.get("kind", "tool") != "tool":
+            continue
+        n += 1
+        for key, value in (call.get("arguments") or {}).items():
+            seen.setdefault(key, set()).add(_json_type(value))
+            counts[key] = counts.get(key, 0) + 1
+    properties = {k: {"type": sorted(t)[0] if len(t) == 1 else sorted(t)} for k, t in sorted(seen.items())}
+    return {"type": "object", "properties": properties,
+            "required": sorted(k for k, c in counts.items() if c == n)}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return "object"
+
+
+def bindings_of(skill: Skill, specs: Mapping[str, "ToolSpec"],
+                calls: Sequence[Mapping[str, Any]]) -> list[Binding]:
+    """The binding of every tool ``skill`` calls: its declared schema under ``specs``, else
+    the schema seen in ``calls`` (its traces' calls)."""
+    tools = list(dict.fromkeys([*skill.tools, *(c["name"] for c in calls if c.get("kind", "tool") == "tool"
+                                                and c.get("name") in skill.tools)]))
+    found = []
+    for tool in tools:
+        spec = specs.get(tool)
+        if spec is not None and spec.schema_:
+            found.append(Binding(tool, digest(spec.schema_), DECLARED, dict(spec.schema_)))
+        else:
+            schema = seen_schema(tool, calls)
+            found.append(Binding(tool, digest(schema), TRACES, schema))
+    return found
+
+
+# -- storing ------------------------------------------------------------------------------
+def trace_calls(conn: sa.Connection, tenant: str, trace_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    """The recorded calls of the stored traces ``trace_ids`` (raw dicts), by trace id."""
+    ids = sorted(set(trace_ids))
+    found: dict[str, list[dict[str, Any]]] = {}
+    for start in range(0, len(ids), 500):
+        rows = conn.execute(sa.select(rs.traces_table.c.id, rs.traces_table.c.body)
+                            .where(rs.traces_table.c.tenant == tenant)
+                            .where(rs.traces_table.c.id.in_(ids[start:start + 500])))
+        for trace_id, body in rows:
+            data = json.loads(body) if isinstance(body, str) else body
+            found[trace_id] = list((data or {}).get("calls") or [])
+    return found
+
+
+def record(conn: sa.Connection, tenant: str, skills: Sequence[Skill], specs: Mapping[str, "ToolSpec"],
+           extra_calls: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Store the bindings of the stored versions ``skills`` on ``conn`` (inside the
+    transaction that stored them): declared schemas under ``specs``, else the schemas seen
+    in their traces (``provenance.trace_ids`` read on ``conn``, plus ``extra_calls``)."""
+    coded = [s for s in skills if s.tools]
+    if not coded:
+        return
+    calls = trace_calls(conn, tenant, (t for s in coded for t in s.provenance.trace_ids))
+    now = utc_now()
+    rows: list[dict[str, Any]] = []
+    for skill in coded:
+        mine = [c for t in skill.provenance.trace_ids for c in calls.get(t, [])] + list(extra_calls)
+        rows.extend({"tenant": tenant, "name": skill.name, "version": skill.version, "tool": b.tool,
+                     "digest": b.digest, "source": b.source, "schema": b.schema, "bound_at": now}
+                    for b in bindings_of(skill, specs, mine))
+    if rows:
+        conn.execute(tool_bindings_table.insert(), rows)
+
+
+def record_for(conn: sa.Connection, library: "SkillLibrary", skills: Sequence[Skill]) -> None:
+    """:func:`record` under ``library``'s tool specs as stored on ``conn``."""
+    from skill_library.governance import tools as tool_store
+
+    record(conn, library.tenant, skills, {**library.constructor_tool_specs(), **tool_store.load(conn, library.tenant)})
+
+
+def load(conn: sa.Connection, tenant: str, keys: Iterable[tuple[str, int]] | None = None
+         ) -> dict[tuple[str, int], dict[str, Binding]]:
+    """The bindings of ``tenant``'s versions (of ``keys`` only, when given), by version."""
+    query = sa.select(tool_bindings_table).where(tool_bindings_table.c.tenant == tenant)
+    wanted = None if keys is None else set(keys)
+    if wanted is not None:
+        names = sorted({n for n, _ in wanted})
+        if not names:
+            return {}
+        query = query.where(tool_bindings_table.c.name.in_(names))
+    found: dict[tuple[str, int], dict[str, Binding]] = {}
+    for row in conn.execute(query).mappings():
+        key = (row["name"], int(row["version"]))
+        if wanted is None or key in wanted:
+            found.setdefault(key, {})[row["tool"]] = Binding(row["tool"], row["digest"], row["source"],
+                                                             dict(row["schema"] or {}))
+    return found
+
+
+def rebind(conn: sa.Connection, tenant: str, name: str, version: int, bindings: Iterable[Binding]) -> None:
+    """Replace ``name`` v``version``'s bindings of the tools in ``bindings`` (after it was
+    re-verified against them)."""
+    now = utc_now()
+    for b in bindings:
+        conn.execute(tool_bindings_table.delete().where(tool_bindings_table.c.tenant == tenant)
+                     .where(tool_bindings_table.c.name == name)
+                     .where(tool_bindings_table.c.version == version)
+                     .where(tool_bindings_table.c.tool == b.tool))
+        conn.execute(tool_bindings_table.insert().values(
+            tenant=tenant, name=name, version=version, tool=b.tool, digest=b.digest, source=b.source,
+            schema=b.schema, bound_at=now))
+
+
+def purge(conn: sa.Connection, tenant: str, name: str) -> None:
+    """Delete every binding of ``name`` (the skill is deleted)."""
+    conn.execute(tool_bindings_table.delete().where(tool_bindings_table.c.tenant == tenant)
+                 .where(tool_bindings_table.c.name == name))
+
+
+def digests(library: "SkillLibrary", name: str, version: int) -> dict[str, str]:
+    """``{tool: digest}`` of the schemas ``name`` v``version`` was verified against."""
+    from skill_library.governance.lifecycle import sql_of
+
+    with sql_of(library).transaction(write=False) as conn:
+        bound = load(conn, library.tenant, [(name, version)]).get((name, version), {})
+    return {tool: b.digest for tool, b in sorted(bound.items())}
+
+
+# -- a schema change ------------------------------------------------------------------------
+def changed_tools(old: Mapping[str, "ToolSpec"], new: Mapping[str, "ToolSpec | None"]) -> dict[str, str]:
+    """``{tool: why}`` for each tool of ``new`` whose schema differs from ``old``'s or
+    which ``new`` removes (None)."""
+    found = {}
+    for tool, spec in new.items():
+        if spec is None:
+            if tool in old:
+                found[tool] = "removed"
+        elif tool in old and digest(old[tool].schema_) != digest(spec.schema_):
+            found[tool] = "schema changed"
+    return found
+
+
+def affected(conn: sa.Connection, tenant: str, new: Mapping[str, "ToolSpec | None"],
+             changed: Mapping[str, str]) -> dict[tuple[str, int], list[str]]:
+    """The active versions bound to a tool of ``changed`` (or, for a tool declared for the
+    first time with a schema, bound to a different schema seen in traces), with those tools."""
+    active = [(r[0], int(r[1]), list(r[2] or [])) for r in conn.execute(
+        sa.select(rs.versions_table.c.name, rs.versions_table.c.version, rs.versions_table.c.tools)
+        .where(rs.versions_table.c.tenant == tenant).where(rs.versions_table.c.status == "active")
+        .where(rs.versions_table.c.kind == "code"))]
+    declared = {t: s for t, s in new.items() if s is not None}
+    bound = load(conn, tenant, [(n, v) for n, v, _ in active])
+    found: dict[tuple[str, int], list[str]] = {}
+    for name, version, tools in active:
+        mine = bound.get((name, version), {})
+        hits = []
+        for tool in dict.fromkeys([*tools, *mine]):
+            binding = mine.get(tool)
+            if tool in changed:
+                hits.append(tool)
+            elif tool in declared and binding is not None and declared[tool].schema_ \
+                    and binding.digest != digest(declared[tool].schema_):
+                hits.append(tool)  # a schema seen in traces, now declared differently
+        if hits:
+            found[(name, version)] = hits
+    return found
+
+
+def suspend(conn: sa.Connection, library: "SkillLibrary", hits: Mapping[tuple[str, int], list[str]],
+            new: Mapping[str, "ToolSpec | None"], changed: Mapping[str, str]) -> None:
+    """Move every version of ``hits`` from active to suspended on ``conn`` (the
+    transaction that stores the new schemas), audited by ``system`` with the reason."""
+    from skill_library.governance.lifecycle import apply
+
+    system = library.resolve_actor("system")
+    bound = load(conn, library.tenant, hits)
+    for (name, version), tools in sorted(hits.items()):
+        why = "; ".join(f"tool {t!r} {changed.get(t, 'declared with a schema')}" for t in tools)
+        evidence = {"tools": {t: {"from": bound.get((name, version), {}).get(t, _NONE).digest or None,
+                                  "to": None if new.get(t) is None else digest(new[t].schema_)}  # type: ignore[union-attr]
+                              for t in tools}}
+        apply(conn, library, name, version, SUSPENDED, actor=system,  # type: ignore[arg-type]
+              reason=f"{why}: out of fetch until re-verified against the new schema", evidence=evidence)
+
+
+_NONE = Binding("", "", "", {})
+
+
+def replay(calls_by_trace: Mapping[str, Sequence[Mapping[str, Any]]], tool: str,
+           schema: Mapping[str, Any] | None) -> list[str]:
+    """The problems of replaying the recorded calls of ``tool`` against ``schema`` (None:
+    the tool was removed): one line per invalid call ([]: every call passes)."""
+    from jsonschema import validators
+
+    problems = []
+    validator = None
+    if schema is not None:
+        validator = validators.validator_for(schema, default=validators.Draft202012Validator)(schema)
+    for trace_id, calls in sorted(calls_by_trace.items()):
+        for i, call in enumerate(calls):
+            if call.get("name") != tool or call.get("kind", "tool") != "tool":
+                continue
+            if validator is None:
+                problems.append(f"trace {trace_id} call {i + 1}: tool {tool!r} was removed")
+                continue
+            for error in validator.iter_errors(call.get("arguments") or {}):
+                where = error.json_path if list(error.path) else "the arguments"
+                problems.append(f"trace {trace_id} call {i + 1} ({tool}): {where}: {_no_values(error)}")
+                break
+    return problems
+
+
+def _no_values(error: Any) -> str:
+    """A validation error's kind without the offending value (which may be personal data)."""
+    if error.validator == "required":
+        return str(error.message).split(" is a required property")[0].strip("'\"") + " is required"
+    return f"fails {error.validator!r} ({json.dumps(error.validator_value, default=str)[:120]})"
+
+
+def schema_diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str:
+    """A unified diff of two schemas' indented JSON (``None``: absent)."""
+    def lines(schema: Mapping[str, Any] | None) -> list[str]:
+        if schema is None:
+            return []
+        return json.dumps(schema, sort_keys=True, indent=2, default=str).splitlines(keepends=True)
+
+    return "".join(difflib.unified_diff(lines(old), lines(new), "verified against", "registered now"))
+
+
+def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
+             specs: Mapping[str, "ToolSpec"]) -> Reverification:
+    """Re-verify the ``suspended`` versions against the tenant's tool ``specs`` now: replay
+    their example traces' calls of the tools whose schema they are not bound to; the ones
+    that pass become active again (by ``system``, audited, rebound), the others stay
+    suspended with the problems and the schema diff in an audit event. Two write
+    transactions for all of them, then one index sync."""
+    from skill_library.governance import audit
+    from skill_library.governance.lifecycle import apply, sql_of
+
+    store = sql_of(library)
+    tenant = library.tenant
+    result = Reverification(suspended=list(suspended))
+    if not suspended:
+        return result
+    skills = store.get_many(list(suspended))
+    with store.transaction(write=False) as conn:
+        bound = load(conn, tenant, suspended)
+        examples = _example_ids(conn, tenant, {n for n, _ in suspended})
+        wanted = {t for key in suspended if key in skills
+                  for t in [*skills[key].provenance.trace_ids, *examples.get(key[0], [])]}
+        calls = trace_calls(conn, tenant, wanted)
+    verdicts: dict[tuple[str, int], tuple[list[Binding], list[str], str]] = {}
+    for key in suspended:
+        skill = skills.get(key)
+        if skill is None or skill.status != SUSPENDED:
+            continue
+        ids = list(dict.fromkeys([*skill.provenance.trace_ids, *examples.get(key[0], [])]))
+        mine = {t: calls[t] for t in ids if t in calls}
+        problems: list[str] = []
+        rebound: list[Binding] = []
+        diffs = []
+        for tool in dict.fromkeys([*skill.tools, *bound.get(key, {})]):
+            spec = specs.get(tool)
+            old = bound.get(key, {}).get(tool)
+            now_digest = digest(spec.schema_) if spec is not None and spec.schema_ else None
+            if old is not None and (now_digest == old.digest or (old.source == TRACES and now_digest is None
+                                                                 and spec is not None)):
+                continue  # still what it was verified against
+            if spec is None and old is None:
+                continue  # never bound, never declared: nothing to check
+            schema = None if spec is None else dict(spec.schema_)
+            if not any(c.get("name") == tool for cs in mine.values() for c in cs):
+                problems.append(f"no stored example trace calls {tool!r}: nothing to replay")
+            problems.extend(replay(mine, tool, schema))
+            diffs.append(schema_diff(None if old is None else old.schema, schema))
+            if schema is not None:
+                rebound.append(Binding(tool, digest(schema), DECLARED, schema))
+        verdicts[key] = (rebound, problems, "".join(diffs))
+    system = library.resolve_actor("system")
+
+    def work(conn: sa.Connection) -> None:
+        for (name, version), (rebound, problems, diff) in sorted(verdicts.items()):
+            traces = len({t for t in skills[(name, version)].provenance.trace_ids} | set(examples.get(name, [])))
+            if problems:
+                result.held[(name, version)] = problems
+                audit.write(conn, tenant, name, version, SUSPENDED, SUSPENDED, actor=system.id,
+                            reason=f"re-verification failed ({len(problems)} problem(s)): held for a person "
+                                   "(resume it with `library.resume(name)` or retire it)",
+                            evidence={"problems": problems[:50], "diff": diff})
+                continue
+            rebind(conn, tenant, name, version, rebound)
+            apply(conn, library, name, version, "active", actor=system,
+                  reason=f"re-verified: the recorded calls of {traces} example trace(s) are valid under "
+                         "the new schema", evidence={"tools": {b.tool: b.digest for b in rebound},
+                                                     "diff": diff})
+            result.reactivated.append((name, version))
+
+    with library._index.writing() as index:
+        store.retrying(work)
+        library._sync_index_many(index, sorted({n for n, _ in result.reactivated}), {})
+    return result
+
+
+def _example_ids(conn: sa.Connection, tenant: str, names: Iterable[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    ordered = sorted(set(names))
+    for start in range(0, len(ordered), 500):
+        for name, trace_id in conn.execute(
+            sa.select(rs.examples_table.c.name, rs.examples_table.c.trace_id)
+            .where(rs.examples_table.c.tenant == tenant)
+            .where(rs.examples_table.c.name.in_(ordered[start:start + 500]))
+            .order_by(rs.examples_table.c.created_at)
+        ):
+            found.setdefault(name, []).append(trace_id)
+    return found
+
+
+def resume(library: "SkillLibrary", name: str, *, actor: Any, reason: str) -> Skill:
+    """A person (``skill.approve``) returns a suspended version of ``name`` to active."""
+    from skill_library.errors import SkillLibraryError
+    from skill_library.governance.lifecycle import transition
+
+    suspended = [s for s in library.store.history(name) if s.status == SUSPENDED]
+    if not suspended:
+        raise SkillLibraryError(f"skill {name!r} has no suspended version; nothing to resume")
+    return transition(library, name, suspended[-1].version, "active", actor=actor,
+                      reason=reason or "resumed by an approver after a tool schema change")

@@ -1,0 +1,145 @@
+"""Skills bound to tool schemas (issue 26, item 2): each version records the digest of every
+tool schema it was verified against; register_tools changing or removing one suspends the
+versions calling it at once, re-verifies them by replaying their example traces' calls
+against the new schema, and audits every step; an invalid JSON Schema is refused."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from skill_library import SkillLibrary
+from skill_library.governance import Policy, ToolSpec
+from skill_library.governance import tool_schemas as ts
+from skill_library.models import Outcome, ToolCall, Trace
+
+VERIFIED = Outcome(success=True, verifier="stock-audit")
+CHECK_V1 = {"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]}
+TASK = "check the stock of pears in the fruit aisle"
+
+
+def check_trace(item: str = "pear") -> Trace:
+    return Trace(task=f"check the stock of {item}s in the fruit aisle", params={"item": item},
+                 calls=[ToolCall(name="check", arguments={"item": item}, result={"item": item, "stock": 4})],
+                 outcome=VERIFIED)
+
+
+@pytest.fixture
+def lib(tmp_path, embedder):
+    with SkillLibrary(tmp_path / "s", embedder=embedder, policy=Policy(auto_approve="all")) as library:
+        library.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False)})
+        yield library
+
+
+def learned(lib: SkillLibrary) -> str:
+    result = lib.learn(check_trace())
+    assert result.status == "saved" and result.skill.status == "active"
+    return result.skill.name
+
+
+def names(lib: SkillLibrary) -> list[str]:
+    return [m.skill.name for m in lib.fetch(TASK, min_reliability=0, abstain=False)]
+
+
+def test_a_version_records_the_digest_of_the_declared_schema(lib):
+    name = learned(lib)
+    assert lib.tool_schema_digests(name) == {"check": ts.digest(CHECK_V1)}
+
+
+def test_an_undeclared_tool_is_bound_to_the_schema_seen_in_its_traces(tmp_path, embedder):
+    with SkillLibrary(tmp_path / "u", embedder=embedder, policy=Policy(auto_approve="all")) as library:
+        name = library.learn(check_trace()).skill.name
+        seen = {"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]}
+        assert library.tool_schema_digests(name) == {"check": ts.digest(seen)}
+
+
+def test_a_compatible_change_suspends_then_reactivates_by_system(lib):
+    name = learned(lib)
+    wider = {**CHECK_V1, "properties": {**CHECK_V1["properties"], "aisle": {"type": "string"}}}
+    outcome = lib.register_tools({"check": ToolSpec(schema=wider, side_effects=False)})
+    assert outcome.suspended == [(name, 1)] and outcome.reactivated == [(name, 1)] and not outcome.held
+    assert lib.get(name).status == "active" and names(lib) == [name]
+    assert lib.tool_schema_digests(name) == {"check": ts.digest(wider)}
+    steps = [(e.from_status, e.to_status, e.actor) for e in lib.audit(name)][-2:]
+    assert steps == [("active", "suspended", "system"), ("suspended", "active", "system")]
+    suspended, back = lib.audit(name)[-2:]
+    assert "tool 'check' schema changed" in suspended.reason
+    assert suspended.evidence["tools"]["check"] == {"from": ts.digest(CHECK_V1), "to": ts.digest(wider)}
+    assert "re-verified" in back.reason and '+    "aisle"' in back.evidence["diff"]
+
+
+def test_an_incompatible_change_holds_it_out_of_fetch_for_a_person_with_the_diff(lib):
+    name = learned(lib)
+    assert names(lib) == [name]
+    stricter = {"type": "object", "properties": {"item": {"type": "string"}, "store": {"type": "string"}},
+                "required": ["item", "store"]}
+    seen: list[list[str]] = []
+    done = threading.Event()
+    returned: list[int] = []
+
+    def keep_fetching() -> None:  # a live reader while the schema changes
+        while not done.is_set():
+            found = names(lib)
+            seen.append(found)
+            if returned:
+                returned.append(len(found))
+
+    reader = threading.Thread(target=keep_fetching)
+    reader.start()
+    try:
+        outcome = lib.register_tools({"check": ToolSpec(schema=stricter, side_effects=False)})
+        returned.append(-1)  # from here on, every fetch must leave the version out
+        for _ in range(5):
+            assert names(lib) == []
+    finally:
+        done.set()
+        reader.join()
+    assert all(n == 0 for n in returned[1:])
+    assert outcome.held[(name, 1)] and "store is required" in outcome.held[(name, 1)][0]
+    assert lib.get(name).status == "suspended" and lib.index.texts_of(name) == {}
+    held = lib.audit(name)[-1]
+    assert (held.from_status, held.to_status, held.actor) == ("suspended", "suspended", "system")
+    assert "held for a person" in held.reason
+    assert '+    "store": {' in held.evidence["diff"] and held.evidence["problems"] == outcome.held[(name, 1)]
+    assert [s.name for s in lib.review_queue()] == [name]
+    with pytest.raises(Exception, match="only active skills run"):
+        lib.run(name, {"item": "pear"}, {"check": lambda item: {"item": item, "stock": 1}})
+    lib.resume(name, reason="the store argument has a default on the server")
+    assert lib.get(name).status == "active" and names(lib) == [name]
+    assert lib.audit(name)[-1].actor != "system"
+
+
+def test_removing_a_tool_holds_every_version_calling_it(lib):
+    name = learned(lib)
+    outcome = lib.register_tools({"check": None})
+    assert "check" not in lib.tool_specs()
+    assert outcome.held[(name, 1)] == [f"trace {check_trace().id} call 1: tool 'check' was removed"]
+    assert lib.get(name).status == "suspended" and names(lib) == []
+
+
+def test_an_unchanged_schema_touches_nothing(lib):
+    name = learned(lib)
+    events = len(lib.audit(name))
+    outcome = lib.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False,
+                                                    description="Check the stock of an item.")})
+    assert outcome.suspended == [] and len(lib.audit(name)) == events
+
+
+@pytest.mark.parametrize(("schema", "where"), [
+    ({"type": "objekt"}, "$.type"),
+    ({"type": "object", "properties": {"item": {"type": 5}}}, "$.properties.item.type"),
+    ({"type": "object", "required": "item"}, "$.required"),
+])
+def test_a_schema_that_is_not_json_schema_is_refused_with_the_path(lib, schema, where):
+    with pytest.raises(ValueError, match=rf"tool 'check': the schema is not valid JSON Schema at "
+                                         rf"{where.replace('$', '[$]')}: "):
+        lib.register_tools({"check": ToolSpec(schema=schema)})
+    assert lib.tool_specs()["check"].schema_ == CHECK_V1  # nothing stored
+
+
+def test_replay_names_the_call_and_rule_but_never_the_value():
+    calls = {"t1": [{"name": "check", "arguments": {"item": "ann@example.com"}}]}
+    problems = ts.replay(calls, "check", {"type": "object", "properties": {"item": {"type": "integer"}}})
+    assert problems == ["trace t1 call 1 (check): $.item: fails 'type' (\"integer\")"]
+    assert "ann@example.com" not in problems[0]

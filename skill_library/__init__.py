@@ -24,6 +24,7 @@ from skill_library.errors import (
 )
 from skill_library.models import (
     AddResult,
+    Condition,
     LearnResult,
     Match,
     Outcome,
@@ -63,6 +64,7 @@ __all__ = [
     "Plan",
     "PlanRun",
     "PlanStep",
+    "Condition",
     "Provenance",
     "RecordStoreUnavailableError",
     "Skill",

@@ -942,6 +942,7 @@ class SkillLibrary:
                 chunk = items[start : start + settings.LEARN_BATCH]
                 results.extend(learning.learn_batch(self, chunk, chosen, verifier, limits))
                 bar.advance(len(chunk))
+        learning.after_learning(self, results)  # re-mine preconditions (look-alikes' new traces)
         return results
 
     def _sync_index(

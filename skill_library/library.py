@@ -42,7 +42,7 @@ from skill_library.fetching import (  # noqa: F401  (settings named here before)
 )
 from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
-from skill_library.induction import description
+from skill_library.induction import description, preconditions
 from skill_library.models import (
     AddResult,
     Example,
@@ -636,6 +636,7 @@ class SkillLibrary:
         explain: bool = False,
         abstain: bool = True,
         plan: bool = False,
+        read_tools: Mapping[str, Callable[..., Any]] | None = None,
     ) -> "FetchResult":
         """The ``k`` best skills for ``task``, each at most once, as a
         :class:`~skill_library.abstention.FetchResult` (a list, flagged ``abstained`` /
@@ -672,6 +673,10 @@ class SkillLibrary:
         session id) or its cohort, as the active version otherwise; :meth:`run`,
         :meth:`feedback` and :meth:`dispatch` given the same ``session`` use that version
         (skill_library.governance.canary).
+
+        With ``read_tools`` (the caller's read-only tool callables) and ``args``, the top
+        candidates' preconditions are checked in the sandbox (read-only calls only) and the
+        ones that do not apply move behind the rest (``Match.applies``; docs/learning.md).
         """
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
@@ -697,6 +702,8 @@ class SkillLibrary:
                                    generation=self._index.seen_generation)
         result = (abstention.unflagged(matches, k) if not abstain
                   else abstention.decide(matches, k, abstention.calibration(self)))
+        if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
+            result = preconditions.rank_applicable(self, result, args or {}, read_tools)
         if plan:  # a compound task: the skills that together cover it, in order
             result.plan = self.plan(task, tools=tools, min_reliability=min_reliability)
         return result

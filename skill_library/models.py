@@ -591,6 +591,10 @@ class Match(BaseModel):
     missing: list[str] = Field(default_factory=list)
     #: the score's terms (``fetch(..., explain=True)``), else None
     explanation: ScoreBreakdown | None = None
+    #: ``fetch(..., read_tools=...)``: whether its preconditions hold on the caller's reads
+    #: (None: not checked, or no preconditions); ``applies_reason`` says why not
+    applies: bool | None = None
+    applies_reason: str | None = None
 
 
 class AddResult(BaseModel):

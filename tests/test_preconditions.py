@@ -230,3 +230,27 @@ def test_learn_fetch_run_picks_the_workflow_whose_precondition_holds(directory_l
     assert first.outcome_kind == "not_applicable" and directory.changes == []
     second = library.run(reset, {"email": active}, directory.tools())
     assert second.ok and directory.changes == [("reset_password", "U111")]
+
+
+def test_fetch_with_the_callers_read_tools_ranks_the_applicable_look_alike_first(directory_library):
+    library, directory = directory_library
+    unlock = learned(library, directory, "unlock_account", "locked")
+    reset = learned(library, directory, "reset_password", "active")
+    reads = {"find_user": directory.find_user, "get_user": directory.get_user}
+    task = "I cannot sign in, my account seems locked, please help: p11@corp.example"
+    plain = library.fetch(task, k=2, abstain=False)
+    assert [m.skill.name for m in plain] == [unlock, reset] and plain[0].applies is None
+    # p11 is active: its unlock does not apply, so reset comes first; nothing was changed
+    checked = library.fetch(task, k=2, abstain=False, args={"email": "p11@corp.example"}, read_tools=reads)
+    assert [m.skill.name for m in checked] == [reset, unlock]
+    assert (checked[0].applies, checked[1].applies) == (True, False)
+    assert checked[1].applies_reason == "does not apply: the user's status is locked"
+    assert directory.changes == []
+    # a locked user: unlock applies and stays first
+    locked = library.fetch(task.replace("p11", "p1"), k=2, abstain=False, args={"email": "p1@corp.example"},
+                           read_tools=reads)
+    assert [m.skill.name for m in locked] == [unlock, reset] and locked[0].applies is True
+    # without the caller's values nothing can be checked: the order stays
+    unknown = library.fetch(task, k=2, abstain=False, read_tools=reads)
+    assert [m.skill.name for m in unknown] == [unlock, reset] and unknown[0].applies is None
+    assert directory.changes == []

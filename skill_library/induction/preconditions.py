@@ -442,3 +442,82 @@ def refresh(lib: "SkillLibrary") -> list[str]:
             lib._sync_index_many(index, changed, {})
     return changed
 
+
+
+# -- fetch: which candidates apply ---------------------------------------------------------------
+#: how many of fetch's top matches are probed (each is one sandbox run of read-only calls)
+PROBE_TOP = 3
+#: what a state-changing tool says in a probe (it is never called)
+PROBE_STOP = "precondition probe: state-changing calls are not made"
+
+
+def probe(lib: "SkillLibrary", skill: Any, args: Mapping[str, Any],
+          read_tools: Mapping[str, Callable[..., Any]]) -> tuple[bool | None, str | None]:
+    """Whether ``skill``'s preconditions hold for ``args``: its code runs in the sandbox with
+    the caller's read-only tools (``read_tools``) and every state-changing tool replaced by
+    a stub that is never reached or refuses; nothing is recorded. (True, None): they hold;
+    (False, "does not apply: ..."); (None, why): it could not tell."""
+    from skill_library.errors import SkillLibraryError
+    from skill_library.execution import closure, execute
+    from skill_library.models import NOT_APPLICABLE_ERROR
+
+    if not skill.provenance.preconditions:
+        return None, "no preconditions"
+    properties = (skill.parameters or {}).get("properties", {})
+    bound = {p: args[p] for p in properties if p in args}
+    missing = [p for p in (skill.parameters or {}).get("required", []) if p not in bound]
+    if missing:
+        return None, f"cannot check: needs {', '.join(missing)}"
+    readers = lib.read_only_tools
+    _, declared = closure(lib, skill)
+    unread = [t for t in declared if t in readers and t not in read_tools]
+    if unread:
+        return None, f"cannot check: the read-only tool(s) {', '.join(unread)} were not given"
+
+    def stub(*_args: Any, **_kwargs: Any) -> Any:
+        raise Refused(PROBE_STOP)
+
+    tools = {t: (read_tools[t] if t in readers else stub) for t in declared}
+    try:
+        run = execute(lib, skill, bound, tools)
+    except SkillLibraryError as exc:
+        return None, f"cannot check: {exc}"
+    if run.error is not None and run.error.type == NOT_APPLICABLE_ERROR:
+        return False, f"does not apply: {run.error.message}"
+    if any(c.error == PROBE_STOP for c in run.trace.calls):
+        return True, None
+    return None, "cannot check: the run stopped before its first change" if not run.ok else \
+        "cannot check: the run made no change"
+
+
+def rank_applicable(lib: "SkillLibrary", result: Any, args: Mapping[str, Any],
+                    read_tools: Mapping[str, Callable[..., Any]], *, top: int = PROBE_TOP) -> Any:
+    """``fetch``'s result with the top ``top`` candidates probed (:func:`probe`): those
+    whose preconditions fail move behind the rest (each ``applies=False`` with the reason).
+    Look-alikes flagged too close to call are told apart when exactly one of them applies;
+    when none of the probed ones applies and nothing else is left, the result abstains."""
+    from skill_library.abstention import FetchResult
+
+    matches = list(result)
+    checked = []
+    for n, match in enumerate(matches):
+        if n < top and not match.prefetch:
+            applies, why = probe(lib, match.skill, args, read_tools)
+            match = match.model_copy(update={"applies": applies, "applies_reason": why if applies is False else None})
+        checked.append(match)
+    ordered = [m for m in checked if m.applies is not False] + [m for m in checked if m.applies is False]
+    out = FetchResult(ordered)
+    for name in ("abstained", "ambiguous", "reason", "floor", "margin", "plan"):
+        setattr(out, name, getattr(result, name, None if name != "reason" else ""))
+    out.abstained, out.ambiguous = bool(out.abstained), bool(out.ambiguous)
+    close = [m for m in ordered if m.ambiguous]
+    if out.ambiguous and close and sum(m.applies is not False for m in close) == 1 \
+            and all(m.applies is not None for m in close):
+        out[:] = [m.model_copy(update={"ambiguous": False}) for m in ordered]
+        out.ambiguous = False
+        out.reason = (out.reason + "; " if out.reason else "") + "look-alikes told apart by their preconditions"
+    if ordered and all(m.applies is False for m in ordered):
+        out.abstained = True
+        out.reason = (out.reason + "; " if out.reason else "") + "no candidate applies: " + \
+            str(ordered[0].applies_reason)
+    return out

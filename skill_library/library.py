@@ -703,7 +703,7 @@ class SkillLibrary:
         result = (abstention.unflagged(matches, k) if not abstain
                   else abstention.decide(matches, k, abstention.calibration(self)))
         if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
-            result = preconditions.rank_applicable(self, result, args or {}, read_tools)
+            result = preconditions.rank_applicable(self, result, args or {}, read_tools, abstain=abstain)
         if plan:  # a compound task: the skills that together cover it, in order
             result.plan = self.plan(task, tools=tools, min_reliability=min_reliability)
         return result

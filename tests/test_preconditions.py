@@ -245,6 +245,11 @@ def test_fetch_with_the_callers_read_tools_ranks_the_applicable_look_alike_first
     assert [m.skill.name for m in checked] == [reset, unlock]
     assert (checked[0].applies, checked[1].applies) == (True, False)
     assert checked[1].applies_reason == "does not apply: the user's status is locked"
+    assert not checked.abstained and not checked.ambiguous  # abstain=False: the order only
+    # with abstention on, a failed top is not silently replaced by the next match: it abstains
+    flagged = library.fetch(task, k=2, args={"email": "p11@corp.example"}, read_tools=reads)
+    assert flagged.abstained and "does not apply: the user's status is locked" in flagged.reason
+    assert flagged[-1].skill.name == unlock and flagged[-1].applies is False
     assert directory.changes == []
     # a locked user: unlock applies and stays first
     locked = library.fetch(task.replace("p11", "p1"), k=2, abstain=False, args={"email": "p1@corp.example"},
@@ -254,3 +259,32 @@ def test_fetch_with_the_callers_read_tools_ranks_the_applicable_look_alike_first
     unknown = library.fetch(task, k=2, abstain=False, read_tools=reads)
     assert [m.skill.name for m in unknown] == [unlock, reset] and unknown[0].applies is None
     assert directory.changes == []
+
+
+def test_look_alikes_too_close_to_call_are_told_apart_when_exactly_one_applies(monkeypatch):
+    from skill_library.abstention import FetchResult
+    from skill_library.models import Match, Skill
+
+    class Lib:  # only what rank_applicable reads; probe is replaced below
+        pass
+
+    def skill(name: str) -> Skill:
+        return Skill.from_function(f"def {name}(email: str) -> str:\n    return email\n", when=f"{name} when")
+
+    def match(name: str, ambiguous: bool) -> Match:
+        return Match(skill=skill(name), similarity=0.6, reliability=0.9, score=0.6, ambiguous=ambiguous)
+
+    answers = {"unlock": (False, "does not apply: the user's status is locked"), "reset": (True, None),
+               "offboard": (None, "no preconditions")}
+    monkeypatch.setattr(pre, "probe", lambda lib, s, args, tools: answers[s.name])
+    result = FetchResult([match("unlock", True), match("reset", True), match("offboard", False)])
+    result.ambiguous, result.reason = True, "too close to call"
+    told = pre.rank_applicable(Lib(), result, {"email": "a@b.c"}, {})  # type: ignore[arg-type]
+    assert [m.skill.name for m in told] == ["reset", "offboard", "unlock"]
+    assert not told.ambiguous and not told.abstained and not told[0].ambiguous
+    assert "told apart by their preconditions" in told.reason
+    # the only other close one has no preconditions: nothing is told apart, it abstains
+    result = FetchResult([match("unlock", True), match("offboard", True)])
+    result.ambiguous = True
+    kept = pre.rank_applicable(Lib(), result, {}, {})  # type: ignore[arg-type]
+    assert kept.abstained and [m.skill.name for m in kept] == ["offboard", "unlock"]

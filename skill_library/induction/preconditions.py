@@ -491,33 +491,44 @@ def probe(lib: "SkillLibrary", skill: Any, args: Mapping[str, Any],
 
 
 def rank_applicable(lib: "SkillLibrary", result: Any, args: Mapping[str, Any],
-                    read_tools: Mapping[str, Callable[..., Any]], *, top: int = PROBE_TOP) -> Any:
-    """``fetch``'s result with the top ``top`` candidates probed (:func:`probe`): those
-    whose preconditions fail move behind the rest (each ``applies=False`` with the reason).
-    Look-alikes flagged too close to call are told apart when exactly one of them applies;
-    when none of the probed ones applies and nothing else is left, the result abstains."""
+                    read_tools: Mapping[str, Callable[..., Any]], *, top: int = PROBE_TOP,
+                    abstain: bool = True) -> Any:
+    """``fetch``'s result with the top ``top`` candidates probed (:func:`probe`); those
+    whose preconditions fail move behind the rest (``applies=False`` with the reason).
+
+    A failed top is never silently replaced by an unrelated next match (a skill with no
+    preconditions "applies" to anything): the next one becomes the top only when it was
+    among the look-alikes too close to call and is the only one of them whose
+    preconditions hold (``applies=True``), which also clears the ``ambiguous`` flag;
+    otherwise the result abstains, naming the failed condition. A top that applies, or
+    could not be checked, keeps its place. ``abstain=False`` (fetch's): only the order
+    changes, no flags.
+    """
     from skill_library.abstention import FetchResult
 
-    matches = list(result)
     checked = []
-    for n, match in enumerate(matches):
+    for n, match in enumerate(result):
         if n < top and not match.prefetch:
             applies, why = probe(lib, match.skill, args, read_tools)
             match = match.model_copy(update={"applies": applies, "applies_reason": why if applies is False else None})
         checked.append(match)
     ordered = [m for m in checked if m.applies is not False] + [m for m in checked if m.applies is False]
     out = FetchResult(ordered)
-    for name in ("abstained", "ambiguous", "reason", "floor", "margin", "plan"):
-        setattr(out, name, getattr(result, name, None if name != "reason" else ""))
-    out.abstained, out.ambiguous = bool(out.abstained), bool(out.ambiguous)
-    close = [m for m in ordered if m.ambiguous]
-    if out.ambiguous and close and sum(m.applies is not False for m in close) == 1 \
-            and all(m.applies is not None for m in close):
-        out[:] = [m.model_copy(update={"ambiguous": False}) for m in ordered]
-        out.ambiguous = False
-        out.reason = (out.reason + "; " if out.reason else "") + "look-alikes told apart by their preconditions"
-    if ordered and all(m.applies is False for m in ordered):
-        out.abstained = True
-        out.reason = (out.reason + "; " if out.reason else "") + "no candidate applies: " + \
-            str(ordered[0].applies_reason)
+    for name in ("floor", "margin", "plan"):
+        setattr(out, name, getattr(result, name, None))
+    out.abstained, out.ambiguous = bool(getattr(result, "abstained", False)), bool(getattr(result, "ambiguous", False))
+    reasons = [str(getattr(result, "reason", "") or "")]
+    if abstain and checked and checked[0].applies is False:
+        close = [m for m in checked if m.ambiguous]
+        holding = [m for m in close if m.applies is True]
+        if out.ambiguous and len(holding) == 1 and all(m.applies is False for m in close if m is not holding[0]):
+            winner = holding[0]
+            rest = [m.model_copy(update={"ambiguous": False}) for m in ordered if m is not winner]
+            out[:] = [winner.model_copy(update={"ambiguous": False}), *rest]
+            out.ambiguous = False
+            reasons.append(f"look-alikes told apart by their preconditions ({checked[0].applies_reason})")
+        else:
+            out.abstained = True
+            reasons.append(f"the nearest match {checked[0].skill.name} {checked[0].applies_reason}")
+    out.reason = "; ".join(r for r in reasons if r)
     return out

@@ -118,7 +118,7 @@ def _suite(args, console, command: str) -> int:
     suite: Any = importlib.import_module(f"benchmarks.{args.command}")
     if args.command == "lookalike":
         config: Any = suite.LookalikeConfig(seeds=args.seeds, out=args.out, max_train=args.max_train,
-                                            max_test=args.max_test, command=command)
+                                            max_test=args.max_test, probe=args.probe, command=command)
         run = suite.run_lookalike
     elif args.command == "paraphrase":
         config = suite.ParaphraseConfig(seeds=args.seeds, out=args.out, max_test=args.max_test, command=command)
@@ -277,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     lookalike.add_argument("--max-train", type=int, default=None, help="only the first N train tickets")
     lookalike.add_argument("--max-test", type=int, default=None,
                            help="only the first N in-scope and N out-of-scope test tickets")
+    lookalike.add_argument("--probe", action="store_true",
+                           help="the agent gives fetch the ticket's values and the read-only tools: the top "
+                           "candidates' preconditions are checked (fetch(read_tools=...))")
     lookalike.add_argument("--no-progress", action="store_true")
     paraphrase = sub.add_parser(
         "paraphrase", help="single-trace skills (30+ workflows) fetched by rewordings that share no content "

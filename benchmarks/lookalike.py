@@ -78,13 +78,16 @@ class LookalikeConfig:
     max_train: int | None = None
     max_test: int | None = None
     min_reliability: float = 0.6
+    #: the agent passes the ticket's values and the world's read-only tools to fetch, which
+    #: checks the top candidates' preconditions (issue 21 item 3)
+    probe: bool = False
     command: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"world": WORLD, "seeds": self.seeds, "out": str(self.out), "max_train": self.max_train,
                 "max_test": self.max_test, "min_reliability": self.min_reliability, "fetch_k": FETCH_K,
-                "command": self.command}
+                "probe": self.probe, "command": self.command}
 
 
 Progress = Callable[[str, int, int], None]
@@ -120,7 +123,7 @@ def run_lookalike(config: LookalikeConfig, *, tasks: Sequence[Task] | None = Non
         for task in test:
             if progress:
                 progress(f"seed {seed} test {task.id}", done, total)
-            record = try_ticket(frozen, world, task, seat.workflows)
+            record = try_ticket(frozen, world, task, seat.workflows, probe=config.probe)
             record["seed"] = seed
             records.append(record)
             done += 1
@@ -157,11 +160,18 @@ def _key(name: str, arguments: dict[str, Any]) -> str:
     return json.dumps([name, arguments], sort_keys=True)
 
 
-def try_ticket(library: Any, world: World, task: Task, workflows: dict[str, set[str]]) -> dict[str, Any]:
-    """One ticket as an agent that trusts the library handles it (see the module doc)."""
+def try_ticket(library: Any, world: World, task: Task, workflows: dict[str, set[str]], *,
+               probe: bool = False) -> dict[str, Any]:
+    """One ticket as an agent that trusts the library handles it (see the module doc);
+    ``probe``: fetch checks the top candidates' preconditions with the ticket's values and
+    the world's read-only tools."""
     world.reset(task.seed, task)
     before = world.state()
-    matches = library.fetch(task.instruction, k=FETCH_K)
+    if probe:
+        reads = {name: fn for name, fn in world.tools().items() if name in world.read_only_tools()}
+        matches = library.fetch(task.instruction, k=FETCH_K, args=dict(task.params), read_tools=reads)
+    else:
+        matches = library.fetch(task.instruction, k=FETCH_K)
     flags = flags_of(matches)
     top = matches[0] if matches else None
     top_workflows = sorted(workflows.get(top.skill.name, set())) if top is not None else []

@@ -37,6 +37,7 @@ from skill_library.errors import (
 )
 from skill_library.models import (
     AddResult,
+    Condition,
     LearnResult,
     Match,
     Outcome,
@@ -58,6 +59,7 @@ __all__ = [
     "AddResult",
     "AuditEvent",
     "Calibration",
+    "Condition",
     "DestinationNotEmptyError",
     "EvidenceError",
     "FetchResult",

@@ -10,7 +10,17 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from skill_library.errors import SkillLibraryError, SkillNotFoundError, SkillUsageError
-from skill_library.models import Outcome, OutcomeKind, RunError, Skill, SkillRun, ToolCall, Trace, new_id
+from skill_library.models import (
+    NOT_APPLICABLE_ERROR,
+    Outcome,
+    OutcomeKind,
+    RunError,
+    Skill,
+    SkillRun,
+    ToolCall,
+    Trace,
+    new_id,
+)
 
 if TYPE_CHECKING:
     from sandbox import Limits
@@ -43,6 +53,12 @@ def execute(
             "(pass them in tools=, or the CLI's --tools MODULE)"
         )
     allowed = {t: provided[t] for t in declared if t in provided}
+    guard = None
+    if skill.provenance.preconditions:  # checked before the first state-changing call
+        from skill_library.induction.preconditions import Guard
+
+        guard = Guard(skill.provenance.preconditions, library.read_only_tools)
+        allowed = guard.wrap(allowed)
     # closed by default: a skill may not pass arguments a tool's schema does not list
     schemas = {
         t: {**s, "additionalProperties": s.get("additionalProperties", False)}
@@ -72,19 +88,25 @@ def execute(
         error = RunError(
             type=result.error.type, message=result.error.message, line=result.error.line
         )
+    ok, value = result.ok, result.value
+    if guard is not None and guard.message is not None:  # stopped before anything changed
+        refused = "does not apply: "  # the refused calls never ran: not in the trace
+        calls = [c for c in calls if c.name in guard.read_only or not (c.error or "").startswith(refused)]
+        error = RunError(type=NOT_APPLICABLE_ERROR, message=guard.message.removeprefix("does not apply: "))
+        ok, value = False, None
     trace = Trace(
         id=new_id(),  # every run is its own event, even with the same arguments and calls
         task=task_text(skill, args),
         params=args,
         calls=calls,
-        result=result.value if result.ok else None,
+        result=value if ok else None,
         source=f"skill:{skill.name}@{skill.version}",
     )
     return SkillRun(
         name=skill.name,
         version=skill.version,
-        ok=result.ok,
-        value=result.value if result.ok else None,
+        ok=ok,
+        value=value if ok else None,
         error=error,
         limit=result.limit,
         stdout=result.stdout,

@@ -108,6 +108,15 @@ def learn_batch(
             lib.context.sync(index, sorted(pending), known=known)
     return [r for r in out if r is not None]
 
+def after_learning(lib: "SkillLibrary", results: Sequence[LearnResult]) -> None:
+    """After traces were learned: re-mine the preconditions when any was kept as evidence
+    (a look-alike's new traces can add, change or remove a condition)."""
+    from skill_library.induction import preconditions
+
+    if any(r.status in EVIDENCE_STATUSES for r in results):
+        preconditions.refresh(lib)
+
+
 def already_learned(lib: "SkillLibrary", traces: Mapping[int, Trace]) -> dict[int, LearnResult]:
     """The traces (by position) that are stored already or repeat an earlier one of the
     batch: each a ``duplicate`` naming the skill it is evidence of, where known."""

@@ -44,7 +44,7 @@ from skill_library.fetching import (  # noqa: F401  (settings named here before)
 )
 from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
-from skill_library.induction import description
+from skill_library.induction import description, preconditions
 from skill_library.induction.validation import check_policy
 from skill_library.models import (
     AddResult,
@@ -653,6 +653,7 @@ class SkillLibrary:
         explain: bool = False,
         abstain: bool = True,
         plan: bool = False,
+        read_tools: Mapping[str, Callable[..., Any]] | None = None,
     ) -> "FetchResult":
         """The ``k`` best skills for ``task``, each at most once, as a
         :class:`~skill_library.abstention.FetchResult` (a list, flagged ``abstained`` /
@@ -691,6 +692,10 @@ class SkillLibrary:
         (skill_library.governance.canary). With ``session`` and the tenant's uplift holdout
         on (:meth:`configure_uplift`), a skill held out for this session is left out with its
         look-alikes and named in ``result.held_back`` (docs/uplift.md).
+
+        With ``read_tools`` (the caller's read-only tool callables) and ``args``, the top
+        candidates' preconditions are checked in the sandbox (read-only calls only) and the
+        ones that do not apply move behind the rest (``Match.applies``; docs/learning.md).
         """
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
@@ -716,6 +721,8 @@ class SkillLibrary:
                                    generation=self.context.index.seen_generation)
         result = (abstention.unflagged(matches, k) if not abstain
                   else abstention.decide(matches, k, abstention.calibration(self)))
+        if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
+            result = preconditions.rank_applicable(self, result, args or {}, read_tools, abstain=abstain)
         if session is not None:  # the uplift holdout (skill_library.uplift): held_back, abstains
             result = holdout.hold_back(self, result, session, self.context.index.seen_generation)
         if plan:  # a compound task: the skills that together cover it, in order
@@ -993,6 +1000,7 @@ class SkillLibrary:
                 chunk = items[start : start + settings.LEARN_BATCH]
                 results.extend(learning.learn_batch(self, chunk, chosen, verifier, limits))
                 bar.advance(len(chunk))
+        learning.after_learning(self, results)  # re-mine preconditions (look-alikes' new traces)
         return results
 
     # private names kept for code written against them (branches in flight); the concept

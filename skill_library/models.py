@@ -361,8 +361,31 @@ def _tool_content(content: Any) -> tuple[Any, str | None]:
     return value, None
 
 
+#: the comparisons a precondition can make (skill_library.induction.preconditions)
+ConditionOp = Literal["eq", "in", "len_eq"]
+
+
+class Condition(BaseModel):
+    """One precondition of a skill version, as data (never code): the value at ``path`` in
+    the result of the ``occurrence``-th (0-based) call of the read-only tool ``tool``, made
+    before the run's first state-changing call, compared by ``op`` with ``value`` (``eq``:
+    equal; ``in``: one of the list ``value``; ``len_eq``: a list or object of that many
+    items). Mined from contrasting traces (docs/learning.md, "Preconditions")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str = Field(min_length=1)
+    occurrence: int = Field(default=0, ge=0)
+    path: list[str] = Field(default_factory=list)
+    op: ConditionOp = "eq"
+    value: Any = None
+    #: the look-alike skill this condition tells the version apart from
+    against: str | None = None
+
+
 class Provenance(BaseModel):
-    """Where a skill version came from."""
+    """Where a skill version came from; ``preconditions`` are re-mined as its look-alikes
+    gain traces (derived data, not part of what makes the version)."""
 
     trace_ids: list[str] = Field(default_factory=list)
     generalizer: str = "hand-written"
@@ -370,6 +393,7 @@ class Provenance(BaseModel):
     created_by: str | None = None
     created_at: datetime = Field(default_factory=utc_now)
     usage: dict[str, int] = Field(default_factory=dict)
+    preconditions: list[Condition] = Field(default_factory=list)
 
 
 class Skill(BaseModel):
@@ -569,6 +593,10 @@ class Match(BaseModel):
     missing: list[str] = Field(default_factory=list)
     #: the score's terms (``fetch(..., explain=True)``), else None
     explanation: ScoreBreakdown | None = None
+    #: ``fetch(..., read_tools=...)``: whether its preconditions hold on the caller's reads
+    #: (None: not checked, or no preconditions); ``applies_reason`` says why not
+    applies: bool | None = None
+    applies_reason: str | None = None
 
 
 class AddResult(BaseModel):

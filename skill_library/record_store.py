@@ -774,6 +774,20 @@ class SQLRecordStore(RecordStore):
                 )
             return self._get(conn, name, version)
 
+    def set_preconditions(self, name: str, version: int, conditions: Sequence[Any], when: str | None) -> Skill:
+        with self._write() as conn:
+            skill = self._get(conn, name, version)  # raises when unknown
+            provenance = skill.provenance.model_copy(update={"preconditions": list(conditions)})
+            conn.execute(versions_table.update().where(self._t(versions_table))
+                         .where(versions_table.c.name == name).where(versions_table.c.version == version)
+                         .values(provenance=provenance.model_dump(mode="json")))
+            if when is not None:
+                conn.execute(profiles_table.delete().where(self._t(profiles_table))
+                             .where(profiles_table.c.name == name))
+                conn.execute(profiles_table.insert().values(
+                    tenant=self.tenant, name=name, version=version, when_text=when, updated_at=utc_now()))
+            return self._get(conn, name, version)
+
     def traces_for(self, name: str) -> builtins.list[Trace]:
         ids: set[str] = set()
         for version in self.history(name):  # raises for an unknown name

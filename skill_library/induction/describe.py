@@ -209,6 +209,21 @@ def describe_steps(
     return text
 
 
+def with_conditions(when: str, condition_sentence: str) -> str:
+    """``when`` with its precondition sentence (``Applies when the order's status is
+    delivered.``, from :func:`skill_library.induction.preconditions.sentence`) replaced by
+    ``condition_sentence``: put before ``Needs ...``, or at the end; ``""`` removes it."""
+    from skill_library.induction.preconditions import SENTENCE_START
+
+    text = re.sub(re.escape(SENTENCE_START) + r"[^.]*\.\s*", "", when).strip()
+    if not condition_sentence:
+        return text
+    at = text.rfind(" Needs ")
+    if at < 0:
+        return f"{text} {condition_sentence}"
+    return f"{text[:at]} {condition_sentence}{text[at:]}"
+
+
 def docstring(when: str, params: Sequence[tuple[str, str]], tools: Sequence[str]) -> str:
     """A docstring body: the ``when``, each parameter in prose with its type, the tools
     called. No evidence counts: those live in the counters, shown where they are read."""

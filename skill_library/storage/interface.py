@@ -211,6 +211,12 @@ class RecordStore(abc.ABC):
         replace the examples of ``name`` with ``examples`` and its derived ``when``
         (for ``version``, default the active one), each when given."""
 
+    def set_preconditions(self, name: str, version: int, conditions: Sequence[Any], when: str | None) -> Skill:
+        """Replace the mined preconditions of one version (kept in its provenance) and, when
+        ``when`` is given, its derived ``when``, in one transaction (preconditions are
+        re-mined as look-alikes gain traces: derived data, not a new version)."""
+        raise NotImplementedError(f"{type(self).__name__} does not store preconditions")
+
     @abc.abstractmethod
     def index_generation(self) -> int:
         """A counter bumped before every change of the vector index (0 for a new store)."""

@@ -1,0 +1,290 @@
+"""Preconditions mined from contrasting traces (issue 21 item 3): mining, the check in the
+run before the first state-changing call, the description's sentence, learn -> fetch -> run."""
+
+from __future__ import annotations
+
+import pytest
+
+from skill_library import Condition, OutcomeKind, Policy, SkillLibrary, ToolSpec
+from skill_library.induction import preconditions as pre
+from skill_library.induction.describe import with_conditions
+from skill_library.models import Outcome, ToolCall, Trace
+
+READ_ONLY = frozenset({"find_user", "get_user"})
+DEPARTMENTS = ["Finance", "Sales", "Design", "Legal", "People", "Support", "Engineering", "Ops"]
+
+
+def user(n: int, status: str, role: str = "staff") -> dict:
+    return {"user_id": f"U{100 + n}", "name": f"Person {chr(65 + n)}", "email": f"p{n}@corp.example",
+            "status": status, "role": role, "department": DEPARTMENTS[n % len(DEPARTMENTS)],
+            "groups": ["all-staff", "book-club"][: 1 + n % 2]}
+
+
+def trace(action: str, record: dict, task: str | None = None) -> Trace:
+    email, uid = record["email"], record["user_id"]
+    return Trace(
+        task=task or f"Please {action.replace('_', ' ')} for {email}",
+        params={"email": email},
+        calls=[ToolCall(name="find_user", arguments={"email": email}, result=uid),
+               ToolCall(name="get_user", arguments={"user_id": uid}, result=record),
+               ToolCall(name=action, arguments={"user_id": uid}, result={"user_id": uid, "done": True})],
+        outcome=Outcome(success=True, verifier="directory-audit"),
+    )
+
+
+# -- mining ---------------------------------------------------------------------------------------
+def test_contrasting_traces_give_each_skill_the_condition_that_tells_it_apart():
+    traces = {
+        "unlock": [trace("unlock_account", user(n, "locked")) for n in range(5)],
+        "reset": [trace("reset_password", user(n, "active")) for n in range(5, 10)],
+    }
+    mined = pre.mine(traces, READ_ONLY)
+    assert mined["unlock"] == [Condition(tool="get_user", path=["status"], op="eq", value="locked",
+                                         against="reset")]
+    assert mined["reset"] == [Condition(tool="get_user", path=["status"], op="eq", value="active",
+                                        against="unlock")]
+    # it holds in every trace of its skill and fails in the look-alike's
+    for name, other in (("unlock", "reset"), ("reset", "unlock")):
+        condition = mined[name][0]
+        assert all(pre.holds(condition, t.calls[1].result) for t in traces[name])
+        assert not any(pre.holds(condition, t.calls[1].result) for t in traces[other])
+    assert pre.sentence(mined["unlock"]) == "Applies when the user's status is locked."
+
+
+def test_a_set_of_values_when_the_skill_takes_several():
+    grant = [trace("grant_access", user(n, "active", role)) for n, role in
+             enumerate(["staff", "manager", "staff", "manager", "staff", "manager"])]
+    request = [trace("submit_access_request", user(n, "active", "contractor")) for n in range(6, 12)]
+    mined = pre.mine({"grant": grant, "request": request}, READ_ONLY)
+    assert mined["grant"] == [Condition(tool="get_user", path=["role"], op="in", value=["manager", "staff"],
+                                        against="request")]
+    assert pre.render(mined["grant"][0]) == "the user's role is manager or staff"
+    assert mined["request"][0].value == "contractor"
+
+
+def test_no_condition_when_no_read_separates_the_look_alikes():
+    # same status and role on both sides, departments and names at random: nothing to mine
+    one = [trace("revoke_access", user(n, "active")) for n in range(6)]
+    every = [trace("offboard", user(n, "active")) for n in range(6, 12)]
+    assert pre.mine({"one": one, "every": every}, READ_ONLY) == {}
+
+
+def test_one_trace_cannot_tell_a_category_from_a_coincidence():
+    traces = {"unlock": [trace("unlock_account", user(0, "locked"))],
+              "reset": [trace("reset_password", user(n, "active")) for n in range(1, 9)]}
+    mined = pre.mine(traces, READ_ONLY)
+    assert "unlock" not in mined  # its one trace: no condition
+    assert mined["reset"][0].path == ["status"]  # eight traces against one: status is a category
+
+
+def test_ids_emails_and_the_callers_values_are_never_conditions():
+    traces = {"unlock": [trace("unlock_account", user(n, "locked")) for n in range(5)],
+              "reset": [trace("reset_password", user(n, "active")) for n in range(5, 10)]}
+    for t in traces["unlock"]:  # one more read whose result is the same id and email every time
+        t.calls.insert(2, ToolCall(name="get_user", arguments={"user_id": "U1"},
+                                   result={"user_id": "U1", "email": "help@corp.example", "tier": "gold"}))
+    observed = pre._observations(traces["unlock"][0], READ_ONLY)
+    assert observed is not None
+    named = {(tool, path) for tool, _, path, _ in observed}
+    assert ("get_user", ("email",)) not in named and ("get_user", ("user_id",)) not in named
+    assert ("find_user", ()) not in named  # the id find_user returned
+    assert ("get_user", ("tier",)) in named
+    assert pre.mine(traces, READ_ONLY)["unlock"][0].path == ["status"]
+
+
+def test_the_same_caller_repeated_is_one_piece_of_evidence():
+    same = user(1, "locked")
+    traces = {"unlock": [trace("unlock_account", same, task=f"unlock {same['email']} ({n})") for n in range(5)],
+              "reset": [trace("reset_password", user(n, "active")) for n in range(5, 10)]}
+    assert "unlock" not in pre.mine(traces, READ_ONLY)  # one person five times: their department is no category
+
+
+def test_skills_that_open_differently_are_not_look_alikes():
+    lock = [Trace(task=f"lock {n}", params={"tag": f"LT-{n}"},
+                  calls=[ToolCall(name="list_devices", arguments={}, result=[{"status": "assigned"}]),
+                         ToolCall(name="lock_device", arguments={"tag": f"LT-{n}"}, result=True)],
+                  outcome=Outcome(success=True)) for n in range(5)]
+    reset = [trace("reset_password", user(n, "active")) for n in range(5)]
+    assert pre.mine({"lock": lock, "reset": reset}, READ_ONLY | {"list_devices"}) == {}
+
+
+def test_checking_a_condition_on_read_results():
+    status = Condition(tool="get_user", path=["status"], op="eq", value="locked")
+    assert pre.holds(status, {"status": "Locked "}) and not pre.holds(status, {"status": "active"})
+    assert not pre.holds(status, {"state": "locked"})  # a missing path does not hold
+    size = Condition(tool="get_user", path=["groups"], op="len_eq", value=1)
+    assert pre.holds(size, {"groups": ["a"]}) and not pre.holds(size, {"groups": ["a", "b"]})
+    reads = {("get_user", 0): {"status": "active"}}
+    assert pre.unmet([status], reads) is status
+    assert pre.unmet([status], {("get_user", 0): {"status": "locked"}}) is None
+    assert pre.unmet([status], {}) is status  # the read was not made before the change
+    assert pre.render(size) == "the user's groups has 1 item"
+    assert pre.subject("get_order_details") == "order details"
+    assert pre.subject("find_user_id_by_email") == "user id"
+
+
+def test_the_description_sentence_replaces_the_last_one():
+    when = "Unlock a locked account (after: find user, get user). Needs the email."
+    first = with_conditions(when, "Applies when the user's status is locked.")
+    assert first == ("Unlock a locked account (after: find user, get user). Applies when the user's status "
+                     "is locked. Needs the email.")
+    assert with_conditions(first, "Applies when the user's role is staff.").count("Applies when") == 1
+    assert with_conditions(first, "") == when
+    assert with_conditions("Unlock an account.", "Applies when x is y.") == "Unlock an account. Applies when x is y."
+
+
+# -- a real library: learn -> fetch -> run in the sandbox -------------------------------------------
+class Directory:
+    """A small user directory whose tools the skills call (real callables, real sandbox)."""
+
+    def __init__(self) -> None:
+        self.users = {u["email"]: dict(u) for u in
+                      [user(n, "locked") for n in range(5)] + [user(n, "active") for n in range(5, 12)]}
+        self.changes: list[tuple[str, str]] = []
+
+    def find_user(self, email: str) -> str:
+        """Find a user's id from their email."""
+        if email not in self.users:
+            raise LookupError(f"no user has the email {email!r}")
+        return self.users[email]["user_id"]
+
+    def get_user(self, user_id: str) -> dict:
+        """A user's record: name, status (active or locked), role, department and groups."""
+        return dict(next(u for u in self.users.values() if u["user_id"] == user_id))
+
+    def unlock_account(self, user_id: str) -> dict:
+        """Unlock a locked account."""
+        self.changes.append(("unlock_account", user_id))
+        return {"user_id": user_id, "done": True}
+
+    def reset_password(self, user_id: str) -> dict:
+        """Reset an account's password."""
+        self.changes.append(("reset_password", user_id))
+        return {"user_id": user_id, "done": True}
+
+    def tools(self) -> dict:
+        return {"find_user": self.find_user, "get_user": self.get_user,
+                "unlock_account": self.unlock_account, "reset_password": self.reset_password}
+
+
+@pytest.fixture
+def directory_library(tmp_path, embedder):
+    library = SkillLibrary(tmp_path / "lib", embedder=embedder, policy=Policy(auto_approve="all"))
+    directory = Directory()
+    library.register_tools({
+        name: ToolSpec(side_effects=name not in READ_ONLY, description=(fn.__doc__ or "").strip())
+        for name, fn in directory.tools().items()
+    })
+    yield library, directory
+    library.close()
+
+
+def learned(library: SkillLibrary, directory: Directory, action: str, status: str) -> str:
+    records = [u for u in directory.users.values() if u["status"] == status][:5]
+    verb = {"unlock_account": "unlock the account", "reset_password": "reset the password"}[action]
+    results = library.learn_many([trace(action, r, task=f"Hi, please {verb} of {r['email']}. Thanks")
+                                  for r in records])
+    assert results[0].status == "saved" and {r.status for r in results[1:]} == {"merged"}, results
+    return results[0].skill.name
+
+
+def test_a_failed_precondition_changes_nothing_and_is_not_applicable(directory_library):
+    library, directory = directory_library
+    unlock = learned(library, directory, "unlock_account", "locked")
+    assert library.get(unlock).provenance.preconditions == []  # no look-alike yet: nothing to contrast
+    reset = learned(library, directory, "reset_password", "active")
+    # the look-alike's traces arrived: both skills are re-mined
+    assert [c.model_dump(exclude={"against"}) for c in library.get(unlock).provenance.preconditions] == [
+        {"tool": "get_user", "occurrence": 0, "path": ["status"], "op": "eq", "value": "locked"}]
+    assert library.get(reset).provenance.preconditions[0].value == "active"
+    assert "Applies when the user's status is locked." in library.get(unlock).when
+    before = library.get(unlock)
+    active = next(u for u in directory.users.values() if u["status"] == "active")
+
+    run = library.run(unlock, {"email": active["email"]}, directory.tools())
+
+    assert not run.ok and directory.changes == []  # the state-changing call never ran
+    assert run.outcome_kind == "not_applicable"
+    assert run.outcome_reason == "does not apply: the user's status is locked"
+    assert [c.name for c in run.trace.calls] == ["find_user", "get_user"]
+    after = library.get(unlock)
+    assert (after.successes, after.failures) == (before.successes, before.failures)  # reliability unchanged
+    assert library.outcome_counts(unlock)[OutcomeKind.NOT_APPLICABLE.value] == 1
+
+    locked = next(u for u in directory.users.values() if u["status"] == "locked")
+    assert library.run(unlock, {"email": locked["email"]}, directory.tools()).ok
+    assert directory.changes == [("unlock_account", locked["user_id"])]
+
+
+def test_learn_fetch_run_picks_the_workflow_whose_precondition_holds(directory_library):
+    library, directory = directory_library
+    unlock = learned(library, directory, "unlock_account", "locked")
+    reset = learned(library, directory, "reset_password", "active")
+    matches = library.fetch("My account is locked after too many tries, please unlock it: p11@corp.example",
+                            k=2, abstain=False)
+    assert matches[0].skill.name == unlock
+    assert "status is locked" in matches[0].skill.when
+    # the agent runs the top match for an active user: it stops, so the agent turns to the other
+    active = "p11@corp.example"
+    first = library.run(matches[0].skill.name, {"email": active}, directory.tools())
+    assert first.outcome_kind == "not_applicable" and directory.changes == []
+    second = library.run(reset, {"email": active}, directory.tools())
+    assert second.ok and directory.changes == [("reset_password", "U111")]
+
+
+def test_fetch_with_the_callers_read_tools_ranks_the_applicable_look_alike_first(directory_library):
+    library, directory = directory_library
+    unlock = learned(library, directory, "unlock_account", "locked")
+    reset = learned(library, directory, "reset_password", "active")
+    reads = {"find_user": directory.find_user, "get_user": directory.get_user}
+    task = "I cannot sign in, my account seems locked, please help: p11@corp.example"
+    plain = library.fetch(task, k=2, abstain=False)
+    assert [m.skill.name for m in plain] == [unlock, reset] and plain[0].applies is None
+    # p11 is active: its unlock does not apply, so reset comes first; nothing was changed
+    checked = library.fetch(task, k=2, abstain=False, args={"email": "p11@corp.example"}, read_tools=reads)
+    assert [m.skill.name for m in checked] == [reset, unlock]
+    assert (checked[0].applies, checked[1].applies) == (True, False)
+    assert checked[1].applies_reason == "does not apply: the user's status is locked"
+    assert not checked.abstained and not checked.ambiguous  # abstain=False: the order only
+    # with abstention on, a failed top is not silently replaced by the next match: it abstains
+    flagged = library.fetch(task, k=2, args={"email": "p11@corp.example"}, read_tools=reads)
+    assert flagged.abstained and "does not apply: the user's status is locked" in flagged.reason
+    assert flagged[-1].skill.name == unlock and flagged[-1].applies is False
+    assert directory.changes == []
+    # a locked user: unlock applies and stays first
+    locked = library.fetch(task.replace("p11", "p1"), k=2, abstain=False, args={"email": "p1@corp.example"},
+                           read_tools=reads)
+    assert [m.skill.name for m in locked] == [unlock, reset] and locked[0].applies is True
+    # without the caller's values nothing can be checked: the order stays
+    unknown = library.fetch(task, k=2, abstain=False, read_tools=reads)
+    assert [m.skill.name for m in unknown] == [unlock, reset] and unknown[0].applies is None
+    assert directory.changes == []
+
+
+def test_look_alikes_too_close_to_call_are_told_apart_when_exactly_one_applies(monkeypatch):
+    from skill_library.abstention import FetchResult
+    from skill_library.models import Match, Skill
+
+    class Lib:  # only what rank_applicable reads; probe is replaced below
+        pass
+
+    def skill(name: str) -> Skill:
+        return Skill.from_function(f"def {name}(email: str) -> str:\n    return email\n", when=f"{name} when")
+
+    def match(name: str, ambiguous: bool) -> Match:
+        return Match(skill=skill(name), similarity=0.6, reliability=0.9, score=0.6, ambiguous=ambiguous)
+
+    answers = {"unlock": (False, "does not apply: the user's status is locked"), "reset": (True, None),
+               "offboard": (None, "no preconditions")}
+    monkeypatch.setattr(pre, "probe", lambda lib, s, args, tools: answers[s.name])
+    result = FetchResult([match("unlock", True), match("reset", True), match("offboard", False)])
+    result.ambiguous, result.reason = True, "too close to call"
+    told = pre.rank_applicable(Lib(), result, {"email": "a@b.c"}, {})  # type: ignore[arg-type]
+    assert [m.skill.name for m in told] == ["reset", "offboard", "unlock"]
+    assert not told.ambiguous and not told.abstained and not told[0].ambiguous
+    assert "told apart by their preconditions" in told.reason
+    # the only other close one has no preconditions: nothing is told apart, it abstains
+    result = FetchResult([match("unlock", True), match("offboard", True)])
+    result.ambiguous = True
+    kept = pre.rank_applicable(Lib(), result, {}, {})  # type: ignore[arg-type]
+    assert kept.abstained and [m.skill.name for m in kept] == ["offboard", "unlock"]

@@ -843,7 +843,10 @@ class SkillLibrary:
         return explain(self, subject)
 
     def forget(self, subject: str) -> dict[str, Any]:
-        """Delete everything inferred about ``subject``: pattern rows, procedures, index entries."""
+        """Erase ``subject`` (a user id or a value such as an email) everywhere: its traces,
+        examples, outcome links, patterns, procedures and index entries; what was derived from
+        them is re-derived, later learning of the same traces says ``forgotten``. Returns
+        what was removed (``found`` False: nothing was known). See skill_library.erasure."""
         from skill_library.patterns.transparency import forget
 
         return forget(self, subject)

@@ -52,6 +52,24 @@ def row_counts(engine: sa.Engine) -> dict[str, int]:
                 for t in sa.inspect(conn).get_table_names()}
 
 
+def vacuumed(engine: sa.Engine, tables: list[str], since) -> bool:
+    """PostgreSQL's statistics say each table was vacuumed after ``since`` (polled for a few
+    seconds: the statistics are flushed shortly after)."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while True:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT relname, last_vacuum FROM pg_stat_user_tables WHERE relname = ANY(:names)"),
+                {"names": tables}).all()
+        if len(rows) == len(tables) and all(at is not None and at >= since for _, at in rows):
+            return True
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not vacuumed since {since}: {rows}")
+        time.sleep(0.5)
+
+
 def documents(library) -> dict[str, str]:
     index = library.index
     return index.documents(list(index.entries()))
@@ -83,6 +101,8 @@ def test_forget_an_email_in_4_traces_and_6_pattern_cells_leaves_it_nowhere(deplo
         if deployment.kind == "folder":
             assert any(f.startswith("records.db") for f in files_holding(library.path, EMAIL))  # or its WAL
 
+        with engine.connect() as conn:  # the database's clock
+            started = conn.execute(sa.text("SELECT now()" if deployment.kind == "shared" else "SELECT 1")).scalar()
         report = library.forget(EMAIL)
 
         assert report["found"] and report["traces"] == 4 and report["transitions"] == 6
@@ -100,6 +120,8 @@ def test_forget_an_email_in_4_traces_and_6_pattern_cells_leaves_it_nowhere(deplo
         assert library.patterns.distribution("dave", "browsing") == {"support": (1.0, 1)}
         if deployment.kind == "folder":
             assert files_holding(library.path, EMAIL) == []  # records.db, its WAL, Chroma's files
+        else:  # forget ran VACUUM on the tables it deleted from
+            assert vacuumed(engine, ["traces", "skill_examples", "pattern_transitions", "task_vectors"], started)
         assert library.fetch("cancel every order of bob@example.com", k=1)[0].skill.name == name
         # never learned again, by its content (whatever id it is given)
         again = library.learn(zoe_traces()[1])

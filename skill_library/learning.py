@@ -14,7 +14,7 @@ import builtins
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from skill_library import fetching, prototypes, settings
+from skill_library import erasure, fetching, prototypes, settings
 from skill_library.errors import SkillNotFoundError
 from skill_library.induction import describe, description
 from skill_library.models import LearnResult, Skill, Trace
@@ -57,6 +57,9 @@ def learn_batch(
         else:
             checked[n] = trace.identified()  # no id given: the hash of its content
     for n, result in already_learned(lib, checked).items():  # idempotent: evidence counts once
+        out[n] = result
+        del checked[n]
+    for n, result in erasure.forgotten(lib, checked).items():  # erased by forget: never again
         out[n] = result
         del checked[n]
     if split_parts:  # a compound trace is learned as the workflows it combines

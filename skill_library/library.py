@@ -20,6 +20,7 @@ from skill_library import (
     ingest,
     learning,
     prototypes,
+    redaction,
     settings,
     telemetry,
     value_fit,
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     from skill_library.patterns import Patterns
     from skill_library.planning import Plan, PlanRun
     from skill_library.procedures import Extraction, Procedures
+    from skill_library.redaction import RedactionReport
     from skill_library.uplift import Uplift, UpliftSettings
     from skill_library.vector_index import IndexServer
 
@@ -557,8 +559,9 @@ class SkillLibrary:
         return None
 
     def get(self, name: str, version: int | None = None) -> Skill:
-        """A skill's active version (or ``version``) with its outcome counts."""
-        return self.store.get(name, version)
+        """A skill's active version (or ``version``) with its outcome counts (an old name of
+        a skill renamed by :meth:`redact_stored` resolves, with a ``DeprecationWarning``)."""
+        return redaction.get(self, name, version)
 
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
         """The current version of every skill (optionally only those with ``status``)."""
@@ -899,10 +902,19 @@ class SkillLibrary:
         return explain(self, subject)
 
     def forget(self, subject: str) -> dict[str, Any]:
-        """Delete everything inferred about ``subject``: pattern rows, procedures, index entries."""
+        """Erase ``subject`` (a user id or a value such as an email) everywhere: its traces,
+        examples, outcome links, patterns, procedures and index entries; what was derived from
+        them is re-derived, later learning of the same traces says ``forgotten``. Returns
+        what was removed (``found`` False: nothing was known). See skill_library.erasure."""
         from skill_library.patterns.transparency import forget
 
         return forget(self, subject)
+
+    def redact_stored(self) -> "RedactionReport":
+        """Redact versions stored before the masking pass that hold personal data: a redacted
+        new version, the old texts erased (audited without the content), renamed skills'
+        old names kept as aliases for a release. See skill_library.redaction."""
+        return redaction.redact_stored(self)
 
     def opt_out(self, subject: str) -> None:
         """Stop recording and using anything about ``subject``."""
@@ -1076,6 +1088,7 @@ class SkillLibrary:
         only ``active`` and ``canary`` versions run. The run and its outcome record the
         version that ran (``SkillRun.version``).
         """
+        name = redaction.resolve(self, name)  # an old name of a renamed skill (deprecated)
         return execution.run(
             self, name, args, tools, version=version, tool_schemas=tool_schemas, limits=limits,
             verifier=verifier, record=record, subject=subject, session=session, cohort=cohort,

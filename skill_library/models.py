@@ -631,7 +631,8 @@ class LearnResult(BaseModel):
     same workflow (one success on its active version, the trace among its examples);
     ``revised``: a new version that replays every example trace of the workflow;
     ``held``: stored but waiting for approval; ``duplicate``: an equivalent skill exists
-    and nothing was stored; ``rejected``: nothing stored, ``reasons`` say why.
+    and nothing was stored; ``rejected``: nothing stored, ``reasons`` say why;
+    ``forgotten``: the trace was erased by ``forget(subject)`` and is never learned again.
 
     A compound trace (several workflows in one task: :mod:`skill_library.induction.parts`)
     is learned as its parts: ``parts`` holds one result per part, and the whole's
@@ -639,7 +640,7 @@ class LearnResult(BaseModel):
     first part).
     """
 
-    status: Literal["saved", "merged", "revised", "held", "duplicate", "rejected"]
+    status: Literal["saved", "merged", "revised", "held", "duplicate", "rejected", "forgotten"]
     skill: Skill | None = None
     reasons: list[str] = Field(default_factory=list)
     report: VerificationReport | None = None

@@ -53,7 +53,8 @@ def test_explain_then_forget_leaves_no_row_or_index_entry(library):
     assert "Quantify the worst case" in library.build_system_prompt("Base.")
 
     forgotten = library.forget("carol")
-    assert forgotten == {"subject": "carol", "transitions": 6, "procedures": [name]}
+    assert forgotten["found"] and forgotten["subject"] == "carol"
+    assert (forgotten["transitions"], forgotten["procedures"], forgotten["traces"]) == (6, [name], 0)
     assert rows_mentioning(library, "carol") == []
     assert rows_mentioning(library, name) == []
     assert name not in library.index.entries()
@@ -106,6 +107,6 @@ def test_cli_explain_forget_opt_out_and_patterns(tmp_path, embedder):
     code, out = invoke("opt-out", "fay")
     assert code == 0 and "fay opted out" in out
     code, out = invoke("forget", "fay")
-    assert code == 0 and "forgot fay: 3 transition(s), 0 procedure(s)" in out
+    assert code == 0 and "forgot fay: 0 trace(s), 0 example(s), 0 outcome link(s), 3 transition(s)" in out
     code, out = invoke("patterns", "fay")
     assert code == 0 and "no patterns recorded for fay" in out

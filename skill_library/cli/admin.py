@@ -1,4 +1,4 @@
-"""Commands that make, repair or move a library: init, reindex, migrate."""
+"""Commands that make, repair or move a library: init, reindex, migrate, redact-stored."""
 
 from __future__ import annotations
 
@@ -74,8 +74,21 @@ def migrate(
         )
 
 
+@command
+def redact_stored(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
+    """Redact versions stored before the masking pass that hold personal data (a redacted new
+    version, the old texts erased, renamed skills' old names kept as aliases): SkillLibrary.redact_stored()."""
+    with open_library(directory) as lib:
+        report = lib.redact_stored()
+    if as_json:
+        emit(report.as_dict())
+    else:
+        console.print(report.summary(), highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add this group's commands to ``app``."""
     app.command()(init)
     app.command()(reindex)
     app.command()(migrate)
+    app.command("redact-stored")(redact_stored)

@@ -194,14 +194,16 @@ def explain(subject: str = typer.Argument(...), directory: Optional[Path] = DirO
 @command
 def forget(subject: str = typer.Argument(...), directory: Optional[Path] = DirOption,
            as_json: bool = JsonOption) -> None:
-    """Delete everything inferred about a subject (rows and index): SkillLibrary.forget(subject)."""
+    """Erase a subject (a user id or a value such as an email) everywhere: its traces,
+    examples, outcome links, patterns, procedures, index entries: SkillLibrary.forget(subject)."""
+    from skill_library.erasure import ForgetReport
+
     with open_library(directory) as lib:
         found = lib.forget(subject)
     if as_json:
         emit(found)
     else:
-        console.print(f"forgot {subject}: {found['transitions']} transition(s), "
-                      f"{len(found['procedures'])} procedure(s)", highlight=False)
+        console.print(ForgetReport(**found).summary(), highlight=False)
 
 
 @command

@@ -162,12 +162,18 @@ def show(
     Prints the facts as `#` comments, then the code exactly as stored (never wrapped):
     `skills show NAME > NAME.py` is valid Python.
     """
+    import warnings
+
     with open_library(directory) as lib:
-        skill = lib.get(name, version)
-        examples = lib.examples(name)
-        prototype = lib.prototype_traces(name)
-        counts = lib.outcome_counts(name, skill.version)
-        measured = lib.uplift(name, skill.version)
+        with warnings.catch_warnings(record=True) as renamed:
+            warnings.simplefilter("always", DeprecationWarning)
+            skill = lib.get(name, version)  # an old name of a renamed skill resolves, with a warning
+        for warning in renamed:
+            typer.echo(f"note: {warning.message}", err=True)
+        examples = lib.examples(skill.name)
+        prototype = lib.prototype_traces(skill.name)
+        counts = lib.outcome_counts(skill.name, skill.version)
+        measured = lib.uplift(skill.name, skill.version)
     others = {k: n for k, n in counts.items() if k not in ("success", "failure") and n}
     if as_json:
         data = skill_json(skill)

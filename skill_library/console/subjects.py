@@ -8,6 +8,7 @@ from starlette.routing import Route
 
 from skill_library.console.app import Console, page, redirect
 from skill_library.console.auth import CONSOLE_PERMISSIONS, Session
+from skill_library.erasure import ForgetReport
 
 __all__ = ["routes"]
 
@@ -40,8 +41,7 @@ def forget(console: Console, request: Request, session: Session) -> Response:
     console.require(library, f"forget subject {subject!r}", CONSOLE_PERMISSIONS["forget"])
     deleted = library.forget(subject)
     return redirect(session, "/subjects", subject=subject, tenant=tenant,
-                    notice=f"forgot {subject}: {deleted['transitions']} transition(s), "
-                           f"{len(deleted['procedures'])} procedure(s) deleted")
+                    notice=ForgetReport(**deleted).summary())
 
 
 @page(write=True)

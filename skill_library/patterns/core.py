@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -198,11 +198,15 @@ class Patterns:
 
     # -- recording ------------------------------------------------------------------------
     def opted_out(self, subject: str) -> bool:
-        """True when ``subject`` asked that nothing about them be recorded or used."""
+        """True when ``subject`` asked that nothing about them be recorded or used (an
+        opt-out kept through ``forget`` is stored as a salted hash: skill_library.erasure)."""
+        from skill_library import erasure
+
         with self._store.transaction(write=False) as conn:
+            keys = [subject, *erasure.opt_out_keys(conn, self._store.tenant, subject)]
             return conn.execute(
                 sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
-                .where(opt_outs_table.c.subject == subject)
+                .where(opt_outs_table.c.subject.in_(keys))
             ).first() is not None
 
     def opted_out_subjects(self) -> frozenset[str]:
@@ -408,6 +412,39 @@ class Patterns:
             conn.execute(sessions_table.delete().where(self._t(sessions_table))
                          .where(sessions_table.c.subject == subject))
         return int(n or 0)
+
+    def forget_matching(self, names: "Callable[[Any], bool]") -> int:
+        """Delete every transition, mark and open session whose subject or session id
+        ``names`` (skill_library.erasure's matcher), and keep an opt-out of such a subject
+        only as a salted hash; returns the transitions deleted."""
+        from skill_library import erasure
+
+        with self._store.transaction(write=True) as conn:
+            subjects = {s for s in conn.execute(sa.select(transitions_table.c.subject).distinct()
+                                                .where(self._t(transitions_table))).scalars() if names(s)}
+            subjects |= {s for s in conn.execute(sa.select(sessions_table.c.subject).distinct()
+                                                 .where(self._t(sessions_table))).scalars() if names(s)}
+            subjects |= {s for s in conn.execute(sa.select(marks_table.c.subject).distinct()
+                                                 .where(self._t(marks_table))).scalars() if names(s)}
+            sessions = {s for s in conn.execute(sa.select(transitions_table.c.session).distinct()
+                                                .where(self._t(transitions_table))).scalars() if names(s)}
+            n = 0
+            if subjects or sessions:
+                n = conn.execute(transitions_table.delete().where(self._t(transitions_table)).where(
+                    sa.or_(transitions_table.c.subject.in_(sorted(subjects)),
+                           transitions_table.c.session.in_(sorted(sessions))))).rowcount or 0
+                conn.execute(marks_table.delete().where(self._t(marks_table))
+                             .where(marks_table.c.subject.in_(sorted(subjects))))
+                conn.execute(sessions_table.delete().where(self._t(sessions_table)).where(
+                    sa.or_(sessions_table.c.subject.in_(sorted(subjects)),
+                           sessions_table.c.session.in_(sorted(sessions)))))
+            for opted in [s for s in conn.execute(sa.select(opt_outs_table.c.subject)
+                                                   .where(self._t(opt_outs_table))).scalars() if names(s)]:
+                key = erasure.opt_out_key(conn, self._store.tenant, opted)
+                conn.execute(opt_outs_table.delete().where(self._t(opt_outs_table))
+                             .where(opt_outs_table.c.subject.in_([opted, key])))
+                conn.execute(opt_outs_table.insert().values(tenant=self._store.tenant, subject=key, at=utc_now()))
+        return int(n)
 
     def opt_out(self, subject: str) -> None:
         """Stop recording and using anything about ``subject`` (what exists is kept until

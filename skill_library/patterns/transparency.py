@@ -2,10 +2,11 @@
 
 The subject never said these things; the library inferred them. ``explain`` lists every
 pattern, transition statistic and procedure concerning the subject and what each may
-influence (``prefetch``, ``prompt`` or ``nothing``); ``forget`` deletes them everywhere
-(pattern rows; procedure rows, index entries and text vectors); ``opt_out`` (on
-``library.patterns``) stops recording and using them. An opt-out outlives ``forget``: it is
-the subject's own choice, not something inferred.
+influence (``prefetch``, ``prompt`` or ``nothing``); ``forget`` erases the subject
+everywhere: these, and every trace, example and link that names the subject
+(:mod:`skill_library.erasure`); ``opt_out`` (on ``library.patterns``) stops recording and
+using them. An opt-out outlives ``forget`` (as a salted hash, not the subject's value): it
+is the subject's own choice, not something inferred.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def explain(library: "SkillLibrary", subject: str) -> dict[str, Any]:
 
 
 def forget(library: "SkillLibrary", subject: str) -> dict[str, Any]:
-    """Delete everything inferred about ``subject``; returns what was deleted."""
-    transitions = library.patterns.forget(subject)
-    procedures = library.procedures.forget_subject(subject)
-    return {"subject": subject, "transitions": transitions, "procedures": procedures}
+    """Erase ``subject`` everywhere (skill_library.erasure.forget); returns the report as data."""
+    from skill_library import erasure
+
+    return erasure.forget(library, subject).as_dict()

@@ -26,7 +26,7 @@ from skill_library.patterns.tables import procedures_table, sql_store
 from skill_library.record_store import outcomes_table, versions_table
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     import openai
 
@@ -347,10 +347,6 @@ class Procedures:
     def forget_subject(self, subject: str) -> builtins.list[str]:
         """Delete every procedure extracted for ``subject`` (rows, audit events, index
         entries, text vectors); returns their names."""
-        from skill_library.governance import audit
-        from skill_library.governance.actors import SYSTEM_ID
-        from skill_library.governance.tables import audit_table
-
         with self._store.transaction(write=False) as conn:
             names = sorted(set(conn.execute(
                 sa.select(procedures_table.c.name).where(self._t(procedures_table))
@@ -359,17 +355,41 @@ class Procedures:
         if not names:
             return []
         with self._library.context.index.writing() as index:
-            for name in names:
-                index.delete(name)
-            with self._store.transaction(write=True) as conn:
-                conn.execute(procedures_table.delete().where(self._t(procedures_table))
-                             .where(procedures_table.c.name.in_(names)))
-                # their audit trail names them too; one event says that something was
-                # forgotten, never whose or what
-                conn.execute(audit_table.delete().where(audit_table.c.tenant == self._store.tenant)
-                             .where(audit_table.c.name.in_(names)))
-                audit.write(conn, self._store.tenant, audit.SUBJECTS, None, None, "forgotten",
-                            actor=SYSTEM_ID, reason="a subject's procedures were forgotten at their request",
-                            evidence={"procedures": len(names)})
-            self._store.purge(names)
+            self._delete(names, index)
         return names
+
+    def forget_matching(self, subject: str, names: "Callable[[Any], bool]", index: Any) -> builtins.list[str]:
+        """Delete every procedure added for ``subject`` or whose subject, title, trigger or
+        steps ``names`` (skill_library.erasure's matcher), under the caller's index write;
+        returns their names."""
+        with self._store.transaction(write=False) as conn:
+            found = {r[0] for r in conn.execute(
+                sa.select(procedures_table.c.name, procedures_table.c.subject, procedures_table.c.title)
+                .where(self._t(procedures_table))
+            ) if r[1] == subject or names(r[1]) or names(r[2])}
+            found |= {r[0] for r in conn.execute(
+                sa.select(versions_table.c.name, versions_table.c.when_text, versions_table.c.description)
+                .where(self._t(versions_table)).where(versions_table.c.kind == "instruction")
+            ) if names(r[1]) or names(r[2])}
+        if found:
+            self._delete(sorted(found), index)
+        return sorted(found)
+
+    def _delete(self, names: "Sequence[str]", index: Any) -> None:
+        from skill_library.governance import audit
+        from skill_library.governance.actors import SYSTEM_ID
+        from skill_library.governance.tables import audit_table
+
+        for name in names:
+            index.delete(name)
+        with self._store.transaction(write=True) as conn:
+            conn.execute(procedures_table.delete().where(self._t(procedures_table))
+                         .where(procedures_table.c.name.in_(names)))
+            # their audit trail names them too; one event says that something was
+            # forgotten, never whose or what
+            conn.execute(audit_table.delete().where(audit_table.c.tenant == self._store.tenant)
+                         .where(audit_table.c.name.in_(names)))
+            audit.write(conn, self._store.tenant, audit.SUBJECTS, None, None, "forgotten",
+                        actor=SYSTEM_ID, reason="a subject's procedures were forgotten at their request",
+                        evidence={"procedures": len(names)})
+        self._store.purge(names)

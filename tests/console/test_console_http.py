@@ -177,7 +177,8 @@ def test_forget_needs_the_csrf_token(client, library, carol):
     assert cross_site.status_code == 403 and "another site" in message_of(cross_site.text)
     assert library.explain(carol)["patterns"]
     done = client.post("/subjects/forget", data={"subject": carol, "csrf": csrf_of(page.text)})
-    assert done.status_code == 200 and "forgot carol: 6 transition(s), 0 procedure(s) deleted" in done.text
+    assert done.status_code == 200
+    assert "forgot carol: 0 trace(s), 0 example(s), 0 outcome link(s), 6 transition(s), 0 procedure(s)" in done.text
     assert library.explain(carol)["patterns"] == []
 
 
@@ -261,7 +262,7 @@ def test_each_tenant_sees_only_its_own_skills_and_subjects(client, library, skil
     page = client.get("/subjects", params={"subject": "carol", "tenant": "acme"})
     assert "support (1.00, 1)" in page.text and "checkout" not in page.text
     done = client.post("/subjects/forget", data={"subject": "carol", "tenant": "acme", "csrf": csrf_of(page.text)})
-    assert done.status_code == 200 and "forgot carol: 1 transition(s)" in done.text
+    assert done.status_code == 200 and "0 outcome link(s), 1 transition(s)" in done.text
     assert acme.explain("carol")["patterns"] == []
     assert library.explain("carol")["patterns"][0]["distribution"] == {"checkout": {"probability": 1.0, "count": 1}}
 

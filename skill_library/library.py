@@ -278,7 +278,11 @@ class SkillLibrary:
         self._closed = True
         if self._root is not None:
             self._root._views.pop(self.tenant, None)
-            self._index.close()
+            try:
+                if self._sandbox is not None:
+                    self._sandbox.close()  # the tenant's own sandbox
+            finally:
+                self._index.close()
             return
         for view in list(self._views.values()):
             view.close()
@@ -855,10 +859,9 @@ class SkillLibrary:
     # -- learning -----------------------------------------------------------------------
     @property
     def sandbox(self) -> "Sandbox":
-        """The sandbox skills run in (started on first use, closed with the library; tenant
-        views share their library's)."""
-        if self._root is not None:
-            return self._root.sandbox
+        """The sandbox skills run in: this tenant's own (its own zygote and workers, so one
+        tenant's CPU-bound run never makes another's wait), started on first use and closed
+        with the library (a tenant view's with the view)."""
         if self._sandbox is None:
             from sandbox import Sandbox
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -97,7 +98,8 @@ def main() -> None:
         rows["mcp stdio"] = anyio.run(stdio)
 
         port = _free_port()
-        server = subprocess.Popen(command + ["--http", f"127.0.0.1:{port}"], env=env,
+        token = secrets.token_urlsafe(32)
+        server = subprocess.Popen(command + ["--http", f"127.0.0.1:{port}"], env={**env, "SKILLS_MCP_TOKEN": token},
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.time() + 120
@@ -109,7 +111,12 @@ def main() -> None:
                     time.sleep(0.2)
 
             async def http() -> list[float]:
-                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                import httpx2
+                from mcp.client.streamable_http import streamable_http_client
+
+                auth = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+                transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=auth)
+                async with auth, Client(transport) as client:
                     return await _time_client(client, probes)
 
             rows["mcp streamable http"] = anyio.run(http)

@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from skill_library.uplift import Uplift, UpliftSettings
     from skill_library.vector_index import IndexServer
 
-__all__ = ["GeneralizerName", "IndexRebuiltWarning", "InsecureIndexWarning", "SkillLibrary"]
+__all__ = ["GeneralizerName", "IndexRebuiltWarning", "SkillLibrary"]
 
 DEFAULT_MIN_RELIABILITY = 0.6
 #: fetch returns no skill less cosine-similar than this to the task (its best text).
@@ -133,8 +133,8 @@ class SkillLibrary:
     schema, created or upgraded on first open) and the index on a Chroma server (vectors
     computed here and passed explicitly); no folder is needed. Either may be given alone
     with a ``path`` for the other. ``index_token`` (default: ``SKILLS_INDEX_TOKEN``) is sent
-    as a bearer token to an authenticating proxy; an index URL that is not loopback with no
-    token gives an :class:`InsecureIndexWarning` (README, "Deployment"). Passwords and tokens
+    as a bearer token to an authenticating proxy (:mod:`skill_library.index_proxy`); an index
+    URL that is not loopback with no token is refused (:class:`InsecureIndexError`). Passwords and tokens
     are never logged or stored: messages show the URL with its password masked.
 
     Tenants: ``tenant`` (default ``"default"``) names whose skills this library reads and
@@ -279,7 +279,11 @@ class SkillLibrary:
         self._closed = True
         if self._root is not None:
             self._root._views.pop(self.tenant, None)
-            self.context.index.close()
+            try:
+                if self._sandbox is not None:
+                    self._sandbox.close()  # the tenant's own sandbox
+            finally:
+                self.context.index.close()
             return
         for view in list(self._views.values()):
             view.close()
@@ -923,10 +927,9 @@ class SkillLibrary:
     # -- learning -----------------------------------------------------------------------
     @property
     def sandbox(self) -> "Sandbox":
-        """The sandbox skills run in (started on first use, closed with the library; tenant
-        views share their library's)."""
-        if self._root is not None:
-            return self._root.sandbox
+        """The sandbox skills run in: this tenant's own (its own zygote and workers, so one
+        tenant's CPU-bound run never makes another's wait), started on first use and closed
+        with the library (a tenant view's with the view)."""
         if self._sandbox is None:
             from sandbox import Sandbox
 
@@ -1167,33 +1170,17 @@ class SkillLibrary:
 INDEX_TOKEN_ENV = "SKILLS_INDEX_TOKEN"
 
 
-class InsecureIndexWarning(UserWarning):
-    """The index server is reached beyond loopback with no auth token (see README, deployment)."""
-
-
 def _is_sqlite(url: str) -> bool:
     return url.split(":", 1)[0].split("+", 1)[0] == "sqlite"
 
 
 def _index_server(url: str | None, token: str | None) -> "IndexServer | None":
-    """The Chroma server of an index URL; warns when it is not loopback and has no token."""
+    """The Chroma server of an index URL; refused when it is not loopback and has no token."""
     if url is None:
         return None
-    from skill_library.vector_index import IndexServer
+    from skill_library.vector_index import IndexServer, check_index_server
 
-    server = IndexServer.parse(url, token or os.environ.get(INDEX_TOKEN_ENV) or None)
-    if not server.loopback and not server.token:
-        import warnings
-
-        warnings.warn(
-            f"the index server {server.host} is not on loopback and no auth token is configured "
-            f"({INDEX_TOKEN_ENV} / index_token=): chromadb 1.0.0-1.5.9 servers have an "
-            "unauthenticated remote-code-execution flaw (CVE-2026-45829); put the server behind "
-            "an authenticating proxy or bind it to loopback",
-            InsecureIndexWarning,
-            stacklevel=3,
-        )
-    return server
+    return check_index_server(IndexServer.parse(url, token or os.environ.get(INDEX_TOKEN_ENV) or None))
 
 
 def _check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 from urllib.parse import urlsplit
 
 from skill_library.embeddings import Embedder, same_model
-from skill_library.errors import IndexCorruptError, IndexUnavailableError
+from skill_library.errors import IndexCorruptError, IndexUnavailableError, SkillLibraryError
 
 if TYPE_CHECKING:  # chromadb is imported when an index is opened, not with this module
     import chromadb
@@ -86,6 +86,42 @@ class IndexServer:
             return ipaddress.ip_address(self.host).is_loopback
         except ValueError:
             return False
+
+
+class InsecureIndexError(SkillLibraryError, ValueError):
+    """An index server beyond loopback with no token: it would be reached unauthenticated."""
+
+
+def check_index_server(server: IndexServer) -> IndexServer:
+    """``server``, or :class:`InsecureIndexError` when it is not on loopback and no token is
+    set: Chroma's own server authenticates nobody (and up to 1.5.9 has an unauthenticated
+    remote-code-execution flaw, CVE-2026-45829), so beyond loopback it must sit behind an
+    authenticating proxy (:mod:`skill_library.index_proxy`) whose token the library sends."""
+    if not server.loopback and not server.token:
+        raise InsecureIndexError(
+            f"the index server {server.host} is not on loopback and no token is set: set SKILLS_INDEX_TOKEN "
+            "(or index_token=) to the token of the authenticating proxy in front of it "
+            "(python -m skill_library.index_proxy), or use a loopback index URL"
+        )
+    return server
+
+
+class IndexAuthError(IndexUnavailableError):
+    """The index server (its authenticating proxy) refused the library's token, or asked for one."""
+
+
+def _refused(exc: BaseException) -> bool:
+    """True when ``exc`` is the server's refusal of the credentials (401/403)."""
+    from chromadb.errors import AuthorizationError, ChromaAuthError
+
+    return isinstance(exc, (AuthorizationError, ChromaAuthError))
+
+
+def _refusal(server: IndexServer) -> IndexAuthError:
+    return IndexAuthError(
+        f"the index server {server.url} refused this library's token: set SKILLS_INDEX_TOKEN (or "
+        "index_token=) to the token of its authenticating proxy"
+    )
 
 
 def _unreachable(exc: BaseException) -> bool:
@@ -375,6 +411,8 @@ class VectorIndex:
             try:
                 return call()
             except Exception as exc:
+                if _refused(exc):
+                    raise _refusal(self.server) from None
                 if not _unreachable(exc):
                     raise
                 if time.monotonic() >= deadline:
@@ -609,13 +647,15 @@ def remove_server_collection(server: IndexServer) -> None:
     from chromadb.errors import NotFoundError
 
     headers = {"Authorization": f"Bearer {server.token}"} if server.token else None
-    client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl, headers=headers,
-                                 settings=Settings(anonymized_telemetry=False))
     try:
+        client = chromadb.HttpClient(host=server.host, port=server.port, ssl=server.ssl, headers=headers,
+                                     settings=Settings(anonymized_telemetry=False))
         client.delete_collection(server.collection)
     except NotFoundError:
         pass
     except Exception as exc:
+        if _refused(exc):
+            raise _refusal(server) from None
         if _unreachable(exc):
             raise IndexUnavailableError(f"the index server {server.url} cannot be reached") from None
         raise
@@ -635,6 +675,8 @@ def server_collection_exists(server: IndexServer) -> bool:
     except NotFoundError:
         return False
     except Exception as exc:
+        if _refused(exc):
+            raise _refusal(server) from None
         if _unreachable(exc):
             raise IndexUnavailableError(f"the index server {server.url} cannot be reached") from None
         raise

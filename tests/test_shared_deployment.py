@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from skill_library.errors import IndexUnavailableError, RecordStoreUnavailableError
-from skill_library.library import IndexRebuiltWarning, InsecureIndexWarning, SkillLibrary
+from skill_library.library import IndexRebuiltWarning, SkillLibrary
 from skill_library.models import Skill
 
 WORKERS = 8
@@ -169,19 +169,18 @@ def test_postgres_credentials_never_appear_in_messages(pg_server, chroma_server,
     assert len(str(caught.value).splitlines()) == 1
 
 
-def test_a_non_loopback_index_without_a_token_warns(monkeypatch):
+def test_a_non_loopback_index_needs_a_token(monkeypatch):
     from skill_library.library import _index_server
+    from skill_library.vector_index import InsecureIndexError
 
     monkeypatch.delenv("SKILLS_INDEX_TOKEN", raising=False)
-    with pytest.warns(InsecureIndexWarning, match="CVE-2026-45829"):
+    with pytest.raises(InsecureIndexError, match="not on loopback and no token is set"):
         _index_server("http://10.1.2.3:8000", None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", InsecureIndexWarning)
-        assert _index_server("http://10.1.2.3:8000", "tok").token == "tok"
-        assert "tok" not in repr(_index_server("http://10.1.2.3:8000", "tok"))
-        assert _index_server("http://127.0.0.1:8000/lib_a", None).collection == "lib_a"
-        monkeypatch.setenv("SKILLS_INDEX_TOKEN", "from-env")
-        assert _index_server("https://chroma.internal", None).token == "from-env"
+    assert _index_server("http://10.1.2.3:8000", "tok").token == "tok"
+    assert "tok" not in repr(_index_server("http://10.1.2.3:8000", "tok"))
+    assert _index_server("http://127.0.0.1:8000/lib_a", None).collection == "lib_a"
+    monkeypatch.setenv("SKILLS_INDEX_TOKEN", "from-env")
+    assert _index_server("https://chroma.internal", None).token == "from-env"
 
 
 def test_a_new_postgres_database_is_created_with_every_migration(shared, embedder):

@@ -63,7 +63,7 @@ def test_for_tenant_is_a_cached_view_on_the_same_stores(library):
     assert acme.tenant == "acme" and library.tenant == DEFAULT_TENANT
     assert library.for_tenant("acme") is acme and acme.for_tenant("default") is library
     assert acme.store.engine is library.store.engine and acme.embedder is library.embedder
-    assert acme.sandbox is library.sandbox
+    assert acme.sandbox is not library.sandbox  # each tenant runs in its own sandbox (issue 23)
     with pytest.raises(InvalidTenantError):
         library.for_tenant("Not Valid")
     acme.close()  # a view's close leaves the library open

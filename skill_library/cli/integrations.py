@@ -27,7 +27,8 @@ def serve_mcp(
     directory: Optional[Path] = DirOption,
     tools: Optional[str] = typer.Option(None, "--tools", help="Module (or .py file) with the host tools."),
     http: Optional[str] = typer.Option(
-        None, "--http", help="Serve streamable HTTP on HOST:PORT (path /mcp, loopback only) instead of stdio."
+        None, "--http", help="Serve streamable HTTP on HOST:PORT (path /mcp, loopback only) instead of stdio; "
+        "every request must carry the bearer token in $SKILLS_MCP_TOKEN."
     ),
 ) -> None:
     """Serve the library over MCP (stdio by default): integrations.mcp_server.serve(library, tools)."""
@@ -38,6 +39,7 @@ def serve_mcp(
     if http is not None:
         try:
             mcp_server.parse_http(http)
+            mcp_server.http_token()
         except ValueError as exc:
             fail(str(exc), EXIT_UNUSABLE)
     with open_library(directory) as library:

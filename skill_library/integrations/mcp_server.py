@@ -12,18 +12,27 @@ serving. Library calls run one at a time on a worker thread, so the event loop s
 and the embedding model, loaded once, is shared by every call.
 
     skills serve-mcp --dir D --tools MODULE                    # stdio
-    skills serve-mcp --dir D --tools MODULE --http 127.0.0.1:8765   # streamable HTTP, /mcp
+    SKILLS_MCP_TOKEN=... skills serve-mcp --dir D --tools MODULE --http 127.0.0.1:8765   # HTTP, /mcp
+
+Over HTTP every request must carry ``Authorization: Bearer <token>`` (the SDK's
+``TokenVerifier`` and resource-server settings, :class:`BearerToken`): a request without
+it, or with another token, gets 401 before it reaches a tool. The server refuses to build an
+HTTP app with no token. Stdio needs none: its client is the process that started it.
 """
 
 from __future__ import annotations
 
 import functools
+import hmac
 import json
 import logging
+import os
 import threading
 from typing import Any, Callable, Mapping
 
 import anyio
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -37,13 +46,19 @@ from skill_library.library import SkillLibrary
 from skill_library.models import Skill, SkillStatus
 from skill_library.serialize import match_json, run_json, skill_json
 
-__all__ = ["FIXED_TOOLS", "SkillServer", "build_server", "parse_http", "serve"]
+__all__ = ["FIXED_TOOLS", "BearerToken", "SkillServer", "build_server", "http_token", "parse_http", "serve"]
 
 log = logging.getLogger(__name__)
 
 FIXED_TOOLS = ("fetch_skills", "run_skill", "learn_trace", "record_outcome", "list_skills", "show_skill")
 MAX_K = 50
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+#: the environment variable holding the HTTP transport's bearer token
+TOKEN_ENV = "SKILLS_MCP_TOKEN"
+#: the shortest bearer token accepted (``secrets.token_urlsafe(32)`` makes 43 characters)
+MIN_TOKEN_CHARS = 32
+#: the scope every accepted token carries, and every HTTP request needs
+SCOPE = "skills"
 INSTRUCTIONS = (
     "A library of verified, reusable skills. Call fetch_skills(task) before planning; call a "
     "skill's own tool (or run_skill) to run it; record_outcome(name, succeeded, trace_id) after "
@@ -54,8 +69,69 @@ INSTRUCTIONS = (
 _CALLER_ERRORS = (SkillLibraryError, ValueError, KeyError, TypeError)
 
 
+class BearerToken:
+    """A :class:`mcp.server.auth.provider.TokenVerifier` accepting one shared secret.
+
+    The comparison takes the same time whatever the token sent (``hmac.compare_digest``);
+    the secret never appears in a repr or a log."""
+
+    def __init__(self, token: str) -> None:
+        problem = token_problem(token)
+        if problem is not None:
+            raise ValueError(problem)
+        self._token = token.encode()
+
+    def __repr__(self) -> str:
+        return "BearerToken(***)"
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The access of ``token``: ``None`` (401) unless it is the secret."""
+        if not hmac.compare_digest(token.encode("utf-8", "surrogatepass"), self._token):
+            return None
+        return AccessToken(token="***", client_id="skills-mcp", scopes=[SCOPE])
+
+
+def token_problem(token: str | None) -> str | None:
+    """Why ``token`` cannot be the HTTP transport's bearer token, or None."""
+    if not token:
+        return (
+            f"the MCP server over HTTP needs a bearer token: set {TOKEN_ENV} (for example to the "
+            "output of: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    if len(token) < MIN_TOKEN_CHARS or token != token.strip() or not token.isprintable():
+        return (
+            f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} printable characters with no surrounding "
+            "spaces (python -c 'import secrets; print(secrets.token_urlsafe(32))' makes one)"
+        )
+    return None
+
+
+def http_token(token: str | None = None) -> str:
+    """The HTTP transport's bearer token: ``token``, else ``$SKILLS_MCP_TOKEN``; ValueError
+    (one line saying how to make one) when there is none or it is too weak."""
+    token = token if token is not None else os.environ.get(TOKEN_ENV)
+    problem = token_problem(token)
+    if problem is not None:
+        raise ValueError(problem)
+    assert token is not None
+    return token
+
+
 class _Server(MCPServer):
-    """MCPServer whose tool errors are one line, without the SDK's "Error executing tool" prefix."""
+    """MCPServer whose tool errors are one line, without the SDK's "Error executing tool" prefix,
+    and which serves HTTP only with a token verifier."""
+
+    def streamable_http_app(self, **kwargs: Any) -> Any:
+        self._require_auth()
+        return super().streamable_http_app(**kwargs)
+
+    def sse_app(self, *args: Any, **kwargs: Any) -> Any:
+        self._require_auth()
+        return super().sse_app(*args, **kwargs)
+
+    def _require_auth(self) -> None:
+        if self._token_verifier is None:
+            raise ValueError(token_problem(None))
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -98,11 +174,22 @@ class SkillServer:
         *,
         tool_schemas: Mapping[str, dict[str, Any]] | None = None,
         name: str = "skill-library",
+        token: str | None = None,
+        url: str = "http://127.0.0.1",
     ) -> None:
+        """``token``: the bearer token HTTP requests must carry (required to serve HTTP;
+        see :func:`http_token`); ``url``: where the server is reached (its OAuth issuer)."""
         self.library = library
         self.tools = dict(tools or {})
         self.tool_schemas = dict(tool_schemas or {}) or None
-        self.server: MCPServer = _Server(name=name, instructions=INSTRUCTIONS, log_level="WARNING")
+        auth: dict[str, Any] = {}
+        if token is not None:
+            auth = {
+                "token_verifier": BearerToken(token),
+                "auth": AuthSettings(issuer_url=url, resource_server_url=None,  # type: ignore[arg-type]
+                                     required_scopes=[SCOPE]),
+            }
+        self.server: MCPServer = _Server(name=name, instructions=INSTRUCTIONS, log_level="WARNING", **auth)
         self._lock = threading.Lock()  # the library is used by one call at a time
         self._skill_tools: dict[str, tuple[int, str]] = {}  # name -> (version, when) registered
         self._synced_generation: int | None = None
@@ -282,7 +369,8 @@ def build_server(
     tools: Mapping[str, Callable[..., Any]] | None = None,
     **options: Any,
 ) -> MCPServer:
-    """The :class:`MCPServer` of a :class:`SkillServer` (``options``: ``tool_schemas``, ``name``)."""
+    """The :class:`MCPServer` of a :class:`SkillServer` (``options``: ``tool_schemas``, ``name``,
+    ``token``, ``url``)."""
     return SkillServer(library, tools, **options).server
 
 
@@ -297,17 +385,21 @@ def serve(
     tools: Mapping[str, Callable[..., Any]] | None = None,
     *,
     http: str | None = None,
+    token: str | None = None,
 ) -> None:
     """Serve over stdio, or streamable HTTP on ``http`` ("127.0.0.1:PORT", path ``/mcp``).
 
-    The server has no authentication and runs skills with the host's tools, so HTTP binds
-    to a loopback address only.
+    Over HTTP every request must carry the bearer ``token`` (default ``$SKILLS_MCP_TOKEN``;
+    ValueError when there is none), and the server binds to a loopback address only: the
+    token travels in clear over plain HTTP.
     """
     if http is None:
         build_server(library, tools).run("stdio")
         return
     host, port = parse_http(http)
-    build_server(library, tools).run("streamable-http", host=host, port=port)
+    secret = http_token(token)
+    where = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    build_server(library, tools, token=secret, url=where).run("streamable-http", host=host, port=port)
 
 
 def parse_http(http: str) -> tuple[str, int]:
@@ -318,7 +410,7 @@ def parse_http(http: str) -> tuple[str, int]:
         raise ValueError(f"--http must be HOST:PORT, got {http!r}")
     if host not in LOOPBACK:
         raise ValueError(
-            f"--http host {host!r} is not a loopback address: the MCP server has no "
-            f"authentication, bind it to {', '.join(sorted(LOOPBACK))}"
+            f"--http host {host!r} is not a loopback address: the bearer token travels in clear "
+            f"over plain HTTP, bind it to {', '.join(sorted(LOOPBACK))} (with TLS in front for others)"
         )
     return host, int(port)

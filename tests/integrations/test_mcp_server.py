@@ -190,7 +190,8 @@ def test_streamable_http_on_loopback(desk):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = SkillServer(desk, TOOLS).server.streamable_http_app(host="127.0.0.1")
+    token = "t" * 40
+    app = SkillServer(desk, TOOLS, token=token).server.streamable_http_app(host="127.0.0.1")
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -201,7 +202,11 @@ def test_streamable_http_on_loopback(desk):
             anyio.run(anyio.sleep, 0.02)
 
         async def main():
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+            async with http, Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
                 fetched = await client.call_tool("fetch_skills", {"task": "count the orders of alice", "k": 1})
                 bad = await client.call_tool("count_orders", {"email": "alice@example.com", "status": 1})
                 return fetched, bad

@@ -199,7 +199,7 @@ def measure_taubench(data: str | None, limit: int | None, *, embedder=None,
             start = time.perf_counter()
             results = library.learn_many(traces, generalizer="dataflow")
             many = time.perf_counter() - start
-            if profiler is not None:
+            if profiler is not None and profile is not None:
                 profiler.disable()
                 profiler.dump_stats(profile)
             skills = len(library.list())

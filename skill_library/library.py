@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from skill_library.governance.evaluation import Evaluation
     from skill_library.governance.suite import Suite, ToolsFactory
     from skill_library.induction import Generalizer
+    from skill_library.induction.revision import SkillCheck
     from skill_library.patterns import Patterns
     from skill_library.planning import Plan, PlanRun
     from skill_library.procedures import Extraction, Procedures
@@ -943,6 +944,15 @@ class SkillLibrary:
                 results.extend(learning.learn_batch(self, chunk, chosen, verifier, limits))
                 bar.advance(len(chunk))
         return results
+
+    def verify_all(self, names: Sequence[str] | None = None) -> builtins.list["SkillCheck"]:
+        """Replay every stored example trace of each active learned skill (or of ``names``)
+        with its current version, off the write path: a revision checked on a sample
+        (``settings.REVISION_SAMPLE``) that broke an unsampled trace shows up here, in
+        ``SkillCheck.broken`` (see :func:`skill_library.induction.revision.verify_all`)."""
+        from skill_library.induction import revision
+
+        return revision.verify_all(self, names)
 
     def _sync_index(
         self, index: VectorIndex, skill: Skill, *, known: Mapping[str, Sequence[float]] | None = None

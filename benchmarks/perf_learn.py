@@ -13,14 +13,15 @@ shapes, with a different customer, persona sentence and wording in each, then ti
 and prints traces/s of each, the skills learned per workflow and the statuses.
 Target (issue 8): learn_many >= 25 traces/s for short traces on the 2-core machine.
 
-    python benchmarks/perf_learn.py --taubench [DIR] [--taubench-limit N]
+    python benchmarks/perf_learn.py --taubench [DIR] [--taubench-limit N] [--profile FILE]
 
 measures on real traces instead: the τ-bench retail train tasks' gold traces (DIR, default
 ``../shared/benchmarks/taubench-retail``; the state-changing ones of the first N train tasks
 with ``--taubench-limit``, e.g. 40 for CI), in one run: the floor = embedding their task
 texts alone (batches of 64; the faster of two passes), then ``learn_many`` of their verified traces on a fresh library
 with every tool declared; prints traces/s, texts/s and their ratio.
-Target (issue 22): learn_many >= 0.5x the texts/s of the floor.
+Target (issue 22): learn_many >= 0.5x the texts/s of the floor. ``--profile FILE`` writes
+cProfile statistics of the ``learn_many`` call to FILE (read them with ``python -m pstats``).
 """
 
 from __future__ import annotations
@@ -89,9 +90,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure on the τ-bench retail train traces of DIR (default data folder when omitted)")
     parser.add_argument("--taubench-limit", type=int, default=None, metavar="N",
                         help="with --taubench: only the first N train tasks (a small slice for CI)")
+    parser.add_argument("--profile", default=None, metavar="FILE",
+                        help="with --taubench: write cProfile statistics of the learn_many call to FILE")
     args = parser.parse_args(argv)
     if args.taubench is not None:
-        return taubench(args.taubench or None, args.taubench_limit)
+        return taubench(args.taubench or None, args.taubench_limit, profile=args.profile)
 
     from skill_library import Policy, SkillLibrary
     from skill_library.embeddings import SentenceTransformerEmbedder
@@ -137,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if statuses.get("rejected", 0) == 0 else 1
 
 
-def taubench(data: str | None, limit: int | None) -> int:
+def taubench(data: str | None, limit: int | None, *, profile: str | None = None) -> int:
     """learn_many over the τ-bench train traces beside embedding their task texts alone, in one run.
 
     Returns 2 (a one-line error) for a missing or partial data folder, else 0 after printing;
@@ -145,7 +148,7 @@ def taubench(data: str | None, limit: int | None) -> int:
     from benchmarks.taubench.data import DataError
 
     try:
-        figures = measure_taubench(data, limit)
+        figures = measure_taubench(data, limit, profile=profile)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -159,8 +162,12 @@ def taubench(data: str | None, limit: int | None) -> int:
     return 0
 
 
-def measure_taubench(data: str | None, limit: int | None, *, embedder=None) -> dict[str, float]:
-    """The numbers of :func:`taubench`: traces, texts/s, traces/s, ratio, skills, seconds."""
+def measure_taubench(data: str | None, limit: int | None, *, embedder=None,
+                     profile: str | None = None) -> dict[str, float]:
+    """The numbers of :func:`taubench`: traces, texts/s, traces/s, ratio, skills, seconds.
+
+    ``profile``: a file for cProfile statistics of the ``learn_many`` call (the caller's
+    thread only: work on other threads shows as waiting)."""
     from benchmarks.taubench.data import Retail
     from benchmarks.taubench.protocol import gold_trace, open_library
 
@@ -183,9 +190,18 @@ def measure_taubench(data: str | None, limit: int | None, *, embedder=None) -> d
         library = open_library(Path(tmp) / "tau", retail, embedder)
         try:
             _ = library.sandbox  # start the workers outside the timing, as a long-lived library has
+            profiler = None
+            if profile is not None:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                profiler.enable()
             start = time.perf_counter()
             results = library.learn_many(traces, generalizer="dataflow")
             many = time.perf_counter() - start
+            if profiler is not None and profile is not None:
+                profiler.disable()
+                profiler.dump_stats(profile)
             skills = len(library.list())
         finally:
             library.close()

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from skill_library.governance.suite import Suite, ToolsFactory
     from skill_library.governance.tool_schemas import Reverification
     from skill_library.induction import Generalizer
+    from skill_library.induction.revision import SkillCheck
     from skill_library.patterns import Patterns
     from skill_library.planning import Plan, PlanRun
     from skill_library.procedures import Extraction, Procedures
@@ -1017,6 +1018,15 @@ class SkillLibrary:
                 bar.advance(len(chunk))
         learning.after_learning(self, results)  # re-mine preconditions (look-alikes' new traces)
         return results
+
+    def verify_all(self, names: Sequence[str] | None = None) -> builtins.list["SkillCheck"]:
+        """Replay every stored example trace of each active learned skill (or of ``names``)
+        with its current version, off the write path: a revision checked on a sample
+        (``settings.REVISION_SAMPLE``) that broke an unsampled trace shows up here, in
+        ``SkillCheck.broken`` (see :func:`skill_library.induction.revision.verify_all`)."""
+        from skill_library.induction import revision
+
+        return revision.verify_all(self, names)
 
     # private names kept for code written against them (branches in flight); the concept
     # modules use ``library.context`` (skill_library.context)

@@ -22,6 +22,11 @@ from typing import Any
 ADD_BATCH = 256
 #: ``learn_many`` embeds and admits this many traces at a time
 LEARN_BATCH = 64
+#: example traces a revision replays in the sandbox: the new trace and a diverse sample of
+#: the workflow's others (different tool paths, lengths and parameter shapes first); every
+#: trace still counts as evidence, and ``SkillLibrary.verify_all`` replays them all, off the
+#: write path (skill_library.induction.revision)
+REVISION_SAMPLE = 8
 #: names per ``IN (...)`` query: far below SQLite's limit on bound variables (32,766)
 IN_QUERY_BATCH = 500
 
@@ -42,7 +47,7 @@ SQLITE_BUSY_TIMEOUT_MS = 60_000
 
 #: the settings, by name (what :func:`forward` accepts)
 NAMES = frozenset({
-    "ADD_BATCH", "LEARN_BATCH", "IN_QUERY_BATCH", "WRITE_LOCK_TIMEOUT_SECONDS",
+    "ADD_BATCH", "LEARN_BATCH", "REVISION_SAMPLE", "IN_QUERY_BATCH", "WRITE_LOCK_TIMEOUT_SECONDS",
     "WRITE_LOCK_POLL_SECONDS", "SQLITE_BUSY_TIMEOUT_MS", "DUPLICATE_SIMILARITY",
 })
 

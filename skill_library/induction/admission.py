@@ -41,8 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: At most this many example texts of a skill are in the fetch index (chosen for diversity).
 MAX_INDEXED_EXAMPLES = 8
-#: At most this many example traces are replayed when a revision is checked.
-MAX_REVISION_TRACES = 8
 #: At most this many nearest skills (by task) are checked for the same workflow.
 WORKFLOW_NEIGHBOURS = 3
 
@@ -283,7 +281,9 @@ def decide(
         traces = example_traces(skill)
         if not traces:
             continue  # hand-written: nothing to revise against
-        revised = revise([*traces[-(MAX_REVISION_TRACES - 1):], trace], skill)
+        # every example trace is passed: the revision replays a bounded, diverse sample of
+        # them (settings.REVISION_SAMPLE) and all of them remain the new version's evidence
+        revised = revise([*traces, trace], skill)
         if revised is not None:
             joint, joint_report = revised
             return Decision("revised", skill=skill, candidate=joint, report=joint_report,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.table import Table
@@ -26,13 +26,17 @@ from skill_library.cli._common import (
     json_value,
     limits_from,
     load_tools,
+    match_json,
     open_library,
+    run_json,
     short,
+    skill_json,
     split_names,
     styled,
 )
-from skill_library.library import GeneralizerName
-from skill_library.serialize import match_json, run_json, skill_json
+
+if TYPE_CHECKING:
+    from skill_library.library import GeneralizerName
 
 #: the session (and cohort) a command acts in: a canary serves a share of sessions, and
 #: fetch, run and feedback given one session use the same version (governance.canary)

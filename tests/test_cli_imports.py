@@ -125,3 +125,53 @@ def test_loading_the_model_prints_no_third_party_progress_bar(tmp_path):
                           cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "384", done.stderr[-500:]
     assert "Loading weights" not in done.stderr and "it/s" not in done.stderr, done.stderr[-500:]
+
+
+#: what neither `import skill_library.cli` nor any `--help` may import: the record store,
+#: governance, the embedding model and the index (issue 25, fast paths)
+HEAVY = ("sqlalchemy", "skill_library.governance", "skill_library.library", "torch",
+         "sentence_transformers", "chromadb")
+
+HELP_PROBE = """
+import sys
+import skill_library.cli
+print("IMPORT", sorted(m for m in {heavy!r} if m in sys.modules))
+from skill_library.cli import app
+import typer.main
+names = []
+group = typer.main.get_command(app)
+for name, sub in group.commands.items():
+    names.append([name])
+    for inner in getattr(sub, "commands", {{}}):
+        names.append([name, inner])
+for args in [[], *names]:
+    try:
+        app([*args, "--help"], prog_name="skills")
+    except SystemExit as exc:
+        assert exc.code in (0, None), (args, exc.code)
+print("HELP", len(names), sorted(m for m in {heavy!r} if m in sys.modules))
+"""
+
+
+def test_importing_the_cli_and_every_help_pull_in_no_record_store_governance_or_model(tmp_path):
+    done = subprocess.run([sys.executable, "-c", HELP_PROBE.format(heavy=HEAVY)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = {line.split(" ", 1)[0]: line for line in done.stdout.splitlines()
+             if line.startswith(("IMPORT", "HELP"))}
+    assert lines["IMPORT"] == "IMPORT []"
+    count, heavy = lines["HELP"].removeprefix("HELP ").split(" ", 1)
+    assert int(count) > 40 and heavy == "[]", lines["HELP"]  # every command and subcommand
+
+
+def test_the_clis_copies_of_library_constants_match_them():
+    """The CLI names a few of the library's constants without importing their modules."""
+    from typing import get_args
+
+    from skill_library.cli import _common, memory
+    from skill_library.models import SkillStatus
+    from skill_library.procedures import core
+
+    assert _common.SKILL_STATUSES == get_args(SkillStatus)
+    assert (memory.DEFAULT_CONFIDENCE, memory.PROMPT_THRESHOLD, memory.PROMPT_LIMIT) == (
+        core.DEFAULT_CONFIDENCE, core.PROMPT_THRESHOLD, core.PROMPT_LIMIT)

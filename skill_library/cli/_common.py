@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
@@ -41,8 +40,11 @@ from skill_library.tenancy import TENANT_ENV as TENANT_ENV  # re-exported for th
 from skill_library.tenancy import tenant_problem
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from sandbox import Limits
     from skill_library.library import SkillLibrary
+    from skill_library.models import Match, Skill, SkillRun, Trace
 
 # Output is literal: skill names, `when` texts, file names and error messages hold user text, so
 # a "[/x]" in them must print as it is, never be read as rich markup (styles go through Text).
@@ -81,8 +83,19 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (RecordStoreUnavailableError, EXIT_UNUSABLE),
     (IndexUnavailableError, EXIT_UNUSABLE),
     (SkillLibraryError, EXIT_ERROR),
-    (ValidationError, EXIT_ERROR),  # a model built from the user's input
 )
+
+
+def is_validation_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is pydantic's ValidationError (a model built from the user's input),
+    without importing pydantic: none can have been raised if it is not imported yet."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)
+
+#: every status a skill version can have (``skill_library.models.SkillStatus``, which a test
+#: compares this with: the CLI builds its options without importing the models)
+SKILL_STATUSES = ("draft", "evaluated", "approved", "canary", "active", "superseded", "retired",
+                  "rejected", "quarantined")
 
 DirOption = typer.Option(
     None, "--dir", envvar="SKILLS_DIR", help="Library folder (default: ./.skills)."
@@ -138,7 +151,7 @@ def notice(message: str) -> None:
     err_console.print(styled(("notice:", "yellow"), f" {message}"), highlight=False)
 
 
-def validation_message(exc: ValidationError) -> str:
+def validation_message(exc: "ValidationError") -> str:
     """A pydantic error as one line: ``field: problem; field: problem``."""
     parts = []
     for error in exc.errors():
@@ -150,10 +163,10 @@ def validation_message(exc: ValidationError) -> str:
 
 def error_exit(exc: BaseException) -> tuple[str, int] | None:
     """The one-line message and exit code for one of the library's errors, else None."""
+    if is_validation_error(exc):
+        return validation_message(exc), EXIT_ERROR  # type: ignore[arg-type]
     for kind, code in EXIT_CODES:
         if isinstance(exc, kind):
-            if isinstance(exc, ValidationError):
-                return validation_message(exc), code
             return str(exc), code
     return None
 
@@ -183,9 +196,10 @@ def command(func: F) -> F:
                 warnings.simplefilter("ignore", developer_only)  # for developers, not users
             try:
                 return func(*args, **kwargs)
-            except (SkillLibraryError, ValidationError) as exc:
+            except Exception as exc:
                 mapped = error_exit(exc)
-                assert mapped is not None
+                if mapped is None:
+                    raise  # not the library's error: a bug, with its traceback
                 fail(*mapped)
             finally:
                 seen: set[str] = set()
@@ -246,6 +260,42 @@ def open_library(
         yield library
     finally:
         library.close()
+
+
+# -- JSON forms of records (skill_library.serialize, imported on first use: it needs the models)
+def skill_json(skill: "Skill") -> dict[str, Any]:
+    """:func:`skill_library.serialize.skill_json`."""
+    from skill_library import serialize
+
+    return serialize.skill_json(skill)
+
+
+def match_json(match: "Match") -> dict[str, Any]:
+    """:func:`skill_library.serialize.match_json`."""
+    from skill_library import serialize
+
+    return serialize.match_json(match)
+
+
+def run_json(run: "SkillRun") -> dict[str, Any]:
+    """:func:`skill_library.serialize.run_json`."""
+    from skill_library import serialize
+
+    return serialize.run_json(run)
+
+
+def outcome_json(outcome: dict[str, Any]) -> dict[str, Any]:
+    """:func:`skill_library.serialize.outcome_json`."""
+    from skill_library import serialize
+
+    return serialize.outcome_json(outcome)
+
+
+def trace_json(trace: "Trace") -> dict[str, Any]:
+    """:func:`skill_library.serialize.trace_json`."""
+    from skill_library import serialize
+
+    return serialize.trace_json(trace)
 
 
 def emit(data: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.table import Table
@@ -25,11 +25,13 @@ from skill_library.cli._common import (
     emit,
     fail,
     open_library,
+    skill_json,
     split_names,
 )
-from skill_library.governance import Actor, AuditEvent, Policy, ToolSpec
-from skill_library.models import Skill
-from skill_library.serialize import skill_json
+
+if TYPE_CHECKING:
+    from skill_library.governance import AuditEvent, ToolSpec
+    from skill_library.models import Skill
 
 actors_app = typer.Typer(help="The actors registered in the library: SkillLibrary.actors.", no_args_is_help=True)
 policy_app = typer.Typer(help="The tenant's policy: SkillLibrary.policy / set_policy.", no_args_is_help=True)
@@ -59,6 +61,8 @@ def propose(
     as_json: bool = JsonOption,
 ) -> None:
     """Propose a skill as a draft, never fetched until approved: SkillLibrary.propose(skill, actor=)."""
+    from skill_library.models import Skill
+
     try:
         skill = Skill.from_function(file.read_text(), when=when, name=name, infer_tools=True,
                                     tools=split_names(tools) if tools is not None else None)
@@ -187,6 +191,8 @@ def actors_add(
     actor: Optional[str] = ActorOption, directory: Optional[Path] = DirOption, as_json: bool = JsonOption,
 ) -> None:
     """Register an actor (admin only): SkillLibrary.actors.add(Actor(...), by=)."""
+    from skill_library.governance import Actor
+
     new = Actor.model_validate({"id": actor_id, "kind": kind, "permissions": split_names(permissions)})
     with open_library(directory) as lib:
         lib.actors.add(new, by=actor)
@@ -242,6 +248,8 @@ def policy_set(
     actor: Optional[str] = ActorOption, directory: Optional[Path] = DirOption, as_json: bool = JsonOption,
 ) -> None:
     """Change the tenant's policy (admin only; audited): SkillLibrary.set_policy(policy, actor=)."""
+    from skill_library.governance import Policy
+
     with open_library(directory) as lib:
         new = lib.policy.model_copy(update={"auto_approve": auto_approve})
         stored = lib.set_policy(Policy.model_validate(new.model_dump()), actor=actor)
@@ -259,6 +267,8 @@ def tools_register(
     actor: Optional[str] = ActorOption, directory: Optional[Path] = DirOption, as_json: bool = JsonOption,
 ) -> None:
     """Declare tools (admin only; audited): SkillLibrary.register_tools(specs, actor=)."""
+    from skill_library.governance import ToolSpec
+
     try:
         data = json.loads(file.read_text())
     except json.JSONDecodeError as exc:

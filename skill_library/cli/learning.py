@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.table import Table
@@ -28,12 +28,15 @@ from skill_library.cli._common import (
     limits_from,
     load_tools,
     open_library,
+    run_json,
     short,
+    skill_json,
     split_names,
     styled,
 )
-from skill_library.library import GeneralizerName
-from skill_library.serialize import run_json, skill_json
+
+if TYPE_CHECKING:
+    from skill_library.library import GeneralizerName
 
 #: the session (and cohort) a command acts in: a canary serves a share of sessions, and
 #: fetch, run and feedback given one session use the same version (governance.canary)

@@ -20,7 +20,12 @@ from skill_library.cli._common import (
     styled,
 )
 from skill_library.errors import require_extra
-from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
+
+#: skill_library.procedures.core's defaults, which a test compares these with (the CLI builds
+#: its options without importing the procedures' store)
+DEFAULT_CONFIDENCE = 0.6
+PROMPT_THRESHOLD = 0.55
+PROMPT_LIMIT = 6
 
 procedures_app = typer.Typer(
     no_args_is_help=True, help="Instruction procedures for the system prompt: add, list, show, outcome."

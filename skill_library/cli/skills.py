@@ -6,14 +6,14 @@ from __future__ import annotations
 import enum
 import json
 from pathlib import Path
-from typing import Any, Optional, get_args
+from typing import Any, Optional
 
 import typer
-from pydantic import ValidationError
 from rich.table import Table
 
 from skill_library.cli._common import (
     EXIT_REFUSED,
+    SKILL_STATUSES,
     ActorOption,
     CreateOption,
     DirOption,
@@ -23,17 +23,17 @@ from skill_library.cli._common import (
     emit,
     fail,
     open_library,
+    outcome_json,
     short,
+    skill_json,
     split_names,
     styled,
+    trace_json,
 )
-from skill_library.models import Skill, SkillStatus
-from skill_library.serialize import outcome_json, skill_json, trace_json
-from skill_library.uplift import summary as uplift_summary
 
 #: the statuses `list --status` accepts: exactly the records' own
 StatusChoice = enum.Enum(  # type: ignore[misc]
-    "StatusChoice", {s: s for s in get_args(SkillStatus)}, type=str
+    "StatusChoice", {s: s for s in SKILL_STATUSES}, type=str
 )
 
 #: characters of a trace's task shown in the `traces` table (the name is never cut)
@@ -83,6 +83,10 @@ def add(
     The code is checked against the sandbox policy now (an `import os` is refused here,
     not at its first run).
     """
+    from pydantic import ValidationError
+
+    from skill_library.models import Skill
+
     code = file.read_text()
     try:
         skill = Skill.from_function(
@@ -209,6 +213,8 @@ def show(
 def stats(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
     """The library's skills by status and fetch's abstention calibration (floor, margin,
     expected precision and recall): SkillLibrary.list(), SkillLibrary.calibration()."""
+    from skill_library.uplift import summary as uplift_summary
+
     with open_library(directory) as lib:
         skills = lib.list()
         calibration = lib.calibration()

@@ -95,7 +95,7 @@ def is_validation_error(exc: BaseException) -> bool:
 #: every status a skill version can have (``skill_library.models.SkillStatus``, which a test
 #: compares this with: the CLI builds its options without importing the models)
 SKILL_STATUSES = ("draft", "evaluated", "approved", "canary", "active", "superseded", "retired",
-                  "rejected", "quarantined")
+                  "rejected", "quarantined", "suspended")
 
 DirOption = typer.Option(
     None, "--dir", envvar="SKILLS_DIR", help="Library folder (default: ./.skills)."

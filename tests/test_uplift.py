@@ -284,6 +284,7 @@ def test_the_harness_reports_uplift_per_skill_in_every_with_without_comparison()
     assert by_skill["do_b"]["difference"] == 1.0 and by_skill["do_b"]["low"] > 0
 
 
+@pytest.mark.slow
 def test_the_benchmark_step_suppresses_the_harmful_skill_and_keeps_the_good_ones(tmp_path, embedder):
     """`python -m benchmarks uplift` in small: real learning, fetch, sandbox runs and outcomes;
     a 50% holdout so that 120 sessions per workflow are enough (the full step uses 5%, 1,000)."""

@@ -148,8 +148,11 @@ def run_uplift(config: UpliftConfig, *, tasks: list[Task] | None = None, embedde
                 name = skill_of[workflow]
                 with_rate, without_rate = rates(workflow)
                 entry = per[workflow]
-                top = result[0].skill if result and not result.abstained else None
-                if top is not None and top.name == name:
+                # the arm is the library's: the top match of a result that did not abstain
+                arm = exposures(library, session).get(name, (None, 0))[0]
+                if arm == "held_back" and name not in result.held_back:
+                    raise AssertionError(f"session {session}: held back but not flagged in fetch's result")
+                if arm == "served":
                     skill = library.get(name)
                     params = (skill.parameters or {}).get("properties", {})
                     world.reset(task.seed, task)
@@ -160,7 +163,7 @@ def run_uplift(config: UpliftConfig, *, tasks: list[Task] | None = None, embedde
                     ok = rng.random() < with_rate
                     entry["served"] += 1
                     calls = CALLS_WITH
-                elif name in result.held_back:
+                elif arm == "held_back":
                     ok = rng.random() < without_rate
                     entry["held_back"] += 1
                     entry["lost_expected"] += with_rate - without_rate
@@ -222,6 +225,16 @@ def markdown(results: dict[str, Any]) -> str:
                          f"{e['served']} / {e['held_back']} / {e['other']} | {ci} | {u['verdict']} | "
                          f"{e['run_failures']} | {e['lost_expected']:+.1f} | "
                          f"{e.get('saved_expected', 0.0):.1f} |")
+    lines += ["", "The cost of the holdout per seed: expected successes the held-back sessions of the good "
+              "skills lost, against what the harmful skill's held-back sessions gained and its suppression "
+              "saved (its remaining sessions without it, against a library that keeps serving it):", ""]
+    for s in results["seeds"]:
+        lost = sum(e["lost_expected"] for w, e in s["workflows"].items() if w != c["harmful"])
+        harmful = s["workflows"][c["harmful"]]
+        gained = -harmful["lost_expected"] + harmful.get("saved_expected", 0.0)
+        lines.append(f"- seed {s['seed']}: {lost:.1f} successes lost to the good skills' holdout, "
+                     f"{gained:.1f} gained on the harmful one ({-harmful['lost_expected']:.1f} by its holdout, "
+                     f"{harmful.get('saved_expected', 0.0):.1f} by its suppression)")
     lines += ["", "## Privacy", ""] + markdown_lines(results["privacy"])
     return "\n".join(lines) + "\n"
 

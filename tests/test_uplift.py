@@ -282,3 +282,23 @@ def test_the_harness_reports_uplift_per_skill_in_every_with_without_comparison()
     assert by_skill["do_a"]["n"] == 10 and (by_skill["do_a"]["with"], by_skill["do_a"]["without"]) == (5, 10)
     assert by_skill["do_a"]["difference"] == -0.5 and by_skill["do_a"]["high"] < 0
     assert by_skill["do_b"]["difference"] == 1.0 and by_skill["do_b"]["low"] > 0
+
+
+@pytest.mark.slow
+def test_the_benchmark_step_suppresses_the_harmful_skill_and_keeps_the_good_ones(tmp_path, embedder):
+    """`python -m benchmarks uplift` in small: real learning, fetch, sandbox runs and outcomes;
+    a 50% holdout so that 120 sessions per workflow are enough (the full step uses 5%, 1,000)."""
+    from benchmarks.uplift import HARMFUL, UpliftConfig, markdown, run_uplift
+
+    results = run_uplift(UpliftConfig(out=tmp_path / "uplift", seeds=1, sessions=120, share=0.5), embedder=embedder)
+    [seed] = results["seeds"]
+    harmful = seed["workflows"][HARMFUL]
+    assert harmful["suppressed_at"] is not None and harmful["status"] == "quarantined"
+    assert harmful["run_failures"] == 0 and harmful["uplift"]["high"] < 0  # its runs succeeded
+    for workflow, entry in seed["workflows"].items():
+        if workflow != HARMFUL:
+            assert entry["suppressed_at"] is None and entry["status"] == "active"
+        u = entry["uplift"]
+        assert (u["served"]["n"], u["held_back"]["n"]) == (entry["served"], entry["held_back"])  # the library's arms
+    assert results["passed"] and results["privacy"]["leaks"] == 0
+    assert "harmful skill suppressed within 120 sessions of its workflow in every seed: yes" in markdown(results)

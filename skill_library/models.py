@@ -368,14 +368,16 @@ ConditionOp = Literal["eq", "in", "len_eq"]
 class Condition(BaseModel):
     """One precondition of a skill version, as data (never code): the value at ``path`` in
     the result of the ``occurrence``-th (0-based) call of the read-only tool ``tool``, made
-    before the run's first state-changing call, compared by ``op`` with ``value`` (``eq``:
+    before the run's first state-changing call (``occurrence=-1``: its last call given a
+    value that first state-changing call is also given: the order it cancels), compared by
+    ``op`` with ``value`` (``eq``:
     equal; ``in``: one of the list ``value``; ``len_eq``: a list or object of that many
     items). Mined from contrasting traces (docs/learning.md, "Preconditions")."""
 
     model_config = ConfigDict(frozen=True)
 
     tool: str = Field(min_length=1)
-    occurrence: int = Field(default=0, ge=0)
+    occurrence: int = Field(default=0, ge=-1)
     path: list[str] = Field(default_factory=list)
     op: ConditionOp = "eq"
     value: Any = None

@@ -39,10 +39,11 @@ def test_contrasting_traces_give_each_skill_the_condition_that_tells_it_apart():
         "reset": [trace("reset_password", user(n, "active")) for n in range(5, 10)],
     }
     mined = pre.mine(traces, READ_ONLY)
-    assert mined["unlock"] == [Condition(tool="get_user", path=["status"], op="eq", value="locked",
-                                         against="reset")]
-    assert mined["reset"] == [Condition(tool="get_user", path=["status"], op="eq", value="active",
-                                        against="unlock")]
+    # on the read of the user the change acts on (get_user was given the id unlock_account is)
+    assert mined["unlock"] == [Condition(tool="get_user", occurrence=pre.TARGET, path=["status"], op="eq",
+                                         value="locked", against="reset")]
+    assert mined["reset"] == [Condition(tool="get_user", occurrence=pre.TARGET, path=["status"], op="eq",
+                                        value="active", against="unlock")]
     # it holds in every trace of its skill and fails in the look-alike's
     for name, other in (("unlock", "reset"), ("reset", "unlock")):
         condition = mined[name][0]
@@ -56,8 +57,8 @@ def test_a_set_of_values_when_the_skill_takes_several():
              enumerate(["staff", "manager", "staff", "manager", "staff", "manager"])]
     request = [trace("submit_access_request", user(n, "active", "contractor")) for n in range(6, 12)]
     mined = pre.mine({"grant": grant, "request": request}, READ_ONLY)
-    assert mined["grant"] == [Condition(tool="get_user", path=["role"], op="in", value=["manager", "staff"],
-                                        against="request")]
+    assert mined["grant"] == [Condition(tool="get_user", occurrence=pre.TARGET, path=["role"], op="in",
+                                        value=["manager", "staff"], against="request")]
     assert pre.render(mined["grant"][0]) == "the user's role is manager or staff"
     assert mined["request"][0].value == "contractor"
 
@@ -108,6 +109,45 @@ def test_skills_that_open_differently_are_not_look_alikes():
     assert pre.mine({"lock": lock, "reset": reset}, READ_ONLY | {"list_devices"}) == {}
 
 
+def order_trace(action: str, n: int, wanted: str) -> Trace:
+    """A customer with three orders looked at in turn; ``action`` acts on the one in state
+    ``wanted`` (its place among the reads differs from trace to trace)."""
+    states = ["delivered", "pending", "processed"]
+    states = states[n % 3:] + states[: n % 3]
+    orders = [{"order_id": f"#W{n}{i}", "status": st, "items": [{"item_id": f"{n}{i}"}]} for i, st in enumerate(states)]
+    chosen = next(o for o in orders if o["status"] == wanted)
+    calls = [ToolCall(name="find_user_id_by_email", arguments={"email": f"c{n}@shop.example"}, result=f"u{n}")]
+    calls += [ToolCall(name="get_order_details", arguments={"order_id": o["order_id"]}, result=o) for o in orders]
+    calls.append(ToolCall(name=action, arguments={"order_id": chosen["order_id"]}, result={"ok": True}))
+    return Trace(task=f"{action} my order", params={"email": f"c{n}@shop.example", "order_id": chosen["order_id"]},
+                 calls=calls, outcome=Outcome(success=True))
+
+
+def test_the_condition_is_on_the_read_of_what_the_change_acts_on():
+    reads = frozenset({"find_user_id_by_email", "get_order_details"})
+    traces = {"cancel": [order_trace("cancel_pending_order", n, "pending") for n in range(6)],
+              "ret": [order_trace("return_delivered_order_items", n, "delivered") for n in range(6, 12)]}
+    mined = pre.mine(traces, reads)
+    assert mined["cancel"] == [Condition(tool="get_order_details", occurrence=pre.TARGET, path=["status"],
+                                         op="eq", value="pending", against="ret")]
+    assert pre.sentence(mined["ret"]) == "Applies when the order's status is delivered."
+    # the guard picks the read of the order the change is given, wherever it came
+    guard = pre.Guard(mined["cancel"], reads)
+    def details(order_id: str) -> dict:
+        return {"order_id": order_id, "status": "pending" if order_id == "#A" else "delivered"}
+
+    tools = guard.wrap({"get_order_details": details, "cancel_pending_order": lambda order_id: "cancelled"})
+    tools["get_order_details"](order_id="#A")
+    tools["get_order_details"](order_id="#B")
+    assert tools["cancel_pending_order"](order_id="#A") == "cancelled" and guard.refused is None
+    other = pre.Guard(mined["cancel"], reads)
+    tools = other.wrap({"get_order_details": lambda order_id: {"status": "delivered"},
+                        "cancel_pending_order": lambda order_id: "cancelled"})
+    tools["get_order_details"](order_id="#B")
+    with pytest.raises(pre.Refused, match="does not apply: the order's status is pending"):
+        tools["cancel_pending_order"](order_id="#B")
+
+
 def test_checking_a_condition_on_read_results():
     status = Condition(tool="get_user", path=["status"], op="eq", value="locked")
     assert pre.holds(status, {"status": "Locked "}) and not pre.holds(status, {"status": "active"})
@@ -119,7 +159,7 @@ def test_checking_a_condition_on_read_results():
     assert pre.unmet([status], {("get_user", 0): {"status": "locked"}}) is None
     assert pre.unmet([status], {}) is status  # the read was not made before the change
     assert pre.render(size) == "the user's groups has 1 item"
-    assert pre.subject("get_order_details") == "order details"
+    assert pre.subject("get_order_details") == "order"
     assert pre.subject("find_user_id_by_email") == "user id"
 
 
@@ -195,7 +235,7 @@ def test_a_failed_precondition_changes_nothing_and_is_not_applicable(directory_l
     reset = learned(library, directory, "reset_password", "active")
     # the look-alike's traces arrived: both skills are re-mined
     assert [c.model_dump(exclude={"against"}) for c in library.get(unlock).provenance.preconditions] == [
-        {"tool": "get_user", "occurrence": 0, "path": ["status"], "op": "eq", "value": "locked"}]
+        {"tool": "get_user", "occurrence": -1, "path": ["status"], "op": "eq", "value": "locked"}]
     assert library.get(reset).provenance.preconditions[0].value == "active"
     assert "Applies when the user's status is locked." in library.get(unlock).when
     before = library.get(unlock)

@@ -62,22 +62,55 @@ MAX_CONDITIONS = 3
 #: how the description's condition sentence starts (describe.with_conditions)
 SENTENCE_START = "Applies when "
 #: the words of a read tool's name that say how it reads, not what (``get_employee``)
-READ_VERBS = frozenset("get find list fetch read lookup look up search show check query retrieve load by".split())
+READ_VERBS = frozenset("get find list fetch read lookup look up search show check query retrieve load by "
+                       "details detail info information record".split())
 
 Key = tuple[str, int, tuple[str, ...], str]  # tool, occurrence, path, "value" | "len"
 
 
 # -- what a trace read before it acted ---------------------------------------------------------
+#: the ``occurrence`` of a condition on the read of what the first state-changing call acts on
+TARGET = -1
+
+
+def _values(arguments: Mapping[str, Any]) -> set[str]:
+    """The scalar argument values of a call (list items too), as JSON."""
+    out: set[str] = set()
+    for value in arguments.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, (str, int)) and not isinstance(item, bool) and item != "":
+                out.add(json.dumps(item))
+    return out
+
+
+def target_reads(reads: Sequence[tuple[str, Mapping[str, Any], Any]],
+                 acting: Mapping[str, Any]) -> dict[tuple[str, int], Any]:
+    """Per read tool, the result of its last call before the change that was given a value
+    the first state-changing call is also given (the order it cancels, the employee it
+    unlocks), keyed (tool, :data:`TARGET`)."""
+    wanted = _values(acting)
+    found: dict[tuple[str, int], Any] = {}
+    for tool, arguments, result in reads:
+        if wanted & _values(arguments):
+            found[(tool, TARGET)] = result
+    return found
+
+
 def reads_before_acting(calls: Sequence[Any], read_only: frozenset[str]) -> dict[tuple[str, int], Any] | None:
     """The results of the read-only calls made before the first state-changing call, by
-    (tool, occurrence); None when the calls never act (nothing to guard)."""
+    (tool, occurrence), plus (tool, :data:`TARGET`) for the read of what that call acts on;
+    None when the calls never act (nothing to guard)."""
     seen: Counter[str] = Counter()
     reads: dict[tuple[str, int], Any] = {}
+    made: list[tuple[str, Mapping[str, Any], Any]] = []
     for call in calls:
         if getattr(call, "kind", "tool") != "tool" or call.name not in read_only:
+            if getattr(call, "kind", "tool") == "tool":
+                reads.update(target_reads(made, call.arguments))
             return reads
         if call.error is None:
             reads[(call.name, seen[call.name])] = call.result
+            made.append((call.name, call.arguments, call.result))
         seen[call.name] += 1
     return None
 
@@ -146,8 +179,9 @@ class _Candidate:
     chance: float
     fails: int
 
-    def rank(self) -> tuple[float, int, int, int]:
-        return (self.chance, -self.fails, self.condition.op != "eq", len(self.condition.path))
+    def rank(self) -> tuple[float, int, bool, int, bool]:
+        c = self.condition
+        return (self.chance, -self.fails, c.op != "eq", len(c.path), c.occurrence != TARGET)
 
 
 def _separating(own: list[dict[Key, Any]], other: str, theirs: list[dict[Key, Any]]) -> list[_Candidate]:
@@ -302,6 +336,7 @@ class Guard:
     conditions: Sequence[Condition]
     read_only: frozenset[str]
     reads: dict[tuple[str, int], Any] = field(default_factory=dict)
+    made: list[tuple[str, Mapping[str, Any], Any]] = field(default_factory=list)
     seen: Counter[str] = field(default_factory=Counter)
     acted: bool = False
     refused: Condition | None = None
@@ -319,13 +354,19 @@ class Guard:
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             if name in self.read_only:
-                result = fn(*args, **kwargs)
+                try:
+                    result = fn(*args, **kwargs)
+                except Exception:
+                    self.seen[name] += 0 if self.acted else 1
+                    raise
                 if not self.acted:
                     self.reads[(name, self.seen[name])] = _as_json(result)
+                    self.made.append((name, dict(kwargs), self.reads[(name, self.seen[name])]))
                     self.seen[name] += 1
                 return result
             if self.refused is None and not self.acted:
-                self.refused = unmet(self.conditions, self.reads)
+                reads = {**self.reads, **target_reads(self.made, _as_json(kwargs) or {})}
+                self.refused = unmet(self.conditions, reads)
             if self.refused is not None:
                 raise Refused(self.message)
             self.acted = True
@@ -372,7 +413,7 @@ def render(condition: Condition) -> str:
     noun = subject(condition.tool)
     owner = f"the {noun}'" if noun.endswith("s") else f"the {noun}'s"
     what = " ".join(" ".join(_words(p)) or p for p in condition.path) or "result"
-    nth = f" (call {condition.occurrence + 1})" if condition.occurrence else ""
+    nth = f" (call {condition.occurrence + 1})" if condition.occurrence > 0 else ""
     if condition.op == "len_eq":
         n = condition.value
         return f"{owner} {what}{nth} has {n} item{'s' if n != 1 else ''}" if condition.path else \

@@ -737,25 +737,8 @@ class SkillLibrary:
         (``feedback(..., wrong_skill=True)``): retrieval's count, not the skill's."""
         return honest_outcomes.retrieval_misses(self, name)
 
-    def _check_quarantine(self, skill: Skill) -> Skill:
-        from skill_library.patterns.reliability import quarantine_problem, record_event
-
-        current = self.store.get(skill.name)
-        problem = quarantine_problem(self.store, current) if current.version == skill.version else None
-        if problem is None:
-            return skill
-        from skill_library.errors import LifecycleError
-        from skill_library.governance import lifecycle
-
-        try:
-            quarantined = lifecycle.library_transition(
-                self, skill.name, current.version, "quarantined",
-                actor=self.resolve_actor("system"), reason=problem,
-            )
-        except LifecycleError:  # another process moved it first
-            return self.store.get(skill.name, skill.version)
-        record_event(self.store, quarantined, "quarantined", problem, None)
-        return quarantined
+    def _check_quarantine(self, skill: Skill) -> Skill:  # kept for branches in flight
+        return honest_outcomes.check_quarantine(self, skill)
 
     def lift_quarantine(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
         """An approver (``skill.approve``; default: the local administrator) lifts the
@@ -1016,18 +999,15 @@ class SkillLibrary:
             allow_quarantined=_allow_quarantined,
         )
 
+    # kept for branches in flight: skill_library.governance.canary.session_version and
+    # skill_library.outcomes.after_outcome
     def _session_version(self, name: str, session: str | None, cohort: str | None) -> int | None:
-        """The version ``fetch`` gave ``session`` (or its canary route); None: the active one."""
         from skill_library.governance import canary
 
         return canary.session_version(self, name, session=session, cohort=cohort)
 
     def _after_outcome(self, name: str) -> None:
-        """After an outcome of ``name``: test its canary, if it has one (may roll it back)."""
-        from skill_library.governance import canary
-
-        if name in canary.running(self):
-            canary.after_outcome(self, name)
+        honest_outcomes.after_outcome(self, name)
 
     # -- integrations: thin delegates to skill_library.integrations ---------------------
     def render(self, matches: Sequence[Match], *, max_tokens: int = 800) -> str:

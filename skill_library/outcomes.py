@@ -119,7 +119,9 @@ def feedback(
     if kind is OutcomeKind.WRONG_SKILL and reason is None:
         reason = "the agent fetched the wrong workflow (counted against retrieval)"
     if version is None and (session is not None or cohort is not None):
-        version = library._session_version(name, session, cohort)
+        from skill_library.governance import canary
+
+        version = canary.session_version(library, name, session=session, cohort=cohort)
     if version is None and trace_id is None and library.store.get(name).kind == "instruction":
         library.procedures.record_outcome(name, kind, reason=reason)
         return library.store.get(name)
@@ -131,9 +133,40 @@ def feedback(
     skill = library.store.record_outcome(name, kind is OutcomeKind.SUCCESS, version=version, trace_id=trace_id,
                                          kind=kind, reason=reason, origin=origin)
     if kind is OutcomeKind.FAILURE:
-        skill = library._check_quarantine(skill)
-    library._after_outcome(name)
+        skill = check_quarantine(library, skill)
+    after_outcome(library, name)
     return skill
+
+
+def check_quarantine(library: "SkillLibrary", skill: Skill) -> Skill:
+    """After a failure of ``skill``: quarantine its active version when its recent outcomes
+    break the rule (skill_library.patterns.reliability), as the system actor, audited; the
+    skill as it now is (unchanged when the rule holds or another process moved it first)."""
+    from skill_library.errors import LifecycleError
+    from skill_library.governance import lifecycle
+    from skill_library.patterns.reliability import quarantine_problem, record_event
+
+    current = library.store.get(skill.name)
+    problem = quarantine_problem(library.store, current) if current.version == skill.version else None
+    if problem is None:
+        return skill
+    try:
+        quarantined = lifecycle.library_transition(
+            library, skill.name, current.version, "quarantined",
+            actor=library.resolve_actor("system"), reason=problem,
+        )
+    except LifecycleError:  # another process moved it first
+        return library.store.get(skill.name, skill.version)
+    record_event(library.store, quarantined, "quarantined", problem, None)
+    return quarantined
+
+
+def after_outcome(library: "SkillLibrary", name: str) -> None:
+    """After an outcome of ``name``: test its canary, if it has one (may roll it back)."""
+    from skill_library.governance import canary
+
+    if name in canary.running(library):
+        canary.after_outcome(library, name)
 
 
 def _run_of(library: "SkillLibrary", trace_id: str, name: str) -> int | None:

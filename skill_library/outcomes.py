@@ -21,12 +21,13 @@ reason) and shown in the counts (:meth:`SkillLibrary.outcome_counts`).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from skill_library.errors import SkillLibraryError
 from skill_library.models import NOT_APPLICABLE_ERROR, OutcomeKind, Skill, SkillRun
 
 if TYPE_CHECKING:
+    from skill_library.governance.actors import Actor
     from skill_library.library import SkillLibrary
 
 #: what a lookup says when the value it was given names nothing (or nothing valid)
@@ -167,6 +168,43 @@ def after_outcome(library: "SkillLibrary", name: str) -> None:
 
     if name in canary.running(library):
         canary.after_outcome(library, name)
+
+
+def lift_quarantine(library: "SkillLibrary", name: str, *, actor: "Actor | str | None" = None) -> Skill:
+    """``SkillLibrary.lift_quarantine``: an approver lifts the quarantine of ``name``."""
+    from skill_library.governance.workflow import caller_actor
+
+    return _lift(library, name, caller_actor(library, actor), "lifted by an approver")
+
+
+def reverify(library: "SkillLibrary", name: str, args: Mapping[str, Any] | None,
+             tools: Mapping[str, Callable[..., Any]] | None, *, verifier: Callable[[SkillRun], bool],
+             actor: "Actor | str | None" = None, **run_options: Any) -> SkillRun:
+    """``SkillLibrary.reverify``: run a quarantined skill once under ``verifier``; a pass
+    lifts the quarantine (as ``actor``, default the system actor)."""
+    skill = library.store.get(name)
+    if skill.status != "quarantined":
+        raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
+    run = library.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
+    outcome = run.trace.outcome
+    if outcome is not None and outcome.success:
+        from skill_library.governance.workflow import caller_actor
+
+        who = caller_actor(library, actor) if actor is not None else library.resolve_actor("system")
+        _lift(library, name, who, f"a re-verification passed (trace {run.trace.id})")
+    return run
+
+
+def _lift(library: "SkillLibrary", name: str, actor: "Actor", reason: str) -> Skill:
+    from skill_library.governance import lifecycle
+    from skill_library.patterns.reliability import record_event
+
+    skill = library.store.get(name)
+    if skill.status != "quarantined":
+        raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
+    lifted = lifecycle.library_transition(library, name, skill.version, "active", actor=actor, reason=reason)
+    record_event(library.store, lifted, "lifted", reason, None if actor.kind == "system" else actor.id)
+    return lifted
 
 
 def _run_of(library: "SkillLibrary", trace_id: str, name: str) -> int | None:

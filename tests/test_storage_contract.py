@@ -228,3 +228,51 @@ def test_the_write_lock_excludes_another_holder_until_released(store):
         mine.release()
     assert theirs.try_acquire()
     theirs.release()
+
+
+# -- the actors' rows (skill_library.storage.actor_rows): each write with its audit event ----
+def _audit_of(store):
+    from skill_library.storage import audit
+
+    with store.transaction(write=False) as conn:
+        return [(e.to_status, e.actor, e.evidence.get("actor")) for e in audit.read(conn, store.tenant, audit.ACTORS)]
+
+
+def test_actor_rows_are_written_with_their_audit_events(store):
+    from skill_library.storage.actor_rows import ActorRow, ActorRows, AuditNote
+
+    rows = ActorRows(store)
+    ada = ActorRow("ada", "user", frozenset({"skill.propose"}))
+    assert rows.seed([(ada, AuditNote("registered", "system", "seeded", {"actor": "ada"}))])
+    assert not rows.seed([(ActorRow("bob", "user"), AuditNote("registered", "system", "again", {"actor": "bob"}))])
+    assert rows.get("ada") == ada and rows.get("bob") is None
+    wider = ActorRow("ada", "user", frozenset({"skill.propose", "skill.approve"}))
+    rows.put(wider, AuditNote("registered", "root", "widened", {"actor": "ada"}))
+    rows.put(ActorRow("bot", "agent"), AuditNote("registered", "root", "added", {"actor": "bot"}))
+    assert [r.id for r in rows.list()] == ["ada", "bot"] and rows.get("ada") == wider
+    assert rows.remove("bot", AuditNote("removed", "root", "gone", {"actor": "bot"}))
+    assert not rows.remove("bot", AuditNote("removed", "root", "twice", {"actor": "bot"}))
+    assert _audit_of(store) == [("registered", "system", "ada"), ("registered", "root", "ada"),
+                                ("registered", "root", "bot"), ("removed", "root", "bot")]
+    acme = ActorRows(store.for_tenant("acme"))
+    assert acme.list() == [] and acme.get("ada") is None  # another tenant's actors
+
+
+def test_an_actor_change_whose_audit_write_fails_is_not_written(store, monkeypatch):
+    from skill_library.storage import audit
+    from skill_library.storage.actor_rows import ActorRow, ActorRows, AuditNote
+
+    rows = ActorRows(store)
+    rows.put(ActorRow("ada", "user"), AuditNote("registered", "root", "added", {"actor": "ada"}))
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("the audit write failed")
+
+    monkeypatch.setattr(audit, "write", failing)
+    with pytest.raises(RuntimeError, match="audit write failed"):
+        rows.put(ActorRow("bob", "user"), AuditNote("registered", "root", "added", {"actor": "bob"}))
+    with pytest.raises(RuntimeError, match="audit write failed"):
+        rows.remove("ada", AuditNote("removed", "root", "gone", {"actor": "ada"}))
+    monkeypatch.undo()
+    assert [r.id for r in rows.list()] == ["ada"]  # neither change without its event
+    assert _audit_of(store) == [("registered", "root", "ada")]

@@ -276,3 +276,21 @@ def test_an_actor_change_whose_audit_write_fails_is_not_written(store, monkeypat
     monkeypatch.undo()
     assert [r.id for r in rows.list()] == ["ada"]  # neither change without its event
     assert _audit_of(store) == [("registered", "root", "ada")]
+
+
+# -- the policy row (skill_library.storage.policy_rows), on the caller's transaction ------
+def test_a_tenants_policy_body_is_replaced_and_rolled_back_with_its_transaction(store):
+    from skill_library.storage.policy_rows import load_body, save_body
+
+    with store.transaction(write=True) as conn:
+        assert load_body(conn, "default") is None
+        save_body(conn, "default", {"auto_approve": "never"})
+        save_body(conn, "default", {"auto_approve": "all"})
+        save_body(conn, "acme", {"auto_approve": "read_only"})
+    with pytest.raises(RuntimeError, match="after the write"):
+        with store.transaction(write=True) as conn:
+            save_body(conn, "default", {"auto_approve": "never"})
+            raise RuntimeError("a failure after the write (its audit event, say)")
+    with store.transaction(write=False) as conn:
+        assert load_body(conn, "default") == {"auto_approve": "all"}  # the failed change rolled back
+        assert load_body(conn, "acme") == {"auto_approve": "read_only"}

@@ -294,3 +294,18 @@ def test_a_tenants_policy_body_is_replaced_and_rolled_back_with_its_transaction(
     with store.transaction(write=False) as conn:
         assert load_body(conn, "default") == {"auto_approve": "all"}  # the failed change rolled back
         assert load_body(conn, "acme") == {"auto_approve": "read_only"}
+
+
+# -- the running canaries' rows (skill_library.storage.canary_rows) -----------------------
+def test_canary_rows_are_the_tenants_own(store):
+    from skill_library.models import utc_now
+    from skill_library.storage.canary_rows import canary_rows
+    from skill_library.storage.governance_tables import canaries_table
+
+    assert canary_rows(store) == []
+    with store.transaction(write=True) as conn:
+        for tenant, name in (("default", "wave"), ("default", "greet"), ("acme", "greet")):
+            conn.execute(canaries_table.insert().values(tenant=tenant, name=name, version=2, share=0.1,
+                                                        cohort=None, actor="ada", started_at=utc_now()))
+    assert [(r["name"], r["version"], r["share"]) for r in canary_rows(store)] == [("greet", 2, 0.1), ("wave", 2, 0.1)]
+    assert [r["name"] for r in canary_rows(store.for_tenant("acme"))] == ["greet"]

@@ -9,6 +9,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from skill_library import outcomes
 from skill_library.errors import SkillLibraryError, SkillNotFoundError, SkillUsageError
 from skill_library.models import (
     NOT_APPLICABLE_ERROR,
@@ -136,7 +137,9 @@ def run(
     pattern and the quarantine and canary checks unless ``record`` is False."""
     explicit = version is not None
     if version is None and (session is not None or cohort is not None):
-        version = library._session_version(name, session, cohort)
+        from skill_library.governance import canary
+
+        version = canary.session_version(library, name, session=session, cohort=cohort)
     skill = library.get(name, version)
     runnable = ("active", "canary") + (("quarantined",) if allow_quarantined else ())
     if skill.status not in runnable and not explicit and version is not None:
@@ -168,8 +171,8 @@ def run(
             kind=outcome.kind, reason=outcome.reason, origin="run",
         )
         if outcome.kind is OutcomeKind.FAILURE and stored.status == "active":
-            library._check_quarantine(stored)
-        library._after_outcome(skill.name)
+            outcomes.check_quarantine(library, stored)
+        outcomes.after_outcome(library, skill.name)
     return run
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     ADD_BATCH: int
     from skill_library.governance.actors import Actor
     from skill_library.library import SkillLibrary
+    from skill_library.record_store import RecordStore
 
 #: embedded batches that may wait for the writer (bounds the vectors held in memory)
 PIPELINE_DEPTH = 2
@@ -244,6 +245,66 @@ class _Writer(threading.Thread):
             latest[skill.name] = (skill, vector)
         index.upsert(entries_for([s for s, _ in latest.values()]), [v for _, v in latest.values()])
         self.advance(len(batch))
+
+
+def add_one(library: "SkillLibrary", skill: Skill, *, verified: bool) -> AddResult:
+    """``SkillLibrary.add``: check, refuse a duplicate, store as the local administrator
+    (audited) and index; see its docstring."""
+    if not isinstance(skill, Skill):
+        raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
+    check_addable(skill)
+    if verified and skill.provenance.trace_ids:
+        check_verified(library.store, skill)
+    from skill_library.governance import workflow
+
+    admin = library.resolve_actor(None)
+    embedding = library.context.vectors.embed([description.index_text(skill.when)])[0]
+    with library.context.index.writing() as index:
+        duplicate = duplicate_of(index, embedding, skill.name)
+        if duplicate is not None:
+            return AddResult(status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1])
+        stored = workflow.add_active(library, [skill], initial_success=verified, actor=admin,
+                                     reason="added directly by the local administrator")[0]
+        library.context.sync(index, [stored], known={description.index_text(stored.when): embedding})
+    return AddResult(status="added", skill=stored)
+
+
+def check_addable(skill: Skill) -> None:
+    """Refuse a skill whose code breaks the sandbox policy or whose state is not addable."""
+    from skill_library.induction.validation import check_policy
+
+    check_policy(skill)
+    check_state(skill)
+
+
+def check_verified(store: "RecordStore", skill: Skill) -> None:
+    """``verified=True`` grants a success only on evidence: a stored verified trace."""
+    from skill_library.errors import EvidenceError, TraceNotFoundError
+
+    if not skill.provenance.trace_ids:
+        raise EvidenceError(
+            f"verified: {skill.name!r} names no trace; a success is granted only on evidence "
+            "(provenance.trace_ids naming a stored trace a verifier judged a success; the "
+            "CLI's --trace ID)"
+        )
+    trace_id = skill.provenance.trace_ids[0]
+    try:
+        trace = store.get_trace(trace_id)
+    except TraceNotFoundError:
+        raise EvidenceError(f"verified: no stored trace {trace_id!r} backs {skill.name!r}") from None
+    if not trace.verified_success:
+        raise EvidenceError(
+            f"verified: trace {trace_id!r} is not a success judged by a named verifier"
+        )
+
+
+def duplicate_of(index: VectorIndex, embedding: Sequence[float], name: str) -> tuple[str, float] | None:
+    """The other skill whose entry is more than ``settings.DUPLICATE_SIMILARITY`` similar
+    to ``embedding`` (its name and similarity), if any."""
+    for hit in index.query(embedding, min(2, index.count())):
+        if hit.name != name and hit.similarity > settings.DUPLICATE_SIMILARITY:
+            return hit.name, hit.similarity
+    return None
 
 
 settings.forward(__name__, "ADD_BATCH")

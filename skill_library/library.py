@@ -33,7 +33,6 @@ from skill_library.errors import (
     LibraryNotFoundError,
     LLMError,
     RecordStoreCorruptError,
-    SkillLibraryError,
 )
 from skill_library.fetching import (  # noqa: F401  (settings named here before)
     ENTRIES_PER_SKILL_GUESS,
@@ -46,7 +45,7 @@ from skill_library.fetching import (  # noqa: F401  (settings named here before)
 from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.induction import description, preconditions
-from skill_library.induction.validation import check_policy
+from skill_library.induction.validation import check_policy as check_policy  # its old home
 from skill_library.models import (
     AddResult,
     Example,
@@ -60,6 +59,7 @@ from skill_library.models import (
     Trace,
 )
 from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
+from skill_library.progress import ProgressBar
 from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
 from skill_library.text_vectors import StoredVectors
@@ -489,45 +489,7 @@ class SkillLibrary:
         ``--verified`` always needs ``--trace``). When another active skill's ``when`` is more than 0.9
         cosine-similar, nothing is stored and the result names it in ``duplicate_of``.
         """
-        if not isinstance(skill, Skill):
-            raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
-        _check_addable(skill)
-        if verified and skill.provenance.trace_ids:
-            self._check_verified(skill)
-        from skill_library.governance import workflow
-
-        admin = self.resolve_actor(None)
-        embedding = self.context.vectors.embed([description.index_text(skill.when)])[0]
-        with self.context.index.writing() as index:
-            duplicate = self._duplicate_of(embedding, skill.name, index)
-            if duplicate is not None:
-                return AddResult(
-                    status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1]
-                )
-            stored = workflow.add_active(self, [skill], initial_success=verified, actor=admin,
-                                         reason="added directly by the local administrator")[0]
-            self.context.sync(index, [stored], known={description.index_text(stored.when): embedding})
-        return AddResult(status="added", skill=stored)
-
-    def _check_verified(self, skill: Skill) -> None:
-        """``verified=True`` grants a success only on evidence: a stored verified trace."""
-        from skill_library.errors import EvidenceError, TraceNotFoundError
-
-        if not skill.provenance.trace_ids:
-            raise EvidenceError(
-                f"verified: {skill.name!r} names no trace; a success is granted only on evidence "
-                "(provenance.trace_ids naming a stored trace a verifier judged a success; the "
-                "CLI's --trace ID)"
-            )
-        trace_id = skill.provenance.trace_ids[0]
-        try:
-            trace = self.store.get_trace(trace_id)
-        except TraceNotFoundError:
-            raise EvidenceError(f"verified: no stored trace {trace_id!r} backs {skill.name!r}") from None
-        if not trace.verified_success:
-            raise EvidenceError(
-                f"verified: trace {trace_id!r} is not a success judged by a named verifier"
-            )
+        return ingest.add_one(self, skill, verified=verified)
 
     def add_many(
         self,
@@ -549,19 +511,11 @@ class SkillLibrary:
         if verified:
             for skill in skills:
                 if skill.provenance.trace_ids:
-                    self._check_verified(skill)
+                    ingest.check_verified(self.store, skill)
         admin = self.resolve_actor(None)
         require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
-        with _ProgressBar(progress, "adding skills", len(skills)) as bar:
+        with ProgressBar(progress, "adding skills", len(skills)) as bar:
             return ingest.add_many(self, skills, verified=verified, actor=admin, advance=bar.advance)
-
-    def _duplicate_of(
-        self, embedding: Sequence[float], name: str, index: VectorIndex
-    ) -> tuple[str, float] | None:
-        for hit in index.query(embedding, min(2, index.count())):
-            if hit.name != name and hit.similarity > settings.DUPLICATE_SIMILARITY:
-                return hit.name, hit.similarity
-        return None
 
     def get(self, name: str, version: int | None = None) -> Skill:
         """A skill's active version (or ``version``) with its outcome counts (an old name of
@@ -610,7 +564,7 @@ class SkillLibrary:
         every skill with enough of them gets its prototype (skill_library.prototypes)."""
         with self.context.index.locked():
             prototypes.backfill(self.store, self.embedder, [s.name for s in self.store.list(status="active")])
-            with _ProgressBar(progress, "embedding skills", len(self.context.index.expected_entries())) as bar:
+            with ProgressBar(progress, "embedding skills", len(self.context.index.expected_entries())) as bar:
                 return self.context.index.rebuild(progress=bar.advance, force=force)
 
     # -- fetch and feedback -------------------------------------------------------------
@@ -807,43 +761,13 @@ class SkillLibrary:
         (``feedback(..., wrong_skill=True)``): retrieval's count, not the skill's."""
         return honest_outcomes.retrieval_misses(self, name)
 
-    def _check_quarantine(self, skill: Skill) -> Skill:
-        from skill_library.patterns.reliability import quarantine_problem, record_event
-
-        current = self.store.get(skill.name)
-        problem = quarantine_problem(self.store, current) if current.version == skill.version else None
-        if problem is None:
-            return skill
-        from skill_library.errors import LifecycleError
-        from skill_library.governance import lifecycle
-
-        try:
-            quarantined = lifecycle.library_transition(
-                self, skill.name, current.version, "quarantined",
-                actor=self.resolve_actor("system"), reason=problem,
-            )
-        except LifecycleError:  # another process moved it first
-            return self.store.get(skill.name, skill.version)
-        record_event(self.store, quarantined, "quarantined", problem, None)
-        return quarantined
+    def _check_quarantine(self, skill: Skill) -> Skill:  # kept for branches in flight
+        return honest_outcomes.check_quarantine(self, skill)
 
     def lift_quarantine(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
         """An approver (``skill.approve``; default: the local administrator) lifts the
         quarantine of ``name``: it is active and fetched again. Audited."""
-        from skill_library.governance.workflow import caller_actor
-
-        return self._lift(name, caller_actor(self, actor), "lifted by an approver")
-
-    def _lift(self, name: str, actor: Actor, reason: str) -> Skill:
-        from skill_library.governance import lifecycle
-        from skill_library.patterns.reliability import record_event
-
-        skill = self.store.get(name)
-        if skill.status != "quarantined":
-            raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
-        lifted = lifecycle.library_transition(self, name, skill.version, "active", actor=actor, reason=reason)
-        record_event(self.store, lifted, "lifted", reason, None if actor.kind == "system" else actor.id)
-        return lifted
+        return honest_outcomes.lift_quarantine(self, name, actor=actor)
 
     def reverify(
         self,
@@ -857,17 +781,7 @@ class SkillLibrary:
     ) -> SkillRun:
         """Run a quarantined skill once under ``verifier``; a pass lifts the quarantine
         (as ``actor``, default the system actor: a passed re-verification is evidence)."""
-        skill = self.store.get(name)
-        if skill.status != "quarantined":
-            raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
-        run = self.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
-        outcome = run.trace.outcome
-        if outcome is not None and outcome.success:
-            from skill_library.governance.workflow import caller_actor
-
-            who = caller_actor(self, actor) if actor is not None else self.resolve_actor("system")
-            self._lift(name, who, f"a re-verification passed (trace {run.trace.id})")
-        return run
+        return honest_outcomes.reverify(self, name, args, tools, verifier=verifier, actor=actor, **run_options)
 
     # -- procedures, patterns and transparency: delegates to skill_library.procedures/.patterns
     def add_procedure(
@@ -1011,7 +925,7 @@ class SkillLibrary:
         items = list(traces)
         results: builtins.list[LearnResult] = []
         chosen = self.resolve_generalizer(generalizer)
-        with _ProgressBar(progress, "learning traces", len(items)) as bar:
+        with ProgressBar(progress, "learning traces", len(items)) as bar:
             for start in range(0, len(items), settings.LEARN_BATCH):
                 chunk = items[start : start + settings.LEARN_BATCH]
                 results.extend(learning.learn_batch(self, chunk, chosen, verifier, limits))
@@ -1108,18 +1022,15 @@ class SkillLibrary:
             allow_quarantined=_allow_quarantined,
         )
 
+    # kept for branches in flight: skill_library.governance.canary.session_version and
+    # skill_library.outcomes.after_outcome
     def _session_version(self, name: str, session: str | None, cohort: str | None) -> int | None:
-        """The version ``fetch`` gave ``session`` (or its canary route); None: the active one."""
         from skill_library.governance import canary
 
         return canary.session_version(self, name, session=session, cohort=cohort)
 
     def _after_outcome(self, name: str) -> None:
-        """After an outcome of ``name``: test its canary, if it has one (may roll it back)."""
-        from skill_library.governance import canary
-
-        if name in canary.running(self):
-            canary.after_outcome(self, name)
+        honest_outcomes.after_outcome(self, name)
 
     # -- integrations: thin delegates to skill_library.integrations ---------------------
     def render(self, matches: Sequence[Match], *, max_tokens: int = 800) -> str:
@@ -1208,36 +1119,6 @@ def _check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> 
         raise LibraryNotFoundError(
             path, "no such folder" if not path.exists() else f"the folder has no {RECORDS_FILE}"
         )
-
-
-def _check_addable(skill: Skill) -> None:
-    check_policy(skill)
-    ingest.check_state(skill)
-
-
-class _ProgressBar:
-    """A rich progress bar when ``enabled`` (and there is work), otherwise a no-op."""
-
-    def __init__(self, enabled: bool, label: str, total: int) -> None:
-        self._bar: Any = None
-        if enabled and total:
-            from rich.progress import Progress
-
-            self._bar = Progress(transient=True)
-            self._task = self._bar.add_task(label, total=total)
-
-    def __enter__(self) -> "_ProgressBar":
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-    def advance(self, n: int) -> None:
-        if self._bar is not None:
-            self._bar.advance(self._task, n)
 
 
 settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH", "DUPLICATE_SIMILARITY")

@@ -22,9 +22,10 @@ from sqlalchemy.engine import Connection
 from skill_library import record_store as rs
 from skill_library.models import utc_now
 from skill_library.storage import governance_tables
+from skill_library.storage.feature_tables import UPLIFT_TABLES as uplift_tables
+from skill_library.storage.feature_tables import tool_bindings_table
 from skill_library.storage.governance_tables import evaluations_table
 from skill_library.tenancy import DEFAULT_TENANT
-from skill_library.uplift import TABLES as uplift_tables
 
 #: key of the PostgreSQL advisory lock held while migrations run (any constant 64-bit int)
 MIGRATION_LOCK_KEY = 0x534B494C4C4D4947  # "SKILLMIG"
@@ -168,8 +169,8 @@ def _tool_bindings(conn: Connection) -> None:
     from skill_library.governance import tool_schemas
     from skill_library.governance import tools as tool_store
 
-    tool_schemas.tool_bindings_table.create(conn, checkfirst=True)
-    if conn.execute(sa.select(tool_schemas.tool_bindings_table.c.name).limit(1)).first() is not None:
+    tool_bindings_table.create(conn, checkfirst=True)
+    if conn.execute(sa.select(tool_bindings_table.c.name).limit(1)).first() is not None:
         return
     rows = conn.execute(sa.select(rs.versions_table).where(rs.versions_table.c.kind == "code")).mappings().all()
     by_tenant: dict[str, list[Any]] = {}

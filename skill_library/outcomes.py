@@ -21,12 +21,13 @@ reason) and shown in the counts (:meth:`SkillLibrary.outcome_counts`).
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from skill_library.errors import SkillLibraryError
 from skill_library.models import NOT_APPLICABLE_ERROR, OutcomeKind, Skill, SkillRun
 
 if TYPE_CHECKING:
+    from skill_library.governance.actors import Actor
     from skill_library.library import SkillLibrary
 
 #: what a lookup says when the value it was given names nothing (or nothing valid)
@@ -119,7 +120,9 @@ def feedback(
     if kind is OutcomeKind.WRONG_SKILL and reason is None:
         reason = "the agent fetched the wrong workflow (counted against retrieval)"
     if version is None and (session is not None or cohort is not None):
-        version = library._session_version(name, session, cohort)
+        from skill_library.governance import canary
+
+        version = canary.session_version(library, name, session=session, cohort=cohort)
     if version is None and trace_id is None and library.store.get(name).kind == "instruction":
         library.procedures.record_outcome(name, kind, reason=reason)
         return library.store.get(name)
@@ -131,9 +134,77 @@ def feedback(
     skill = library.store.record_outcome(name, kind is OutcomeKind.SUCCESS, version=version, trace_id=trace_id,
                                          kind=kind, reason=reason, origin=origin)
     if kind is OutcomeKind.FAILURE:
-        skill = library._check_quarantine(skill)
-    library._after_outcome(name)
+        skill = check_quarantine(library, skill)
+    after_outcome(library, name)
     return skill
+
+
+def check_quarantine(library: "SkillLibrary", skill: Skill) -> Skill:
+    """After a failure of ``skill``: quarantine its active version when its recent outcomes
+    break the rule (skill_library.patterns.reliability), as the system actor, audited; the
+    skill as it now is (unchanged when the rule holds or another process moved it first)."""
+    from skill_library.errors import LifecycleError
+    from skill_library.governance import lifecycle
+    from skill_library.patterns.reliability import quarantine_problem, record_event
+
+    current = library.store.get(skill.name)
+    problem = quarantine_problem(library.store, current) if current.version == skill.version else None
+    if problem is None:
+        return skill
+    try:
+        quarantined = lifecycle.library_transition(
+            library, skill.name, current.version, "quarantined",
+            actor=library.resolve_actor("system"), reason=problem,
+        )
+    except LifecycleError:  # another process moved it first
+        return library.store.get(skill.name, skill.version)
+    record_event(library.store, quarantined, "quarantined", problem, None)
+    return quarantined
+
+
+def after_outcome(library: "SkillLibrary", name: str) -> None:
+    """After an outcome of ``name``: test its canary, if it has one (may roll it back)."""
+    from skill_library.governance import canary
+
+    if name in canary.running(library):
+        canary.after_outcome(library, name)
+
+
+def lift_quarantine(library: "SkillLibrary", name: str, *, actor: "Actor | str | None" = None) -> Skill:
+    """``SkillLibrary.lift_quarantine``: an approver lifts the quarantine of ``name``."""
+    from skill_library.governance.workflow import caller_actor
+
+    return _lift(library, name, caller_actor(library, actor), "lifted by an approver")
+
+
+def reverify(library: "SkillLibrary", name: str, args: Mapping[str, Any] | None,
+             tools: Mapping[str, Callable[..., Any]] | None, *, verifier: Callable[[SkillRun], bool],
+             actor: "Actor | str | None" = None, **run_options: Any) -> SkillRun:
+    """``SkillLibrary.reverify``: run a quarantined skill once under ``verifier``; a pass
+    lifts the quarantine (as ``actor``, default the system actor)."""
+    skill = library.store.get(name)
+    if skill.status != "quarantined":
+        raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
+    run = library.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
+    outcome = run.trace.outcome
+    if outcome is not None and outcome.success:
+        from skill_library.governance.workflow import caller_actor
+
+        who = caller_actor(library, actor) if actor is not None else library.resolve_actor("system")
+        _lift(library, name, who, f"a re-verification passed (trace {run.trace.id})")
+    return run
+
+
+def _lift(library: "SkillLibrary", name: str, actor: "Actor", reason: str) -> Skill:
+    from skill_library.governance import lifecycle
+    from skill_library.patterns.reliability import record_event
+
+    skill = library.store.get(name)
+    if skill.status != "quarantined":
+        raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
+    lifted = lifecycle.library_transition(library, name, skill.version, "active", actor=actor, reason=reason)
+    record_event(library.store, lifted, "lifted", reason, None if actor.kind == "system" else actor.id)
+    return lifted
 
 
 def _run_of(library: "SkillLibrary", trace_id: str, name: str) -> int | None:

@@ -58,10 +58,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 import sqlalchemy as sa
 
-from skill_library import record_store as rs
 from skill_library.errors import SkillLibraryError
 from skill_library.models import Match, OutcomeKind, Skill
-from skill_library.tenancy import TENANT_MAX_LENGTH
+from skill_library.storage.feature_tables import session_outcomes_table as session_outcomes_table
+from skill_library.storage.feature_tables import uplift_settings_table as uplift_settings_table
 
 if TYPE_CHECKING:
     from skill_library.abstention import FetchResult
@@ -91,39 +91,6 @@ POSITIVE_MARK = "uplift_positive"
 Arm = Literal["served", "held_back"]
 Verdict = Literal["off", "collecting", "inconclusive", "negative", "positive"]
 
-uplift_settings_table = sa.Table(
-    "uplift_settings",
-    rs.metadata,
-    sa.Column("tenant", sa.String(TENANT_MAX_LENGTH), primary_key=True),
-    sa.Column("share", sa.Float, nullable=False),
-    sa.Column("side_effects", sa.Boolean, nullable=False),
-    sa.Column("skills", sa.JSON),
-    sa.Column("actor", sa.String(200), nullable=False),
-    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-session_outcomes_table = sa.Table(
-    "session_outcomes",
-    rs.metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("tenant", sa.String(TENANT_MAX_LENGTH), nullable=False),
-    # sha256 of the session id (an id may carry a user's name; the digest still pairs outcomes)
-    sa.Column("session", sa.String(64), nullable=False),
-    sa.Column("name", sa.String(200), nullable=False),
-    # the version served, or the one fetch would have served (held back)
-    sa.Column("version", sa.Integer),
-    sa.Column("arm", sa.String(10), nullable=False),
-    sa.Column("kind", sa.String(20), nullable=False),
-    sa.Column("success", sa.Boolean, nullable=False),
-    sa.Column("reason", sa.Text),
-    sa.Column("origin", sa.String(20), nullable=False),
-    sa.Column("cost", sa.JSON),
-    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
-    sa.UniqueConstraint("tenant", "session", "name", name="uq_session_outcomes_session"),
-    sa.Index("ix_session_outcomes_skill", "tenant", "name", "version"),
-)
-
-TABLES = (uplift_settings_table, session_outcomes_table)
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,13 @@ import getpass
 import os
 from typing import TYPE_CHECKING, Literal
 
-import sqlalchemy as sa
 from pydantic import BaseModel, field_validator
 
 from skill_library.errors import PermissionDenied, SkillLibraryError
-from skill_library.governance.tables import actors_table
-from skill_library.models import utc_now
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
+    from skill_library.storage.actor_rows import ActorRow, ActorRows
 
 Permission = Literal["skill.propose", "skill.approve", "skill.admin"]
 ActorKind = Literal["user", "service", "generalizer", "system"]
@@ -123,49 +121,30 @@ class ActorRegistry:
     def _tenant(self) -> str:
         return getattr(self._library, "tenant", "default")
 
-    def _sql(self) -> "object":
+    def _rows(self) -> "ActorRows":
         from skill_library.governance.lifecycle import sql_of
+        from skill_library.storage.actor_rows import ActorRows
 
-        return sql_of(self._library)
+        return ActorRows(sql_of(self._library))
 
     def seed(self) -> bool:
         """Register the local administrator, the generalizer and the system actor when the
         tenant has no actors yet (a new library); True when it did."""
-        from skill_library.governance import audit
+        from skill_library.storage.actor_rows import AuditNote
 
-        sql = self._sql()
-        with sql.transaction(write=True) as conn:  # type: ignore[attr-defined]
-            found = conn.execute(
-                sa.select(sa.func.count()).select_from(actors_table)
-                .where(actors_table.c.tenant == self._tenant)
-            ).scalar()
-            if found:
-                return False
-            admin = local_admin()
-            for actor in (admin, generalizer_actor(), system_actor()):
-                self._insert(conn, actor)
-                audit.write(conn, self._tenant, audit.ACTORS, None, None, "registered",
-                            actor=admin.id if actor is not admin else SYSTEM_ID,
-                            reason=f"{actor.id} ({actor.kind}) registered when the library was created",
-                            evidence={"actor": actor.id, "kind": actor.kind,
-                                      "permissions": sorted(actor.permissions)})
-            return True
-
-    def _insert(self, conn: sa.Connection, actor: Actor) -> None:
-        conn.execute(actors_table.insert().values(
-            tenant=self._tenant, id=actor.id, kind=actor.kind,
-            permissions=sorted(actor.permissions), created_at=utc_now(),
-        ))
+        admin = local_admin()
+        return self._rows().seed([
+            (_actor_row(actor), AuditNote(
+                "registered", actor=admin.id if actor is not admin else SYSTEM_ID,
+                reason=f"{actor.id} ({actor.kind}) registered when the library was created",
+                evidence={"actor": actor.id, "kind": actor.kind, "permissions": sorted(actor.permissions)}))
+            for actor in (admin, generalizer_actor(), system_actor())
+        ])
 
     def get(self, actor_id: str) -> Actor:
         """The registered actor ``actor_id``; :class:`PermissionDenied` when unknown (an
         unknown actor may write nothing)."""
-        sql = self._sql()
-        with sql.transaction(write=False) as conn:  # type: ignore[attr-defined]
-            row = conn.execute(
-                sa.select(actors_table).where(actors_table.c.tenant == self._tenant)
-                .where(actors_table.c.id == actor_id)
-            ).mappings().first()
+        row = self._rows().get(actor_id)
         if row is None:
             raise PermissionDenied(
                 f"actor {actor_id!r} is not registered in tenant {self._tenant!r}: it holds no "
@@ -175,19 +154,13 @@ class ActorRegistry:
 
     def list(self) -> list[Actor]:
         """Every registered actor of the tenant, by id."""
-        sql = self._sql()
-        with sql.transaction(write=False) as conn:  # type: ignore[attr-defined]
-            rows = conn.execute(
-                sa.select(actors_table).where(actors_table.c.tenant == self._tenant)
-                .order_by(actors_table.c.id)
-            ).mappings().all()
-        return [_row_actor(r) for r in rows]
+        return [_row_actor(r) for r in self._rows().list()]
 
     def add(self, actor: Actor, *, by: Actor | str | None = None) -> Actor:
         """Register (or update) ``actor``; ``by`` (default: the local administrator) needs
         ``skill.admin``. Audited."""
-        from skill_library.governance import audit
         from skill_library.governance.workflow import caller_actor
+        from skill_library.storage.actor_rows import AuditNote
 
         admin = caller_actor(self._library, by)
         require(admin, "skill.admin", f"register the actor {actor.id!r}")
@@ -196,35 +169,30 @@ class ActorRegistry:
                 f"actor {actor.id!r} ({actor.kind}): the {' and '.join(sorted(RESERVED_IDS))} actors "
                 "and the system kind are the library's own; nobody registers or replaces them"
             )
-        sql = self._sql()
-        with sql.transaction(write=True) as conn:  # type: ignore[attr-defined]
-            conn.execute(actors_table.delete().where(actors_table.c.tenant == self._tenant)
-                         .where(actors_table.c.id == actor.id))
-            self._insert(conn, actor)
-            audit.write(conn, self._tenant, audit.ACTORS, None, None, "registered", actor=admin.id,
-                        reason=f"{actor.id} ({actor.kind}) registered",
-                        evidence={"actor": actor.id, "kind": actor.kind,
-                                  "permissions": sorted(actor.permissions)})
+        self._rows().put(_actor_row(actor), AuditNote(
+            "registered", actor=admin.id, reason=f"{actor.id} ({actor.kind}) registered",
+            evidence={"actor": actor.id, "kind": actor.kind, "permissions": sorted(actor.permissions)}))
         return actor
 
     def remove(self, actor_id: str, *, by: Actor | str | None) -> None:
         """Remove the actor ``actor_id``; ``by`` needs ``skill.admin``. Audited."""
-        from skill_library.governance import audit
         from skill_library.governance.workflow import caller_actor
+        from skill_library.storage.actor_rows import AuditNote
 
         admin = caller_actor(self._library, by)
         require(admin, "skill.admin", f"remove the actor {actor_id!r}")
         if actor_id in RESERVED_IDS:
             raise PermissionDenied(f"actor {actor_id!r} is the library's own: it cannot be removed")
-        sql = self._sql()
-        with sql.transaction(write=True) as conn:  # type: ignore[attr-defined]
-            gone = conn.execute(actors_table.delete().where(actors_table.c.tenant == self._tenant)
-                                .where(actors_table.c.id == actor_id)).rowcount
-            if not gone:
-                raise SkillLibraryError(f"no actor {actor_id!r} in tenant {self._tenant!r}")
-            audit.write(conn, self._tenant, audit.ACTORS, None, None, "removed", actor=admin.id,
-                        reason=f"{actor_id} removed", evidence={"actor": actor_id})
+        note = AuditNote("removed", actor=admin.id, reason=f"{actor_id} removed", evidence={"actor": actor_id})
+        if not self._rows().remove(actor_id, note):
+            raise SkillLibraryError(f"no actor {actor_id!r} in tenant {self._tenant!r}")
 
 
-def _row_actor(row: object) -> Actor:
-    return Actor(id=row["id"], kind=row["kind"], permissions=frozenset(row["permissions"]))  # type: ignore[index]
+def _actor_row(actor: Actor) -> "ActorRow":
+    from skill_library.storage.actor_rows import ActorRow
+
+    return ActorRow(id=actor.id, kind=actor.kind, permissions=frozenset(actor.permissions))
+
+
+def _row_actor(row: "ActorRow") -> Actor:
+    return Actor(id=row.id, kind=row.kind, permissions=row.permissions)  # type: ignore[arg-type]

@@ -45,13 +45,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Literal, Sequence
 
-import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict
 
-from skill_library.governance.lifecycle import sql_of, tenant_of
+from skill_library.governance.lifecycle import sql_of
 from skill_library.governance.policy import CANARY_ALPHA, CANARY_MIN_OUTCOMES
 from skill_library.governance.significance import fisher_worse_p
-from skill_library.governance.tables import canaries_table
 from skill_library.models import Match
 
 if TYPE_CHECKING:
@@ -137,10 +135,9 @@ def running(library: "SkillLibrary", generation: int | None = None) -> dict[str,
     cached = routes.cache
     if cached is not None and cached[0] == generation:
         return cached[1]
-    with sql_of(library).transaction(write=False) as conn:
-        rows = conn.execute(
-            sa.select(canaries_table).where(canaries_table.c.tenant == tenant_of(library))
-        ).mappings().all()
+    from skill_library.storage.canary_rows import canary_rows
+
+    rows = canary_rows(sql_of(library))
     found = {
         r["name"]: Canary(
             name=r["name"], version=int(r["version"]), share=r["share"], cohort=r["cohort"],

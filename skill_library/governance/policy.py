@@ -38,18 +38,16 @@ BREADTH: dict[str, int] = {"never": 0, "read_only": 1, "all": 2}
 
 
 def load(conn: "sa.Connection", tenant: str) -> Policy | None:
-    """The stored policy of ``tenant`` (None: none stored)."""
-    from skill_library.governance.tables import policies_table
+    """The stored policy of ``tenant`` (None: none stored), on ``conn``."""
+    from skill_library.storage.policy_rows import load_body
 
-    body = conn.execute(sa.select(policies_table.c.body).where(policies_table.c.tenant == tenant)).scalar()
+    body = load_body(conn, tenant)
     return None if body is None else Policy.model_validate(body)
 
 
 def save(conn: "sa.Connection", tenant: str, policy: Policy) -> None:
-    """Store ``policy`` as ``tenant``'s (replacing any)."""
-    from skill_library.governance.tables import policies_table
-    from skill_library.models import utc_now
+    """Store ``policy`` as ``tenant``'s (replacing any), on ``conn`` (the caller's
+    transaction, which writes the audit event of the change too)."""
+    from skill_library.storage.policy_rows import save_body
 
-    conn.execute(policies_table.delete().where(policies_table.c.tenant == tenant))
-    conn.execute(policies_table.insert().values(
-        tenant=tenant, body=policy.model_dump(mode="json"), updated_at=utc_now()))
+    save_body(conn, tenant, policy.model_dump(mode="json"))

@@ -32,7 +32,7 @@ import sqlalchemy as sa
 
 from skill_library import record_store as rs
 from skill_library.models import Skill, utc_now
-from skill_library.storage.tables import tenant_column
+from skill_library.storage.feature_tables import tool_bindings_table as tool_bindings_table  # defined in storage/
 
 if TYPE_CHECKING:
     from skill_library.governance.tools import ToolSpec
@@ -43,21 +43,6 @@ SUSPENDED = "suspended"
 #: where a binding's schema came from
 DECLARED = "declared"
 TRACES = "traces"
-
-#: per version and tool it calls: the digest (and text) of the schema it was verified against
-tool_bindings_table = sa.Table(
-    "tool_bindings",
-    rs.metadata,
-    tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("version", sa.Integer, primary_key=True),
-    sa.Column("tool", sa.String(200), primary_key=True),
-    sa.Column("digest", sa.String(64), nullable=False),
-    sa.Column("source", sa.String(20), nullable=False),
-    sa.Column("schema", sa.JSON, nullable=False),
-    sa.Column("bound_at", sa.DateTime(timezone=True), nullable=False),
-)
-
 
 @dataclass(frozen=True)
 class Binding:

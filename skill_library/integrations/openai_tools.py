@@ -190,7 +190,10 @@ def _run(
     version = run_options.get("version")
     if version is None and (run_options.get("session") is not None or run_options.get("cohort") is not None):
         # the version fetch gave this session (a canary's or the active one)
-        version = library._session_version(name, run_options.get("session"), run_options.get("cohort"))
+        from skill_library.governance import canary
+
+        version = canary.session_version(library, name, session=run_options.get("session"),
+                                         cohort=run_options.get("cohort"))
     try:
         skill = library.get(name, version)
     except SkillNotFoundError:

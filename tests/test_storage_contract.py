@@ -1,0 +1,311 @@
+"""The record store's contract (skill_library.storage.interface.RecordStore), method by
+method with its error paths, on both backends: a SQLite file and a PostgreSQL database
+(issue 24: one storage contract, a conformance suite in langgraph's habit). A backend
+that passes this suite is one the library can use."""
+
+from __future__ import annotations
+
+import os
+from itertools import count
+
+import pytest
+
+from skill_library.errors import SkillNotFoundError, TraceNotFoundError
+from skill_library.models import Example, Outcome, OutcomeKind, Skill, ToolCall, Trace
+from skill_library.record_store import SQLRecordStore
+from skill_library.storage.interface import RecordStore
+
+_DATABASES = count(1)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    """A new, empty record store on each backend (closed after the test)."""
+    if request.param == "sqlite":
+        opened = SQLRecordStore.in_folder(tmp_path, create=True)
+    else:
+        pg = request.getfixturevalue("pg_server")
+        opened = SQLRecordStore(pg.create_database(f"contract{os.getpid()}_{next(_DATABASES)}"), create=True)
+    yield opened
+    opened.close()
+
+
+def skill(name: str = "greet", value: str = "hi", when: str = "greet the visitor {target}") -> Skill:
+    code = f'def {name}(target: str) -> str:\n    return "{value} " + target\n'
+    return Skill.from_function(code, when=when)
+
+
+def trace(task: str = "greet Ada", success: bool = True) -> Trace:
+    return Trace(task=task, calls=[ToolCall(name="say", arguments={"text": "hi Ada"}, result="ok")],
+                 outcome=Outcome(success=success, verifier="test"))
+
+
+def test_it_is_a_record_store_of_the_default_tenant_and_starts_empty(store):
+    assert isinstance(store, RecordStore)
+    assert store.tenant == "default"
+    assert store.list() == [] and store.names() == []
+    assert store.index_generation() == 0
+    assert store.integrity_problem() is None
+    store.check_integrity()
+
+
+def test_versions_supersede_and_the_active_pointer_follows(store):
+    v1 = store.add_version(skill(value="one"))
+    v2 = store.add_version(skill(value="two"))
+    assert (v1.version, v1.status, v2.version, v2.status) == (1, "active", 2, "active")
+    assert store.get("greet").version == 2
+    assert store.get("greet", 1).status == "superseded"
+    assert [s.version for s in store.history("greet")] == [1, 2]
+    assert [s.name for s in store.list()] == ["greet"]
+    assert store.list(status="superseded") == []  # the pointer's versions only
+    assert [s.version for s in store.list(status="active")] == [2]
+    assert store.names() == ["greet"] and store.names(prefix="gr") == ["greet"] and store.names(prefix="x") == []
+
+
+def test_a_draft_supersedes_nothing(store):
+    store.add_version(skill(value="one"))
+    draft = store.add_version(skill(value="two"), status="draft")
+    assert draft.status == "draft" and draft.version == 2
+    assert store.get("greet").version == 1 and store.get("greet").status == "active"
+    only = store.add_version(skill("wave", when="wave to {target}"), status="draft")
+    assert store.get("wave").version == only.version  # no active version: the draft is current
+
+
+def test_unknown_names_and_versions_raise_skill_not_found(store):
+    with pytest.raises(SkillNotFoundError, match="no skill named 'nobody'"):
+        store.get("nobody")
+    store.add_version(skill())
+    with pytest.raises(SkillNotFoundError, match="has no version 9") as info:
+        store.get("greet", 9)
+    assert (info.value.name, info.value.version) == ("greet", 9)
+    with pytest.raises(SkillNotFoundError):
+        store.history("nobody")
+    with pytest.raises(SkillNotFoundError):
+        store.record_outcome("nobody", True)
+    with pytest.raises(SkillNotFoundError):
+        store.set_status("nobody", "retired")
+
+
+def test_many_versions_are_read_and_written_together(store):
+    added = store.add_versions([skill("greet"), skill("wave", when="wave to {target}")], initial_success=True)
+    assert [(s.name, s.version, s.successes) for s in added] == [("greet", 1, 1), ("wave", 1, 1)]
+    found = store.get_many([("greet", 1), ("wave", 1), ("greet", 7), ("nobody", 1)])
+    assert sorted(found) == [("greet", 1), ("wave", 1)]
+    both, generation = store.get_many_and_generation([("wave", 1)])
+    assert list(both) == [("wave", 1)] and generation == store.index_generation()
+    assert sorted(store.get_many_active(["greet", "wave", "nobody"])) == ["greet", "wave"]
+    assert store.get_many([]) == {} and store.get_many_active([]) == {}
+
+
+def test_outcomes_count_only_success_and_failure(store):
+    store.add_version(skill())
+    store.record_outcome("greet", True, trace_id="t1", origin="run")
+    store.record_outcome("greet", False, trace_id="t2")
+    after = store.record_outcome("greet", False, kind=OutcomeKind.MISUSE, reason="a typo in the name")
+    assert (after.successes, after.failures) == (1, 1)
+    counts = store.outcome_counts("greet")
+    assert counts["success"] == 1 and counts["failure"] == 1 and counts["misuse"] == 1
+    assert set(counts) >= {k.value for k in OutcomeKind} and counts["wrong_skill"] == 0
+    log = store.outcome_log("greet")
+    assert [(o["kind"], o["success"], o["trace_id"]) for o in log] == [
+        ("success", True, "t1"), ("failure", False, "t2"), ("misuse", False, None)]
+    assert log[0]["origin"] == "run" and log[2]["reason"] == "a typo in the name"
+    assert store.recent_outcomes("greet", 1, 10) == [True, False]  # misuse is not the skill's record
+    assert store.recent_outcomes("greet", 1, 1) == [False]
+    assert store.trace_outcome("t2")["kind"] == "failure" and store.trace_outcome("t9") is None
+
+
+def test_an_outcome_of_a_run_can_be_reclassified_and_the_counters_follow(store):
+    store.add_version(skill())
+    store.record_outcome("greet", True, trace_id="t1")
+    moved = store.reclassify_outcome("t1", "greet", OutcomeKind.WRONG_SKILL, "fetched for the wrong task")
+    assert (moved.successes, moved.failures) == (0, 0)
+    assert store.outcome_counts("greet")["wrong_skill"] == 1
+    assert store.trace_outcome("t1")["kind"] == "wrong_skill"
+
+
+def test_an_outcome_goes_to_the_version_named(store):
+    store.add_version(skill(value="one"))
+    store.add_version(skill(value="two"))
+    old = store.record_outcome("greet", True, version=1)
+    assert (old.version, old.successes) == (1, 1)
+    assert store.get("greet").successes == 0
+    assert store.outcome_counts("greet", 1)["success"] == 1
+
+
+def test_status_changes_and_the_active_pointer(store):
+    store.add_version(skill(value="one"))
+    store.add_version(skill(value="two"))
+    assert store.set_status("greet", "quarantined").status == "quarantined"
+    assert store.set_version_status("greet", 1, "retired").status == "retired"
+    assert store.get("greet", 1).status == "retired" and store.get("greet", 2).status == "quarantined"
+    pointed = store.set_active_version("greet", 1)
+    assert pointed.version == 1 and store.get("greet").version == 1
+    with pytest.raises(SkillNotFoundError):
+        store.set_version_status("greet", 5, "retired")
+
+
+def test_traces_are_stored_once_and_found_by_skill(store):
+    first = trace("greet Ada")
+    store.save_trace(first)
+    store.save_trace(first)  # idempotent on its id
+    got = store.get_trace(first.id)
+    assert (got.id, got.task, got.calls, got.outcome) == (first.id, first.task, first.calls, first.outcome)
+    assert store.known_traces([first.id, "missing"]) == {first.id}
+    with pytest.raises(TraceNotFoundError, match="no trace with id 'missing'"):
+        store.get_trace("missing")
+    learned = skill().model_copy(update={"provenance": skill().provenance.model_copy(update={"trace_ids": [first.id]})})
+    store.add_version(learned)
+    ran = trace("greet Bob")
+    store.save_trace(ran)
+    store.record_outcome("greet", True, trace_id=ran.id)
+    store.record_outcome("greet", True, trace_id="never-stored")
+    assert [t.id for t in store.traces_for("greet")] == [first.id, ran.id]
+    with pytest.raises(SkillNotFoundError):
+        store.traces_for("nobody")
+
+
+def test_vectors_are_kept_per_model_and_never_overwritten(store):
+    store.save_vectors("model-a", {"d1": b"\x01", "d2": b"\x02"})
+    store.save_vectors("model-a", {"d1": b"\x09", "d3": b"\x03"})
+    assert store.load_vectors("model-a", ["d1", "d2", "d3", "d4"]) == {"d1": b"\x01", "d2": b"\x02", "d3": b"\x03"}
+    assert store.load_vectors("model-b", ["d1"]) == {} and store.load_vectors("model-a", []) == {}
+    store.save_task_vectors("model-a", {"t1": b"\x05"})
+    store.save_task_vectors("model-a", {"t1": b"\x06", "t2": b"\x07"})
+    assert store.load_task_vectors("model-a", ["t1", "t2", "t3"]) == {"t1": b"\x05", "t2": b"\x07"}
+    assert store.task_vector_ids("model-a", ["t1", "t3"]) == {"t1"}
+    assert store.task_vector_ids("model-b", ["t1"]) == set()
+
+
+def test_evidence_is_saved_in_one_call(store):
+    store.add_version(skill())
+    evidence = trace("greet Ada")
+    examples = [Example(trace_id=evidence.id, text="greet the visitor {target}", params={"target": "Ada"})]
+    after = store.save_evidence("greet", trace=evidence, success=True, examples=examples,
+                                when="greet a visitor by name {target}")
+    assert after.successes == 1 and after.when == "greet a visitor by name {target}"
+    assert store.get_trace(evidence.id).id == evidence.id
+    assert [e.text for e in store.examples(["greet"])["greet"]] == ["greet the visitor {target}"]
+    assert store.examples(["nobody"]) == {"nobody": []}
+    replaced = [Example(trace_id=evidence.id, text="greet {target} at the door", params={"target": "Ada"})]
+    store.save_evidence("greet", examples=replaced)
+    assert [e.text for e in store.examples(["greet"])["greet"]] == ["greet {target} at the door"]
+
+
+def test_the_index_generation_counts_up(store):
+    assert store.index_generation() == 0
+    assert store.bump_index_generation() == 1
+    assert store.bump_index_generation() == 2 and store.index_generation() == 2
+
+
+def test_a_tenant_sees_only_its_own_records(store):
+    acme = store.for_tenant("acme")
+    assert acme.tenant == "acme" and store.for_tenant("default") is store
+    store.add_version(skill(value="home"))
+    assert acme.names() == [] and acme.list() == []
+    with pytest.raises(SkillNotFoundError):
+        acme.get("greet")
+    mine = acme.add_version(skill(value="acme"))  # the same name in another tenant
+    assert mine.version == 1 and "acme" in (acme.get("greet").code or "")
+    acme.record_outcome("greet", False)
+    assert store.get("greet").failures == 0 and acme.get("greet").failures == 1
+    acme.bump_index_generation()
+    assert store.index_generation() == 0 and acme.index_generation() == 1
+    assert store.tenants() == ["acme", "default"]
+
+
+def test_a_bad_tenant_name_is_refused(store):
+    with pytest.raises(ValueError, match="tenant"):
+        store.for_tenant("Not A Tenant")
+
+
+def test_the_write_lock_excludes_another_holder_until_released(store):
+    mine, theirs = store.write_lock(), store.write_lock()
+    mine.acquire()
+    try:
+        assert not theirs.try_acquire()
+    finally:
+        mine.release()
+    assert theirs.try_acquire()
+    theirs.release()
+
+
+# -- the actors' rows (skill_library.storage.actor_rows): each write with its audit event ----
+def _audit_of(store):
+    from skill_library.storage import audit
+
+    with store.transaction(write=False) as conn:
+        return [(e.to_status, e.actor, e.evidence.get("actor")) for e in audit.read(conn, store.tenant, audit.ACTORS)]
+
+
+def test_actor_rows_are_written_with_their_audit_events(store):
+    from skill_library.storage.actor_rows import ActorRow, ActorRows, AuditNote
+
+    rows = ActorRows(store)
+    ada = ActorRow("ada", "user", frozenset({"skill.propose"}))
+    assert rows.seed([(ada, AuditNote("registered", "system", "seeded", {"actor": "ada"}))])
+    assert not rows.seed([(ActorRow("bob", "user"), AuditNote("registered", "system", "again", {"actor": "bob"}))])
+    assert rows.get("ada") == ada and rows.get("bob") is None
+    wider = ActorRow("ada", "user", frozenset({"skill.propose", "skill.approve"}))
+    rows.put(wider, AuditNote("registered", "root", "widened", {"actor": "ada"}))
+    rows.put(ActorRow("bot", "agent"), AuditNote("registered", "root", "added", {"actor": "bot"}))
+    assert [r.id for r in rows.list()] == ["ada", "bot"] and rows.get("ada") == wider
+    assert rows.remove("bot", AuditNote("removed", "root", "gone", {"actor": "bot"}))
+    assert not rows.remove("bot", AuditNote("removed", "root", "twice", {"actor": "bot"}))
+    assert _audit_of(store) == [("registered", "system", "ada"), ("registered", "root", "ada"),
+                                ("registered", "root", "bot"), ("removed", "root", "bot")]
+    acme = ActorRows(store.for_tenant("acme"))
+    assert acme.list() == [] and acme.get("ada") is None  # another tenant's actors
+
+
+def test_an_actor_change_whose_audit_write_fails_is_not_written(store, monkeypatch):
+    from skill_library.storage import audit
+    from skill_library.storage.actor_rows import ActorRow, ActorRows, AuditNote
+
+    rows = ActorRows(store)
+    rows.put(ActorRow("ada", "user"), AuditNote("registered", "root", "added", {"actor": "ada"}))
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("the audit write failed")
+
+    monkeypatch.setattr(audit, "write", failing)
+    with pytest.raises(RuntimeError, match="audit write failed"):
+        rows.put(ActorRow("bob", "user"), AuditNote("registered", "root", "added", {"actor": "bob"}))
+    with pytest.raises(RuntimeError, match="audit write failed"):
+        rows.remove("ada", AuditNote("removed", "root", "gone", {"actor": "ada"}))
+    monkeypatch.undo()
+    assert [r.id for r in rows.list()] == ["ada"]  # neither change without its event
+    assert _audit_of(store) == [("registered", "root", "ada")]
+
+
+# -- the policy row (skill_library.storage.policy_rows), on the caller's transaction ------
+def test_a_tenants_policy_body_is_replaced_and_rolled_back_with_its_transaction(store):
+    from skill_library.storage.policy_rows import load_body, save_body
+
+    with store.transaction(write=True) as conn:
+        assert load_body(conn, "default") is None
+        save_body(conn, "default", {"auto_approve": "never"})
+        save_body(conn, "default", {"auto_approve": "all"})
+        save_body(conn, "acme", {"auto_approve": "read_only"})
+    with pytest.raises(RuntimeError, match="after the write"):
+        with store.transaction(write=True) as conn:
+            save_body(conn, "default", {"auto_approve": "never"})
+            raise RuntimeError("a failure after the write (its audit event, say)")
+    with store.transaction(write=False) as conn:
+        assert load_body(conn, "default") == {"auto_approve": "all"}  # the failed change rolled back
+        assert load_body(conn, "acme") == {"auto_approve": "read_only"}
+
+
+# -- the running canaries' rows (skill_library.storage.canary_rows) -----------------------
+def test_canary_rows_are_the_tenants_own(store):
+    from skill_library.models import utc_now
+    from skill_library.storage.canary_rows import canary_rows
+    from skill_library.storage.governance_tables import canaries_table
+
+    assert canary_rows(store) == []
+    with store.transaction(write=True) as conn:
+        for tenant, name in (("default", "wave"), ("default", "greet"), ("acme", "greet")):
+            conn.execute(canaries_table.insert().values(tenant=tenant, name=name, version=2, share=0.1,
+                                                        cohort=None, actor="ada", started_at=utc_now()))
+    assert [(r["name"], r["version"], r["share"]) for r in canary_rows(store)] == [("greet", 2, 0.1), ("wave", 2, 0.1)]
+    assert [r["name"] for r in canary_rows(store.for_tenant("acme"))] == ["greet"]

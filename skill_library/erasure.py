@@ -429,10 +429,10 @@ def compact(library: "SkillLibrary", match: Matcher | None = None) -> None:
                     if name in present:
                         conn.exec_driver_sql(f'VACUUM "{name}"')
         if library.index_path is not None:
-            compact_chroma_folder(library.index_path, match)
+            compact_chroma_folder(library.index_path, match, library._index.collection)
 
 
-def compact_chroma_folder(folder: Path, match: Matcher | None = None) -> None:
+def compact_chroma_folder(folder: Path, match: Matcher | None = None, collection: str | None = None) -> None:
     """Scrub the subject from Chroma's log entries (``match``), merge its full-text index
     and VACUUM its file, with the folder's client closed meanwhile (the next call opens a
     fresh one)."""
@@ -444,32 +444,39 @@ def compact_chroma_folder(folder: Path, match: Matcher | None = None) -> None:
     with vector_index._FOLDERS_LOCK:
         shared = vector_index._FOLDERS.get(str(Path(folder).resolve()))
     if shared is None:
-        _purge_chroma_file(path, match)
+        _purge_chroma_file(path, match, collection)
         return
     with shared._lock.writing():
         shared._close_client()
         vector_index._forget_chroma_system(shared.path)
         try:
-            _purge_chroma_file(path, match)
+            _purge_chroma_file(path, match, collection)
         finally:
             shared.epoch += 1
 
 
-def _purge_chroma_file(path: Path, match: Matcher | None) -> None:
+def _purge_chroma_file(path: Path, match: Matcher | None, collection: str | None) -> None:
     import sqlite3
 
     conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
     try:
-        if match is not None:
+        if match is not None and collection is not None:
             # Chroma's log keeps every upsert's document; an entry of a document that names the
             # subject (deleted from the collection above: a later log entry deletes it) keeps
-            # its place in the log, with the value scrubbed from its text
-            for seq_id, meta in conn.execute("SELECT seq_id, metadata FROM embeddings_queue").fetchall():
+            # its place in the log, with the value scrubbed from its text. Only this tenant's
+            # collection's entries: another tenant's are not this forget's to change.
+            found = conn.execute("SELECT id FROM collections WHERE name = ?", (collection,)).fetchone()
+            topic = f"%/{found[0]}" if found else None
+            rows = conn.execute("SELECT seq_id, metadata FROM embeddings_queue WHERE topic LIKE ?",
+                                (topic,)).fetchall() if topic else []
+            for seq_id, meta in rows:
                 if meta and match.text(meta):
                     conn.execute("UPDATE embeddings_queue SET metadata = ? WHERE seq_id = ?",
                                  (json.dumps(match.scrub(json.loads(meta))), seq_id))
-        # the full-text index keeps deleted documents' terms until its segments are merged
-        conn.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
+        try:  # the full-text index keeps deleted documents' terms until its segments are merged
+            conn.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
+        except sqlite3.OperationalError:  # a Chroma without that table: nothing to merge
+            pass
         conn.execute("VACUUM")
     finally:
         conn.close()

@@ -96,10 +96,23 @@ def _release() -> str:
 
 
 # -- aliases ------------------------------------------------------------------------------
+def _has_aliases(store: "SQLRecordStore", conn: sa.Connection) -> bool:
+    """Whether the alias table exists (never created by a read: a read-only library stays so)."""
+    if store.engine in _created:
+        return True
+    if sa.inspect(conn).has_table(aliases_table.name):
+        with _lock:
+            _created.add(store.engine)
+        return True
+    return False
+
+
 def resolve(library: "SkillLibrary", name: str) -> str:
     """``name``, or the skill an alias of it names (with a ``DeprecationWarning``)."""
-    store = _tables(library.store)  # type: ignore[arg-type]
+    store: "SQLRecordStore" = library.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
+        if not _has_aliases(store, conn):
+            return name
         row = conn.execute(sa.select(aliases_table.c.name, aliases_table.c.made_in)
                            .where(aliases_table.c.tenant == store.tenant)
                            .where(aliases_table.c.alias == name)).first()
@@ -113,8 +126,10 @@ def resolve(library: "SkillLibrary", name: str) -> str:
 
 def aliases(library: "SkillLibrary") -> dict[str, str]:
     """Every alias of the tenant: old name -> new name."""
-    store = _tables(library.store)  # type: ignore[arg-type]
+    store: "SQLRecordStore" = library.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
+        if not _has_aliases(store, conn):
+            return {}
         return {str(a): str(n) for a, n in conn.execute(
             sa.select(aliases_table.c.alias, aliases_table.c.name).where(aliases_table.c.tenant == store.tenant))}
 

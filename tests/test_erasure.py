@@ -193,6 +193,11 @@ def test_cli_forget_prints_what_it_removed(tmp_path, embedder):
     unknown = runner.invoke(app, ["forget", "nobody@example.com"], env={"SKILLS_DIR": str(folder)})
     assert unknown.exit_code == 0 and "nothing is known about nobody@example.com" in unknown.output
     assert files_holding(folder, EMAIL) == []
+    again = tmp_path / "again.json"
+    again.write_text(zoe_traces()[0].model_dump_json())
+    learned = runner.invoke(app, ["learn", str(again)], env={"SKILLS_DIR": str(folder)})
+    assert "forgotten: this trace was erased by forget(subject)" in " ".join(learned.output.split())
+    assert files_holding(folder, EMAIL) == []
 
 
 def test_forget_stays_in_its_tenant(library):

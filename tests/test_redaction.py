@@ -84,6 +84,14 @@ def rows_with(engine, value: str) -> dict[str, int]:
     return found
 
 
+@pytest.fixture
+def library(deployment, embedder):
+    """On a folder and on PostgreSQL + a Chroma server (conftest's ``deployment``)."""
+    lib = deployment.open(embedder)
+    yield lib
+    lib.close()
+
+
 def test_redact_stored_writes_a_redacted_version_erases_the_old_and_keeps_an_alias(library):
     write_old_rows(library)
     assert rows_with(library.store.engine, EMAIL)["skill_versions"] == 1

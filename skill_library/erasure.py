@@ -108,6 +108,9 @@ class ForgetReport:
     index_entries: int = 0
     opt_out_kept: bool = False
     scrubbed: dict[str, int] = field(default_factory=dict)  # table -> rows the value was replaced in
+    #: table -> rows that still name the subject in a key, a skill name or an actor column
+    #: (a skill named after the subject: ``redact_stored()`` renames it; an actor: ``actors remove``)
+    left: dict[str, int] = field(default_factory=dict)
     tombstones: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -123,7 +126,9 @@ class ForgetReport:
                 f"{self.outcome_links} outcome link(s), {self.transitions} transition(s), "
                 f"{len(self.procedures)} procedure(s), {self.index_entries} index entr(y/ies) removed; "
                 f"{len(self.skills)} skill(s) re-derived; {scrubbed} other row(s) scrubbed; "
-                f"{self.tombstones} tombstone(s) kept")
+                f"{self.tombstones} tombstone(s) kept"
+                + (f"; still named in keys or names of: {', '.join(sorted(self.left))} (see docs/privacy.md)"
+                   if self.left else ""))
 
 
 # -- matching ---------------------------------------------------------------------------
@@ -271,29 +276,40 @@ def _record_tables() -> list[sa.Table]:
     return list({t.name: t for t in tables}.values())
 
 
+#: governance records of who did what (accountability, not a subject's data): never scrubbed
+#: (an actor is removed with ``skills actors remove``)
+UNSWEPT_TABLES = frozenset({"actors", "tool_specs", "policies", "library_meta", "schema_migrations"})
+#: columns never rewritten: keys and names other rows refer to, and who acted
+UNSWEPT_COLUMNS = frozenset({"tenant", "name", "actor"})
+
+
 def _sweep(conn: sa.Connection, tenant: str, match: Matcher, report: ForgetReport) -> set[str]:
-    """Replace the value in every remaining row of the tenant that names it; returns the
-    old texts of versions changed (their vectors are dropped from the text cache)."""
+    """Replace the value in every remaining row of the tenant that names it (text and JSON
+    columns other than keys, names and actors); rows still naming it in such a column are
+    counted in ``report.left``. Returns the old texts of versions changed (their vectors are
+    dropped from the text cache)."""
     old_texts: set[str] = set()
     inspector_tables = set(sa.inspect(conn).get_table_names())
     for table in _record_tables():
-        if table.name not in inspector_tables:
-            continue
-        texty = [c for c in table.c if isinstance(c.type, (sa.String, sa.Text, sa.JSON))
-                 and c.name != "tenant"]
-        if not texty:
+        if table.name not in inspector_tables or table.name in UNSWEPT_TABLES:
             continue
         keys = list(table.primary_key.columns)
-        for row in conn.execute(sa.select(*keys, *texty).where(table.c.tenant == tenant)).mappings():
-            changed = {c.name: match.scrub(row[c.name]) for c in texty
+        texty = [c for c in table.c if isinstance(c.type, (sa.String, sa.Text, sa.JSON))]
+        writable = [c for c in texty if c.name not in UNSWEPT_COLUMNS and not c.primary_key]
+        if not texty:
+            continue
+        columns = list(dict.fromkeys([*keys, *texty]))
+        for row in conn.execute(sa.select(*columns).where(table.c.tenant == tenant)).mappings():
+            changed = {c.name: match.scrub(row[c.name]) for c in writable
                        if row[c.name] is not None and match.any(row[c.name])}
-            if not changed:
-                continue
-            if table.name == versions_table.name and "when_text" in changed:
-                old_texts.add(row["when_text"])
-            condition = sa.and_(*(k == row[k.name] for k in keys))
-            conn.execute(table.update().where(condition).values(**changed))
-            report.scrubbed[table.name] = report.scrubbed.get(table.name, 0) + 1
+            if changed:
+                if table.name == versions_table.name and "when_text" in changed:
+                    old_texts.add(row["when_text"])
+                condition = sa.and_(*(k == row[k.name] for k in keys))
+                conn.execute(table.update().where(condition).values(**changed))
+                report.scrubbed[table.name] = report.scrubbed.get(table.name, 0) + 1
+            if any(row[c.name] is not None and match.any(row[c.name]) for c in texty if c not in writable):
+                report.left[table.name] = report.left.get(table.name, 0) + 1
     return old_texts
 
 

@@ -213,3 +213,13 @@ def test_forget_stays_in_its_tenant(library):
     assert acme.learn(zoe_traces()[0]).status == "forgotten"
     assert library.learn(zoe_traces()[0]).status == "duplicate"  # tombstones are per tenant
     assert len(library.examples(library.store.names()[0])) == 2
+
+
+def test_an_actor_with_the_subject_s_id_is_a_governance_record_and_stays(library):
+    from skill_library.governance import Actor
+
+    library.actors.add(Actor(id="carol", kind="user", permissions=frozenset({"skill.propose"})))
+    library.patterns.record_transition("carol", "browsing", "checkout", session="s0")
+    report = library.forget("carol")
+    assert report["transitions"] == 1 and "actors" not in report["scrubbed"]
+    assert "carol" in {a.id for a in library.actors.list()}

@@ -38,6 +38,7 @@ import json
 import re
 import secrets
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -73,6 +74,9 @@ FORGOTTEN_MARK = "(forgotten)"
 SALT_KEY = "erasure_salt"
 #: Traces read per batch while looking for a subject's.
 SCAN_BATCH = 500
+#: Tries of the final WAL checkpoint (another reader may hold it back), and the pause between.
+CHECKPOINT_TRIES = 50
+CHECKPOINT_PAUSE_SECONDS = 0.1
 
 metadata = sa.MetaData()
 
@@ -429,11 +433,17 @@ def compact(library: "SkillLibrary", match: Matcher | None = None) -> None:
     engine = store.engine  # type: ignore[attr-defined]
     with library._index.locked():
         if engine.dialect.name == "sqlite":
+            engine.dispose()  # no pooled connection keeps a snapshot that stops the checkpoint
             raw = engine.raw_connection()  # the driver's connection: VACUUM runs outside any BEGIN
             try:
                 cursor = raw.driver_connection.cursor()  # type: ignore[union-attr]
-                for statement in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
-                    cursor.execute(statement)
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                cursor.execute("VACUUM")
+                for _ in range(CHECKPOINT_TRIES):  # a reader in flight makes the checkpoint busy
+                    busy = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    if not busy:
+                        break
+                    time.sleep(CHECKPOINT_PAUSE_SECONDS)
                 cursor.close()
             finally:
                 raw.close()

@@ -38,6 +38,7 @@ import json
 import re
 import secrets
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -73,6 +74,9 @@ FORGOTTEN_MARK = "(forgotten)"
 SALT_KEY = "erasure_salt"
 #: Traces read per batch while looking for a subject's.
 SCAN_BATCH = 500
+#: Tries of the final WAL checkpoint (another reader may hold it back), and the pause between.
+CHECKPOINT_TRIES = 50
+CHECKPOINT_PAUSE_SECONDS = 0.1
 
 metadata = sa.MetaData()
 
@@ -108,6 +112,9 @@ class ForgetReport:
     index_entries: int = 0
     opt_out_kept: bool = False
     scrubbed: dict[str, int] = field(default_factory=dict)  # table -> rows the value was replaced in
+    #: table -> rows that still name the subject in a key, a skill name or an actor column
+    #: (a skill named after the subject: ``redact_stored()`` renames it; an actor: ``actors remove``)
+    left: dict[str, int] = field(default_factory=dict)
     tombstones: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -123,7 +130,9 @@ class ForgetReport:
                 f"{self.outcome_links} outcome link(s), {self.transitions} transition(s), "
                 f"{len(self.procedures)} procedure(s), {self.index_entries} index entr(y/ies) removed; "
                 f"{len(self.skills)} skill(s) re-derived; {scrubbed} other row(s) scrubbed; "
-                f"{self.tombstones} tombstone(s) kept")
+                f"{self.tombstones} tombstone(s) kept"
+                + (f"; still named in keys or names of: {', '.join(sorted(self.left))} (see docs/privacy.md)"
+                   if self.left else ""))
 
 
 # -- matching ---------------------------------------------------------------------------
@@ -271,29 +280,40 @@ def _record_tables() -> list[sa.Table]:
     return list({t.name: t for t in tables}.values())
 
 
+#: governance records of who did what (accountability, not a subject's data): never scrubbed
+#: (an actor is removed with ``skills actors remove``)
+UNSWEPT_TABLES = frozenset({"actors", "tool_specs", "policies", "library_meta", "schema_migrations"})
+#: columns never rewritten: keys and names other rows refer to, and who acted
+UNSWEPT_COLUMNS = frozenset({"tenant", "name", "actor"})
+
+
 def _sweep(conn: sa.Connection, tenant: str, match: Matcher, report: ForgetReport) -> set[str]:
-    """Replace the value in every remaining row of the tenant that names it; returns the
-    old texts of versions changed (their vectors are dropped from the text cache)."""
+    """Replace the value in every remaining row of the tenant that names it (text and JSON
+    columns other than keys, names and actors); rows still naming it in such a column are
+    counted in ``report.left``. Returns the old texts of versions changed (their vectors are
+    dropped from the text cache)."""
     old_texts: set[str] = set()
     inspector_tables = set(sa.inspect(conn).get_table_names())
     for table in _record_tables():
-        if table.name not in inspector_tables:
-            continue
-        texty = [c for c in table.c if isinstance(c.type, (sa.String, sa.Text, sa.JSON))
-                 and c.name != "tenant"]
-        if not texty:
+        if table.name not in inspector_tables or table.name in UNSWEPT_TABLES:
             continue
         keys = list(table.primary_key.columns)
-        for row in conn.execute(sa.select(*keys, *texty).where(table.c.tenant == tenant)).mappings():
-            changed = {c.name: match.scrub(row[c.name]) for c in texty
+        texty = [c for c in table.c if isinstance(c.type, (sa.String, sa.Text, sa.JSON))]
+        writable = [c for c in texty if c.name not in UNSWEPT_COLUMNS and not c.primary_key]
+        if not texty:
+            continue
+        columns = list(dict.fromkeys([*keys, *texty]))
+        for row in conn.execute(sa.select(*columns).where(table.c.tenant == tenant)).mappings():
+            changed = {c.name: match.scrub(row[c.name]) for c in writable
                        if row[c.name] is not None and match.any(row[c.name])}
-            if not changed:
-                continue
-            if table.name == versions_table.name and "when_text" in changed:
-                old_texts.add(row["when_text"])
-            condition = sa.and_(*(k == row[k.name] for k in keys))
-            conn.execute(table.update().where(condition).values(**changed))
-            report.scrubbed[table.name] = report.scrubbed.get(table.name, 0) + 1
+            if changed:
+                if table.name == versions_table.name and "when_text" in changed:
+                    old_texts.add(row["when_text"])
+                condition = sa.and_(*(k == row[k.name] for k in keys))
+                conn.execute(table.update().where(condition).values(**changed))
+                report.scrubbed[table.name] = report.scrubbed.get(table.name, 0) + 1
+            if any(row[c.name] is not None and match.any(row[c.name]) for c in texty if c not in writable):
+                report.left[table.name] = report.left.get(table.name, 0) + 1
     return old_texts
 
 
@@ -413,11 +433,17 @@ def compact(library: "SkillLibrary", match: Matcher | None = None) -> None:
     engine = store.engine  # type: ignore[attr-defined]
     with library.context.index.locked():
         if engine.dialect.name == "sqlite":
+            engine.dispose()  # no pooled connection keeps a snapshot that stops the checkpoint
             raw = engine.raw_connection()  # the driver's connection: VACUUM runs outside any BEGIN
             try:
                 cursor = raw.driver_connection.cursor()  # type: ignore[union-attr]
-                for statement in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
-                    cursor.execute(statement)
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                cursor.execute("VACUUM")
+                for _ in range(CHECKPOINT_TRIES):  # a reader in flight makes the checkpoint busy
+                    busy = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    if not busy:
+                        break
+                    time.sleep(CHECKPOINT_PAUSE_SECONDS)
                 cursor.close()
             finally:
                 raw.close()
@@ -429,10 +455,10 @@ def compact(library: "SkillLibrary", match: Matcher | None = None) -> None:
                     if name in present:
                         conn.exec_driver_sql(f'VACUUM "{name}"')
         if library.index_path is not None:
-            compact_chroma_folder(library.index_path, match)
+            compact_chroma_folder(library.index_path, match, library._index.collection)
 
 
-def compact_chroma_folder(folder: Path, match: Matcher | None = None) -> None:
+def compact_chroma_folder(folder: Path, match: Matcher | None = None, collection: str | None = None) -> None:
     """Scrub the subject from Chroma's log entries (``match``), merge its full-text index
     and VACUUM its file, with the folder's client closed meanwhile (the next call opens a
     fresh one)."""
@@ -444,32 +470,39 @@ def compact_chroma_folder(folder: Path, match: Matcher | None = None) -> None:
     with vector_index._FOLDERS_LOCK:
         shared = vector_index._FOLDERS.get(str(Path(folder).resolve()))
     if shared is None:
-        _purge_chroma_file(path, match)
+        _purge_chroma_file(path, match, collection)
         return
     with shared._lock.writing():
         shared._close_client()
         vector_index._forget_chroma_system(shared.path)
         try:
-            _purge_chroma_file(path, match)
+            _purge_chroma_file(path, match, collection)
         finally:
             shared.epoch += 1
 
 
-def _purge_chroma_file(path: Path, match: Matcher | None) -> None:
+def _purge_chroma_file(path: Path, match: Matcher | None, collection: str | None) -> None:
     import sqlite3
 
     conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
     try:
-        if match is not None:
+        if match is not None and collection is not None:
             # Chroma's log keeps every upsert's document; an entry of a document that names the
             # subject (deleted from the collection above: a later log entry deletes it) keeps
-            # its place in the log, with the value scrubbed from its text
-            for seq_id, meta in conn.execute("SELECT seq_id, metadata FROM embeddings_queue").fetchall():
+            # its place in the log, with the value scrubbed from its text. Only this tenant's
+            # collection's entries: another tenant's are not this forget's to change.
+            found = conn.execute("SELECT id FROM collections WHERE name = ?", (collection,)).fetchone()
+            topic = f"%/{found[0]}" if found else None
+            rows = conn.execute("SELECT seq_id, metadata FROM embeddings_queue WHERE topic LIKE ?",
+                                (topic,)).fetchall() if topic else []
+            for seq_id, meta in rows:
                 if meta and match.text(meta):
                     conn.execute("UPDATE embeddings_queue SET metadata = ? WHERE seq_id = ?",
                                  (json.dumps(match.scrub(json.loads(meta))), seq_id))
-        # the full-text index keeps deleted documents' terms until its segments are merged
-        conn.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
+        try:  # the full-text index keeps deleted documents' terms until its segments are merged
+            conn.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
+        except sqlite3.OperationalError:  # a Chroma without that table: nothing to merge
+            pass
         conn.execute("VACUUM")
     finally:
         conn.close()

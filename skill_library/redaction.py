@@ -11,7 +11,8 @@ shape (:func:`skill_library.privacy.shape_problems`):
 
 - its current version gets a redacted **new version** (values as their role words, shapes
   masked; the code's string constants and docstring redacted, its logic untouched), with the
-  old version's status and outcome counts (the aggregate stays);
+  old version's status and outcome counts (the aggregate stays); a constant of the code's
+  logic that held a personal value is counted (``constants``) and named for review;
 - every version that held personal data is **erased**: its ``when`` and description become
   a marker naming the redacted version, its code the redacted code; the examples are
   redacted (params as shapes); derived ``when`` profiles and cached text vectors of the old
@@ -95,10 +96,23 @@ def _release() -> str:
 
 
 # -- aliases ------------------------------------------------------------------------------
+def _has_aliases(store: "SQLRecordStore", conn: sa.Connection) -> bool:
+    """Whether the alias table exists (never created by a read: a read-only library stays so)."""
+    if store.engine in _created:
+        return True
+    if sa.inspect(conn).has_table(aliases_table.name):
+        with _lock:
+            _created.add(store.engine)
+        return True
+    return False
+
+
 def resolve(library: "SkillLibrary", name: str) -> str:
     """``name``, or the skill an alias of it names (with a ``DeprecationWarning``)."""
-    store = _tables(library.store)  # type: ignore[arg-type]
+    store: "SQLRecordStore" = library.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
+        if not _has_aliases(store, conn):
+            return name
         row = conn.execute(sa.select(aliases_table.c.name, aliases_table.c.made_in)
                            .where(aliases_table.c.tenant == store.tenant)
                            .where(aliases_table.c.alias == name)).first()
@@ -112,8 +126,10 @@ def resolve(library: "SkillLibrary", name: str) -> str:
 
 def aliases(library: "SkillLibrary") -> dict[str, str]:
     """Every alias of the tenant: old name -> new name."""
-    store = _tables(library.store)  # type: ignore[arg-type]
+    store: "SQLRecordStore" = library.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
+        if not _has_aliases(store, conn):
+            return {}
         return {str(a): str(n) for a, n in conn.execute(
             sa.select(aliases_table.c.alias, aliases_table.c.name).where(aliases_table.c.tenant == store.tenant))}
 
@@ -135,6 +151,21 @@ def _redact_text(text: str, roles: Mapping[str, str]) -> str:
 
 def _holds(text: str, roles: Mapping[str, str]) -> bool:
     return bool(text) and _redact_text(text, roles) != privacy._norm(text)
+
+
+def constants_changed(code: str, roles: Mapping[str, str]) -> int:
+    """How many string constants of ``code`` other than docstrings redaction changes: each is
+    a personal value the skill's logic used (the redacted version passes the role words)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return 0
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return sum(1 for n in ast.walk(tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+               and _redact_text(n.value, roles) != n.value)
 
 
 def _redact_code(code: str, roles: Mapping[str, str]) -> str:
@@ -209,6 +240,9 @@ class Redacted:
     erased_versions: list[int]
     fields: list[str]
     values: int
+    #: string constants of the code's logic (not docstrings) that held a personal value:
+    #: the redacted version passes role words there (review it: ``skills show``)
+    constants: int = 0
 
 
 @dataclass
@@ -225,9 +259,12 @@ class RedactionReport:
         if not self.skills and not self.examples:
             return "no stored text holds personal data: nothing was redacted"
         renamed = [f"{s.name} -> {s.new_name}" for s in self.skills if s.new_name != s.name]
+        review = [s.new_name for s in self.skills if s.constants]
         return (f"redacted {len(self.skills)} skill(s) ({sum(len(s.erased_versions) for s in self.skills)} "
                 f"version(s) erased), {self.examples} example(s)"
-                + (f"; renamed (old names kept as aliases): {', '.join(renamed)}" if renamed else ""))
+                + (f"; renamed (old names kept as aliases): {', '.join(renamed)}" if renamed else "")
+                + (f"; review (their code used a personal value as a constant): {', '.join(review)}"
+                   if review else ""))
 
 
 def _traces(conn: sa.Connection, store: "SQLRecordStore", ids: set[str]) -> list[Trace]:
@@ -346,8 +383,10 @@ def redact_stored(library: "SkillLibrary") -> RedactionReport:
                     conn.execute(aliases_table.update().where(aliases_table.c.tenant == store.tenant)
                                  .where(aliases_table.c.name == name).values(name=new_name))
                     taken.add(new_name)
+                constants = constants_changed(current["code"], roles) if current["code"] else 0
                 evidence = {"erased_versions": erased, "redacted_version": stored.version,
-                            "fields": fields, "values": len(roles), "renamed": new_name != name}
+                            "fields": fields, "values": len(roles), "renamed": new_name != name,
+                            "constants": constants}
                 audit.write(conn, store.tenant, stored.name, stored.version, None, "redacted", actor=SYSTEM_ID,
                             reason="stored texts held personal data: redacted, the old texts erased",
                             evidence=evidence)
@@ -356,7 +395,8 @@ def redact_stored(library: "SkillLibrary") -> RedactionReport:
                                 reason="renamed by redaction (its name held personal data); the old name "
                                        "is an alias", evidence=evidence)
                 report.skills.append(Redacted(name=name, new_name=stored.name, new_version=stored.version,
-                                              erased_versions=erased, fields=fields, values=len(roles)))
+                                              erased_versions=erased, fields=fields, values=len(roles),
+                                              constants=constants))
                 touched.update({name, stored.name})
         library.context.sync(index, sorted(touched), known={})
     return report

@@ -84,6 +84,12 @@ def build(library):
     library.procedures.add("Offer express shipping", f"When {EMAIL} asks about delivery",
                            "Offer express shipping first.", subject=EMAIL)
     [name] = [n for n in library.store.names() if n != "offer_express_shipping"]
+    # a run for the subject: its trace and outcome are recorded, the invocation in patterns
+    tools = {"find_user": lambda email: {"user_id": "u9", "email": email},
+             "list_orders": lambda user_id: [{"order_id": "W91"}],
+             "cancel_order": lambda order_id: "ok"}
+    ran = library.run(name, {"email": EMAIL}, tools, subject=EMAIL, session="run-1", verifier=lambda run: True)
+    assert ran.ok
     return name
 
 
@@ -93,7 +99,8 @@ def test_forget_an_email_in_4_traces_and_6_pattern_cells_leaves_it_nowhere(deplo
         name = build(library)
         engine = library.store.engine
         before = rows_mentioning(engine, EMAIL)
-        assert before["traces"] == 4 and before["pattern_transitions"] == 6  # issue 23 item 7's case
+        # issue 23 item 7's case: 4 learned traces (and one run) and 6 pattern cells
+        assert before["traces"] == 5 and before["pattern_transitions"] == 6
         assert any(EMAIL.lower() in d.lower() for d in documents(library).values())
         successes = library.get(name).successes
         erased_ids = {t.id for t in zoe_traces()}
@@ -105,8 +112,8 @@ def test_forget_an_email_in_4_traces_and_6_pattern_cells_leaves_it_nowhere(deplo
             started = conn.execute(sa.text("SELECT now()" if deployment.kind == "shared" else "SELECT 1")).scalar()
         report = library.forget(EMAIL)
 
-        assert report["found"] and report["traces"] == 4 and report["transitions"] == 6
-        assert report["examples"] == 4 and report["outcome_links"] == 4
+        assert report["found"] and report["traces"] == 5 and report["transitions"] == 6
+        assert report["examples"] == 4 and report["outcome_links"] == 5  # 4 learned, 1 run
         assert report["procedures"] == ["offer_express_shipping"] and report["skills"] == [name]
         assert report["tombstones"] >= 4
         assert rows_mentioning(engine, EMAIL) == {}
@@ -186,3 +193,33 @@ def test_cli_forget_prints_what_it_removed(tmp_path, embedder):
     unknown = runner.invoke(app, ["forget", "nobody@example.com"], env={"SKILLS_DIR": str(folder)})
     assert unknown.exit_code == 0 and "nothing is known about nobody@example.com" in unknown.output
     assert files_holding(folder, EMAIL) == []
+    again = tmp_path / "again.json"
+    again.write_text(zoe_traces()[0].model_dump_json())
+    learned = runner.invoke(app, ["learn", str(again)], env={"SKILLS_DIR": str(folder)})
+    assert "forgotten: this trace was erased by forget(subject)" in " ".join(learned.output.split())
+    assert files_holding(folder, EMAIL) == []
+
+
+def test_forget_stays_in_its_tenant(library):
+    acme = library.for_tenant("acme")
+    for lib in (library, acme):
+        for t in zoe_traces()[:2]:
+            assert lib.learn(t).status in {"saved", "merged"}
+    report = acme.forget(EMAIL)
+    assert report["traces"] == 2 and report["examples"] == 2
+    with library.store.engine.connect() as conn:
+        left = conn.execute(sa.text("SELECT tenant, COUNT(*) FROM traces GROUP BY tenant")).all()
+    assert left == [("default", 2)]  # the other tenant's records are its own to forget
+    assert acme.learn(zoe_traces()[0]).status == "forgotten"
+    assert library.learn(zoe_traces()[0]).status == "duplicate"  # tombstones are per tenant
+    assert len(library.examples(library.store.names()[0])) == 2
+
+
+def test_an_actor_with_the_subject_s_id_is_a_governance_record_and_stays(library):
+    from skill_library.governance import Actor
+
+    library.actors.add(Actor(id="carol", kind="user", permissions=frozenset({"skill.propose"})))
+    library.patterns.record_transition("carol", "browsing", "checkout", session="s0")
+    report = library.forget("carol")
+    assert report["transitions"] == 1 and "actors" not in report["scrubbed"]
+    assert "carol" in {a.id for a in library.actors.list()}

@@ -84,6 +84,14 @@ def rows_with(engine, value: str) -> dict[str, int]:
     return found
 
 
+@pytest.fixture
+def library(deployment, embedder):
+    """On a folder and on PostgreSQL + a Chroma server (conftest's ``deployment``)."""
+    lib = deployment.open(embedder)
+    yield lib
+    lib.close()
+
+
 def test_redact_stored_writes_a_redacted_version_erases_the_old_and_keeps_an_alias(library):
     write_old_rows(library)
     assert rows_with(library.store.engine, EMAIL)["skill_versions"] == 1
@@ -95,7 +103,7 @@ def test_redact_stored_writes_a_redacted_version_erases_the_old_and_keeps_an_ali
     [done] = report.skills
     assert (done.name, done.new_name, done.new_version, done.erased_versions) == (OLD, "send_note", 1, [1])
     assert {"name", "when_text", "description", "code"} <= set(done.fields)
-    assert report.examples == 1
+    assert report.examples == 1 and done.constants == 1  # signature='Zoe Quill' (the docstring is not counted)
     # the values stay only in the trace (the subject's own record, erased by forget)
     for value in (EMAIL, NAME, "u77"):
         assert rows_with(library.store.engine, value) == {"traces": 1}, value
@@ -135,8 +143,10 @@ def test_cli_show_by_an_old_name_and_redact_stored(tmp_path, embedder):
     runner = CliRunner()
     done = runner.invoke(app, ["redact-stored"], env={"SKILLS_DIR": str(folder)})
     assert done.exit_code == 0, done.output
-    assert "redacted 1 skill(s) (1 version(s) erased), 1 example(s)" in done.output
-    assert f"{OLD} -> send_note" in done.output
+    said = " ".join(done.output.split())  # the console wraps long lines
+    assert "redacted 1 skill(s) (1 version(s) erased), 1 example(s)" in said
+    assert f"{OLD} -> send_note" in said
+    assert "review (their code used a personal value as a constant): send_note" in said
     shown = runner.invoke(app, ["show", OLD], env={"SKILLS_DIR": str(folder)})
     assert shown.exit_code == 0, shown.output
     assert "renamed to 'send_note'" in shown.output and "def send_note(" in shown.output

@@ -180,6 +180,9 @@ def test_forget_needs_the_csrf_token(client, library, carol):
     assert done.status_code == 200
     assert "forgot carol: 0 trace(s), 0 example(s), 0 outcome link(s), 6 transition(s), 0 procedure(s)" in done.text
     assert library.explain(carol)["patterns"] == []
+    page = client.get("/subjects", params={"subject": carol})
+    again = client.post("/subjects/forget", data={"subject": carol, "csrf": csrf_of(page.text)})
+    assert again.status_code == 200 and "nothing is known about carol: nothing was removed" in again.text
 
 
 def test_opt_out_stops_recording(client, library, carol):

@@ -162,8 +162,8 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None]
 
     with library._index.writing() as index:
         sql_of(library).retrying(work)
-        for name in sorted({n for n, _ in hits}):
-            index.delete(name)
+        gone = sorted({n for n, _ in hits})
+        index.delete_ids(list(index.texts_of_many(gone)) if gone else [])  # one read, one delete
     return tool_schemas.reverify(library, sorted(hits), tool_specs(library))
 
 

@@ -71,7 +71,9 @@ class Binding:
 
 @dataclass
 class Reverification:
-    """What re-verification made of the versions a ``register_tools`` call suspended."""
+    """What re-verification made of the versions a ``register_tools`` call suspended (and
+    of those held suspended before that call a redeclared tool): ``suspended`` lists them
+    all, ``reactivated`` the ones that passed, ``held`` the others with their problems."""
 
     suspended: list[tuple[str, int]] = field(default_factory=list)
     reactivated: list[tuple[str, int]] = field(default_factory=list)
@@ -280,6 +282,16 @@ def affected(conn: sa.Connection, tenant: str, new: Mapping[str, "ToolSpec | Non
         if hits:
             found[(name, version)] = hits
     return found
+
+
+def suspended_calling(conn: sa.Connection, tenant: str, tools: Iterable[str]) -> list[tuple[str, int]]:
+    """The suspended versions of ``tenant`` that call one of ``tools`` (a new declaration
+    of the tool re-verifies them: a schema put back, or fixed, returns them to active)."""
+    wanted = set(tools)
+    rows = conn.execute(sa.select(rs.versions_table.c.name, rs.versions_table.c.version, rs.versions_table.c.tools)
+                        .where(rs.versions_table.c.tenant == tenant)
+                        .where(rs.versions_table.c.status == SUSPENDED))
+    return [(r[0], int(r[1])) for r in rows if wanted & set(r[2] or [])]
 
 
 def suspend(conn: sa.Connection, library: "SkillLibrary", hits: Mapping[tuple[str, int], list[str]],

@@ -128,6 +128,19 @@ def _meters(provider: Any) -> dict[str, Any]:
     return found
 
 
+def _tracer(provider: Any) -> Any:
+    """The library's tracer from ``provider`` (kept per provider)."""
+    key = ("tracer", id(provider))
+    found = _tracers.get(key)
+    if found is None or found[0] is not provider:
+        found = _tracers[key] = (provider, provider.get_tracer(SCOPE, _version()))
+    return found[1]
+
+
+_tracers: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+
+@functools.lru_cache(maxsize=1)
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -180,6 +193,7 @@ def _observe_versions(options: Any) -> Iterator[Any]:
 
 
 # -- attributes ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
 def _clean(value: str) -> str:
     """A string attribute through the masking pass (shapes, then names)."""
     return privacy.mask_names(privacy.scrub_shapes(str(value)))
@@ -298,7 +312,7 @@ def _observed(operation: str, extract: Callable[..., dict[str, Any]], method: Ca
     started = time.perf_counter()
     span = None
     if tracers is not None:
-        span = tracers.get_tracer(SCOPE, _version()).start_span(
+        span = _tracer(tracers).start_span(
             f"{OPERATIONS[operation]} {operation}", kind=_trace.SpanKind.INTERNAL, attributes=attrs)
     token = _context.attach(_trace.set_span_in_context(span)) if span is not None else None
     try:
@@ -356,7 +370,7 @@ def transitions(tenant: str, events: Iterable[Mapping[str, Any]], actor: str) ->
             "gen_ai.memory.type": "procedural", "skill_library.operation": "transition",
             "gen_ai.memory.namespace": _clean(tenant), "skill_library.transition.by": by}
     if tracers is not None:
-        tracer = tracers.get_tracer(SCOPE, _version())
+        tracer = _tracer(tracers)
         if len(events) == 1:
             e = events[0]
             attrs = {**base, "gen_ai.memory.id": _memory_id(e["name"], e.get("version")),

@@ -143,3 +143,14 @@ def test_replay_names_the_call_and_rule_but_never_the_value():
     problems = ts.replay(calls, "check", {"type": "object", "properties": {"item": {"type": "integer"}}})
     assert problems == ["trace t1 call 1 (check): $.item: fails 'type' (\"integer\")"]
     assert "ann@example.com" not in problems[0]
+
+
+def test_putting_the_schema_back_re_verifies_a_held_version(lib):
+    name = learned(lib)
+    stricter = {**CHECK_V1, "required": ["item", "store"],
+                "properties": {**CHECK_V1["properties"], "store": {"type": "string"}}}
+    assert lib.register_tools({"check": ToolSpec(schema=stricter, side_effects=False)}).held
+    outcome = lib.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False)})
+    assert outcome.suspended == [(name, 1)] and outcome.reactivated == [(name, 1)]
+    assert lib.get(name).status == "active" and names(lib) == [name]
+    assert (lib.audit(name)[-1].from_status, lib.audit(name)[-1].to_status) == ("suspended", "active")

@@ -56,7 +56,9 @@ class Binding:
 
 @dataclass
 class Reverification:
-    """What re-verification made of the versions a ``register_tools`` call suspended."""
+    """What re-verification made of the versions a ``register_tools`` call suspended (and
+    of those held suspended before that call a redeclared tool): ``suspended`` lists them
+    all, ``reactivated`` the ones that passed, ``held`` the others with their problems."""
 
     suspended: list[tuple[str, int]] = field(default_factory=list)
     reactivated: list[tuple[str, int]] = field(default_factory=list)
@@ -267,21 +269,76 @@ def affected(conn: sa.Connection, tenant: str, new: Mapping[str, "ToolSpec | Non
     return found
 
 
+def suspended_calling(conn: sa.Connection, tenant: str, tools: Iterable[str]) -> list[tuple[str, int]]:
+    """The suspended versions of ``tenant`` that call one of ``tools`` (a new declaration
+    of the tool re-verifies them: a schema put back, or fixed, returns them to active)."""
+    wanted = set(tools)
+    rows = conn.execute(sa.select(rs.versions_table.c.name, rs.versions_table.c.version, rs.versions_table.c.tools)
+                        .where(rs.versions_table.c.tenant == tenant)
+                        .where(rs.versions_table.c.status == SUSPENDED))
+    return [(r[0], int(r[1])) for r in rows if wanted & set(r[2] or [])]
+
+
 def suspend(conn: sa.Connection, library: "SkillLibrary", hits: Mapping[tuple[str, int], list[str]],
             new: Mapping[str, "ToolSpec | None"], changed: Mapping[str, str]) -> None:
     """Move every version of ``hits`` from active to suspended on ``conn`` (the
     transaction that stores the new schemas), audited by ``system`` with the reason."""
-    from skill_library.governance.lifecycle import apply
-
-    system = library.resolve_actor("system")
     bound = load(conn, library.tenant, hits)
+    moves = []
     for (name, version), tools in sorted(hits.items()):
         why = "; ".join(f"tool {t!r} {changed.get(t, 'declared with a schema')}" for t in tools)
-        evidence = {"tools": {t: {"from": bound.get((name, version), {}).get(t, _NONE).digest or None,
-                                  "to": None if new.get(t) is None else digest(new[t].schema_)}  # type: ignore[union-attr]
-                              for t in tools}}
-        apply(conn, library, name, version, SUSPENDED, actor=system,  # type: ignore[arg-type]
-              reason=f"{why}: out of fetch until re-verified against the new schema", evidence=evidence)
+        mine = bound.get((name, version), {})
+        evidence = {"tools": {t: {"from": mine[t].digest if t in mine else None,
+                                  "to": _digest_or_none(new.get(t))} for t in tools}}
+        moves.append((name, version, f"{why}: out of fetch until re-verified against the new schema", evidence))
+    move_many(conn, library, moves, "active", SUSPENDED)
+
+
+def _digest_or_none(spec: "ToolSpec | None") -> str | None:
+    return None if spec is None else digest(spec.schema_)
+
+
+def move_many(conn: sa.Connection, library: "SkillLibrary", moves: Sequence[tuple[str, int, str, dict[str, Any]]],
+              from_status: str, to_status: str) -> None:
+    """Move the versions of ``moves`` (name, version, reason, evidence) from
+    ``from_status`` to ``to_status`` as ``system`` on ``conn``: a few statements for all
+    of them (the lifecycle's table and permission apply; the active pointer must already
+    name each version moved to active), one audit event each."""
+    from skill_library.errors import LifecycleError
+    from skill_library.governance import audit
+    from skill_library.governance.actors import require
+    from skill_library.governance.lifecycle import REQUIRED, TRANSITIONS
+
+    if not moves:
+        return
+    if to_status not in TRANSITIONS.get(from_status, frozenset()):
+        raise LifecycleError(f"a version cannot move from {from_status} to {to_status}")
+    system = library.resolve_actor("system")
+    require(system, REQUIRED[to_status], f"move versions from {from_status} to {to_status}")
+    tenant = library.tenant
+    versions, skills = rs.versions_table, rs.skills_table
+    keys = [(n, v) for n, v, _, _ in moves]
+    for start in range(0, len(keys), 500):
+        part = keys[start:start + 500]
+        where = sa.and_(versions.c.tenant == tenant, sa.tuple_(versions.c.name, versions.c.version).in_(part))
+        found = {(r[0], int(r[1])): r[2] for r in conn.execute(
+            sa.select(versions.c.name, versions.c.version, versions.c.status).where(where))}
+        wrong = [f"{n!r} v{v} is {found.get((n, v), 'gone')}" for n, v in part if found.get((n, v)) != from_status]
+        if wrong:
+            raise LifecycleError(f"expected {from_status} versions: {', '.join(wrong[:5])}")
+        if to_status == "active":
+            pointers = dict(conn.execute(sa.select(skills.c.name, skills.c.active_version)
+                                         .where(skills.c.tenant == tenant)
+                                         .where(skills.c.name.in_(sorted({n for n, _ in part})))).all())
+            moved = [f"{n!r} v{v}" for n, v in part if pointers.get(n) != v]
+            if moved:
+                raise LifecycleError(f"the active pointer moved on: {', '.join(moved[:5])}")
+        conn.execute(versions.update().where(where).values(status=to_status))
+        conn.execute(skills.update().where(skills.c.tenant == tenant)
+                     .where(skills.c.name.in_(sorted({n for n, _ in part}))).values(updated_at=utc_now()))
+    audit.write_many(conn, tenant, [{"name": n, "version": v, "from_status": from_status, "to_status": to_status,
+                                     "reason": reason, "evidence": evidence} for n, v, reason, evidence in moves],
+                     actor=system.id)
 
 
 _NONE = Binding("", "", "", {})
@@ -336,7 +393,7 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
     suspended with the problems and the schema diff in an audit event. Two write
     transactions for all of them, then one index sync."""
     from skill_library.governance import audit
-    from skill_library.governance.lifecycle import apply, sql_of
+    from skill_library.governance.lifecycle import sql_of
 
     store = sql_of(library)
     tenant = library.tenant
@@ -380,21 +437,25 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
     system = library.resolve_actor("system")
 
     def work(conn: sa.Connection) -> None:
+        held: list[dict[str, Any]] = []
+        passed: list[tuple[str, int, str, dict[str, Any]]] = []
         for (name, version), (rebound, problems, diff) in sorted(verdicts.items()):
-            traces = len({t for t in skills[(name, version)].provenance.trace_ids} | set(examples.get(name, [])))
+            traces = len(set(skills[(name, version)].provenance.trace_ids) | set(examples.get(name, [])))
             if problems:
-                result.held[(name, version)] = problems
-                audit.write(conn, tenant, name, version, SUSPENDED, SUSPENDED, actor=system.id,
-                            reason=f"re-verification failed ({len(problems)} problem(s)): held for a person "
-                                   "(resume it with `library.resume(name)` or retire it)",
-                            evidence={"problems": problems[:50], "diff": diff})
+                held.append({"name": name, "version": version, "from_status": SUSPENDED, "to_status": SUSPENDED,
+                             "reason": f"re-verification failed ({len(problems)} problem(s)): held for a person "
+                                       "(resume it with `library.resume(name)` or retire it)",
+                             "evidence": {"problems": problems[:50], "diff": diff}})
                 continue
             rebind(conn, tenant, name, version, rebound)
-            apply(conn, library, name, version, "active", actor=system,
-                  reason=f"re-verified: the recorded calls of {traces} example trace(s) are valid under "
-                         "the new schema", evidence={"tools": {b.tool: b.digest for b in rebound},
-                                                     "diff": diff})
-            result.reactivated.append((name, version))
+            passed.append((name, version,
+                           f"re-verified: the recorded calls of {traces} example trace(s) are valid under "
+                           "the new schema", {"tools": {b.tool: b.digest for b in rebound}, "diff": diff}))
+        audit.write_many(conn, tenant, held, actor=system.id)
+        move_many(conn, library, passed, SUSPENDED, "active")
+        result.held.clear()
+        result.held.update({(e["name"], e["version"]): e["evidence"]["problems"] for e in held})
+        result.reactivated[:] = [(n, v) for n, v, _, _ in passed]
 
     with library._index.writing() as index:
         store.retrying(work)

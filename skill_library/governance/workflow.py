@@ -144,6 +144,7 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None]
     require(who, "skill.admin", "declare tools")
     tenant = tenant_of(library)
     hits: dict[tuple[str, int], list[str]] = {}
+    waiting: list[tuple[str, int]] = []
 
     def work(conn: sa.Connection) -> None:
         old = {**library.constructor_tool_specs(), **tool_store.load(conn, tenant)}
@@ -158,13 +159,14 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None]
                                   if s is not None else {"removed": True}) for n, s in checked.items()})
         hits.clear()
         hits.update(tool_schemas.affected(conn, tenant, checked, changed))
+        waiting[:] = tool_schemas.suspended_calling(conn, tenant, checked)  # held before: try again
         tool_schemas.suspend(conn, library, hits, checked, changed)
 
     with library._index.writing() as index:
         sql_of(library).retrying(work)
-        for name in sorted({n for n, _ in hits}):
-            index.delete(name)
-    return tool_schemas.reverify(library, sorted(hits), tool_specs(library))
+        gone = sorted({n for n, _ in hits})
+        index.delete_ids(list(index.texts_of_many(gone)) if gone else [])  # one read, one delete
+    return tool_schemas.reverify(library, sorted({*hits, *waiting}), tool_specs(library))
 
 
 # -- writing versions ----------------------------------------------------------------------

@@ -187,33 +187,13 @@ class SQLRecordStore(RecordStore):
 
     def purge(self, names: Sequence[str]) -> int:
         """Delete every row of the skills ``names`` (versions, outcomes, examples, derived
-        texts) of this tenant and their text vectors; returns how many skills were deleted.
-        Traces stay. The vectors are a cache shared by the tenants: one holding the same
-        text computes it again when it next needs it."""
-        from skill_library.shapes import index_text
-        from skill_library.text_vectors import text_digest
-
+        texts) of this tenant and the vectors of every form of their texts that was embedded
+        (:func:`~skill_library.text_vectors.embedded_keys`); returns how many skills were
+        deleted. Traces stay."""
         deleted = 0
         with self._write() as conn:
             for name in names:
-                texts = set(conn.execute(
-                    sa.select(versions_table.c.when_text).where(self._t(versions_table))
-                    .where(versions_table.c.name == name)
-                ).scalars())
-                texts.update(conn.execute(
-                    sa.select(profiles_table.c.when_text).where(self._t(profiles_table))
-                    .where(profiles_table.c.name == name)
-                ).scalars())
-                texts.update(conn.execute(
-                    sa.select(examples_table.c.text).where(self._t(examples_table))
-                    .where(examples_table.c.name == name)
-                ).scalars())
-                if texts:
-                    conn.execute(vectors_table.delete().where(
-                        vectors_table.c.digest.in_(
-                            sorted({text_digest(t) for t in texts} | {text_digest(index_text(t)) for t in texts})
-                        )
-                    ))
+                delete_text_vectors(conn, self, name)
                 for table in (outcomes_table, examples_table, profiles_table, versions_table):
                     conn.execute(table.delete().where(self._t(table)).where(table.c.name == name))
                 deleted += conn.execute(
@@ -615,20 +595,28 @@ class SQLRecordStore(RecordStore):
         return Trace.model_validate(body)
 
     def load_vectors(self, model: str, digests: Sequence[str]) -> dict[str, bytes]:
+        # the tenant's own rows only: each digest is looked up under its tenant key
+        from skill_library.text_vectors import tenant_key
+
+        keyed = {tenant_key(self.tenant, d): d for d in digests}
+        keys = list(keyed)
         found: dict[str, bytes] = {}
         with self._read() as conn:
-            for start in range(0, len(digests), settings.IN_QUERY_BATCH):
+            for start in range(0, len(keys), settings.IN_QUERY_BATCH):
                 rows = conn.execute(
                     sa.select(vectors_table.c.digest, vectors_table.c.vector)
                     .where(vectors_table.c.model == model)
-                    .where(vectors_table.c.digest.in_(digests[start : start + settings.IN_QUERY_BATCH]))
+                    .where(vectors_table.c.digest.in_(keys[start : start + settings.IN_QUERY_BATCH]))
                 )
-                found.update((r[0], bytes(r[1])) for r in rows)
+                found.update((keyed[r[0]], bytes(r[1])) for r in rows)
         return found
 
     def save_vectors(self, model: str, vectors: dict[str, bytes]) -> None:
         if not vectors:
             return
+        from skill_library.text_vectors import tenant_key
+
+        vectors = {tenant_key(self.tenant, d): v for d, v in vectors.items()}
         with self._write() as conn:
             have = set()
             keys = list(vectors)
@@ -947,3 +935,22 @@ def _outcome_row(r: Any) -> dict[str, Any]:
         "recorded_at": r["recorded_at"],
     }
 
+
+def delete_text_vectors(conn: sa.Connection, store: "SQLRecordStore", name: str) -> None:
+    """On ``conn``, the stored vectors of every embedded form of ``name``'s texts in
+    ``store``'s tenant: its ``when`` texts (versions, profiles) and its examples with their
+    params. Run before the rows that name the texts are deleted."""
+    from skill_library.text_vectors import embedded_keys
+
+    mine = store.tenant_filter
+    texts: set[tuple[str, Any]] = set()
+    for table in (versions_table, profiles_table):
+        texts.update((t, None) for t in conn.execute(
+            sa.select(table.c.when_text).where(mine(table)).where(table.c.name == name)).scalars())
+    examples = [(r[0], r[1]) for r in conn.execute(
+        sa.select(examples_table.c.text, examples_table.c.params).where(mine(examples_table))
+        .where(examples_table.c.name == name))]
+    keys = embedded_keys(store.tenant, [*texts, *examples])
+    batch = settings.IN_QUERY_BATCH
+    for start in range(0, len(keys), batch):
+        conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(keys[start:start + batch])))

@@ -5,14 +5,18 @@ once per model; its vector is stored in the records under the model's identity a
 text's digest. Rebuilding, repairing or moving the index then reads vectors instead of
 loading a model; only new text loads it. Task texts of queries are never stored (they may
 hold personal data); only the library's masked texts are.
+
+The rows are the tenant's own: the store keys each under :func:`tenant_key` (the text's
+digest salted with the tenant), so no tenant can ask whether another embedded a text (an
+exact ``when``) by its digest, whatever digest it passes.
 """
 
 from __future__ import annotations
 
 import hashlib
 from array import array
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from skill_library.embeddings import Embedder
@@ -22,6 +26,24 @@ if TYPE_CHECKING:
 def text_digest(text: str) -> str:
     """The key of a text's vector."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def tenant_key(tenant: str, digest: str) -> str:
+    """The key of ``tenant``'s vector of the text with ``digest``: what the store keeps."""
+    return hashlib.sha256(f"{tenant}\0{digest}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def embedded_keys(tenant: str, texts: "Iterable[tuple[str, Mapping[str, Any] | None]]") -> list[str]:
+    """Every stored key of the vectors embedded for ``texts`` (text, params) of ``tenant``:
+    each text as it is, its index form with and without its params (``index_text``), under
+    the tenant's key and under the unsalted key of libraries from before tenant keys."""
+    from skill_library.shapes import index_text
+
+    digests: set[str] = set()
+    for text, params in texts:
+        for form in {text, index_text(text), index_text(text, params)}:
+            digests.add(text_digest(form))
+    return sorted(digests | {tenant_key(tenant, d) for d in digests})
 
 
 def pack(vector: Sequence[float]) -> bytes:

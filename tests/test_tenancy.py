@@ -341,7 +341,7 @@ def test_agent_skills_export_and_import_stay_in_their_tenant(tenants, tmp_path):
     assert len(acme.history("water_plants")) == 1
 
 
-def test_text_vectors_are_one_shared_cache(tenants):
+def test_text_vectors_are_each_tenants_own(tenants):
     home, acme = tenants
 
     def stored() -> int:
@@ -349,9 +349,10 @@ def test_text_vectors_are_one_shared_cache(tenants):
             return int(conn.execute(sa.text("SELECT COUNT(*) FROM text_vectors")).scalar())
 
     before = stored()
-    # the same text in a third tenant reuses the stored vector: no new row, no tenant column
+    # the same text in a third tenant is embedded for it: a row of its own (issue 23: a shared
+    # row let one tenant confirm another's exact text)
     assert acme.for_tenant("beta").add(skill("water_plants", HOME_WHEN, "beta")).status == "added"
-    assert stored() == before
+    assert stored() == before + 1
 
 
 # -- the CLI -------------------------------------------------------------------------------

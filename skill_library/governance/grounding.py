@@ -334,6 +334,15 @@ def ungrounded_calls(trace: Trace, specs: Mapping[str, Any] | None = None,
     return reasons
 
 
+def _personal_constant(raw: Any) -> bool:
+    """Whether a string the agent chose looks like personal data (a full name, an account
+    number, an email, a long id): as a constant of a state-changing call it would become the
+    target of every future run, and a person's data in the skill's code."""
+    from skill_library.privacy import mask_names, scrub_shapes
+
+    return isinstance(raw, str) and (mask_names(raw) != raw or scrub_shapes(raw) != raw)
+
+
 def _suggestion(tool: str, index: _Index) -> int | None:
     """The first call whose result (text, keys or error) names ``tool`` or its action."""
     verbs = {_stem(v) for v in _verbs_of(tool)}
@@ -358,6 +367,10 @@ def _argument_problems(trace: Trace, n: int, call: ToolCall, trusted: _Trusted, 
             continue
         seen = index.find(text, number, n)
         if not seen:
+            if strict and _personal_constant(raw):
+                problems.append(f"argument {key}={_quote(raw)} of call {n} ({call.name}) is a value "
+                                "that may identify someone (a name, an account, an email) and neither "
+                                "the task nor its params state it: the skill would send it on every run")
             continue  # no result holds it: the agent's own constant
         fields = [s for s in seen if s.where == "field" and grounded.get(s.call, False)]
         if not strict:

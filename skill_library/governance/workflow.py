@@ -450,28 +450,19 @@ def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> 
 
 
 def _purge(conn: sa.Connection, name: str, store: "SQLRecordStore") -> None:
-    """Every row of ``name`` in the record tables and its text vectors, on ``conn``."""
-    from skill_library.induction.description import index_text
+    """Every row of ``name`` in the record tables and the vectors of every embedded form of
+    its texts (record_store.delete_text_vectors), on ``conn``."""
     from skill_library.record_store import (
+        delete_text_vectors,
         examples_table,
         outcomes_table,
         profiles_table,
         skills_table,
-        vectors_table,
         versions_table,
     )
-    from skill_library.text_vectors import text_digest
 
     mine = store.tenant_filter
-    texts = set(conn.execute(sa.select(versions_table.c.when_text).where(mine(versions_table))
-                             .where(versions_table.c.name == name)).scalars())
-    texts.update(conn.execute(sa.select(profiles_table.c.when_text).where(mine(profiles_table))
-                              .where(profiles_table.c.name == name)).scalars())
-    texts.update(conn.execute(sa.select(examples_table.c.text).where(mine(examples_table))
-                              .where(examples_table.c.name == name)).scalars())
-    if texts:
-        digests = sorted({text_digest(t) for t in texts} | {text_digest(index_text(t)) for t in texts})
-        conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(digests)))
+    delete_text_vectors(conn, store, name)
     for table in (outcomes_table, examples_table, profiles_table, versions_table):
         conn.execute(table.delete().where(mine(table)).where(table.c.name == name))
     conn.execute(skills_table.delete().where(mine(skills_table)).where(skills_table.c.name == name))

@@ -8,8 +8,13 @@ publishes a tools-list-changed event: to ``subscriptions/listen`` streams (proto
 2026-07-28) and as ``notifications/tools/list_changed`` on handshake-era sessions.
 
 Every failure is a tool error (``is_error``) with a one-line message; the server keeps
-serving. Library calls run one at a time on a worker thread, so the event loop stays free
-and the embedding model, loaded once, is shared by every call.
+serving. Library calls run on worker threads (at most :data:`MAX_CONCURRENT_CALLS` at a
+time), so the event loop stays free and the embedding model, loaded once, is shared by every
+call. Reads and runs are served concurrently: a fetch never waits behind another client's
+run or learn. Calls that change what the server offers (``learn_trace``, ``record_outcome``,
+re-reading the active skills) take one lock, one at a time. Every request is bounded by its
+own named limit: a run by the sandbox ``Limits``, a trace by ``MAX_TRACE_CALLS`` (and its
+replay's limits), a fetch by :data:`MAX_K`.
 
     skills serve-mcp --dir D --tools MODULE                    # stdio
     SKILLS_MCP_TOKEN=... skills serve-mcp --dir D --tools MODULE --http 127.0.0.1:8765   # HTTP, /mcp
@@ -52,6 +57,8 @@ log = logging.getLogger(__name__)
 
 FIXED_TOOLS = ("fetch_skills", "run_skill", "learn_trace", "record_outcome", "list_skills", "show_skill")
 MAX_K = 50
+#: library calls served at the same time (worker threads); more wait for a free one
+MAX_CONCURRENT_CALLS = 8
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 #: the environment variable holding the HTTP transport's bearer token
 TOKEN_ENV = "SKILLS_MCP_TOKEN"
@@ -190,7 +197,8 @@ class SkillServer:
                                      required_scopes=[SCOPE]),
             }
         self.server: MCPServer = _Server(name=name, instructions=INSTRUCTIONS, log_level="WARNING", **auth)
-        self._lock = threading.Lock()  # the library is used by one call at a time
+        self._lock = threading.Lock()  # calls that change what the server offers: one at a time
+        self._limiter = anyio.CapacityLimiter(MAX_CONCURRENT_CALLS)
         self._skill_tools: dict[str, tuple[int, str]] = {}  # name -> (version, when) registered
         self._synced_generation: int | None = None
         for fn in (self.fetch_skills, self.run_skill, self.learn_trace, self.record_outcome,
@@ -213,32 +221,49 @@ class SkillServer:
 
     # -- plumbing -----------------------------------------------------------------------
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``fn`` on a worker thread under the library lock; caller errors become ToolErrors."""
+        """``fn`` on a worker thread beside other reads and runs; caller errors become ToolErrors."""
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
+        except _CALLER_ERRORS as exc:
+            raise ToolError(_one_line(exc)) from exc
+
+    async def _exclusive(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn`` as :meth:`_call` does, under the server's lock (one such call at a time)."""
 
         def locked() -> Any:
             with self._lock:
                 return fn(*args, **kwargs)
 
-        try:
-            return await anyio.to_thread.run_sync(locked)
-        except _CALLER_ERRORS as exc:
-            raise ToolError(_one_line(exc)) from exc
+        return await self._call(locked)
 
     def _sync_skill_tools(self) -> bool:
-        """Register a tool per active code skill, drop stale ones; True when the list changed.
+        """Register a tool per active code skill, drop stale ones; True when the list changed."""
+        read = self._active_skills()
+        return read is not None and self._apply_skill_tools(*read)
+
+    def _active_skills(self) -> tuple[int, dict[str, Skill]] | None:
+        """(generation, the active code skills by name), or None when nothing changed since
+        the last sync. Reads the library only (safe on any thread, beside other calls).
 
         Every change of the active skills bumps the store's index generation first, so an
         unchanged generation (one small query) means there is nothing to re-read.
         """
         generation = self.library.store.index_generation()
         if generation == self._synced_generation:
-            return False
-        self._synced_generation = generation
+            return None
         wanted = {
             s.name: s
             for s in self.library.list(status="active")
             if s.kind == "code" and s.name not in FIXED_TOOLS
         }
+        return generation, wanted
+
+    def _apply_skill_tools(self, generation: int, wanted: dict[str, Skill]) -> bool:
+        """Make the registered tools ``wanted``; on the event loop's thread (or before serving),
+        where the SDK reads the tool table, so no request sees it half changed."""
+        if self._synced_generation is not None and generation < self._synced_generation:
+            return False  # a slower, older read: a newer one is applied already
+        self._synced_generation = generation
         changed = False
         for gone in set(self._skill_tools) - set(wanted):
             self.server.remove_tool(gone)
@@ -268,8 +293,10 @@ class SkillServer:
         return _SkillTool(**fields)
 
     async def _refresh(self, ctx: Context | None) -> None:
-        """Re-read the active skills; tell clients when the tool list changed."""
-        changed = await self._call(self._sync_skill_tools)
+        """Re-read the active skills (on a worker thread, beside other calls), apply them here
+        on the loop; tell clients when the tool list changed."""
+        read = await self._call(self._active_skills)
+        changed = read is not None and self._apply_skill_tools(*read)
         if not changed or ctx is None:
             return
         await ctx.notify_tools_changed()  # subscriptions/listen streams (2026-07-28)
@@ -320,7 +347,7 @@ class SkillServer:
 
     async def learn_trace(self, trace: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
         """Learn a skill from a verified successful trace (trace fields or an OpenAI transcript)."""
-        result = await self._call(self.library.learn, trace)
+        result = await self._exclusive(self.library.learn, trace)
         await self._refresh(ctx)
         return {
             "status": result.status,
@@ -347,7 +374,7 @@ class SkillServer:
         skill was the wrong one for the task (not held against it). One outcome per run."""
         from skill_library.outcomes import record_external
 
-        skill = await self._call(
+        skill = await self._exclusive(
             record_external, self.library, name, kind if kind is not None else succeeded,
             trace_id=trace_id, session=session, version=version, wrong_skill=wrong_skill, reason=reason,
         )

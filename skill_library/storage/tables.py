@@ -126,9 +126,9 @@ profiles_table = sa.Table(
     sa.ForeignKeyConstraint(["tenant", "name"], ["skills.tenant", "skills.name"]),
 )
 
-# Vectors of the library's own index texts per model (skill_library.text_vectors). Shared
-# by every tenant on purpose: a row is a pure function of (model, text) keyed by the text's
-# digest, a cache that tells nothing about which tenant (if any) holds the text.
+# Vectors of the library's own index texts per model (skill_library.text_vectors). Each row
+# is one tenant's: its digest is the text's digest salted with the tenant
+# (text_vectors.tenant_key, applied by the store), so no tenant can look up another's text.
 vectors_table = sa.Table(
     "text_vectors",
     metadata,

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 
     from sandbox import Limits, Sandbox
     from skill_library.abstention import Calibration, FetchResult
+    from skill_library.governance.bulk import Decision
     from skill_library.governance.canary import CanaryState
     from skill_library.governance.evaluation import Evaluation
     from skill_library.governance.suite import Suite, ToolsFactory
@@ -399,6 +400,23 @@ class SkillLibrary:
         if problem is not None:
             raise LifecycleError(problem)
         return workflow.approve(self, name, version, actor=actor, reason=reason)
+
+    def approve_many(self, items: "Sequence[str | tuple[str, int]] | None" = None, *,
+                     actor: "Actor | str | None", reason: str = "") -> "builtins.list[Decision]":
+        """:meth:`approve` each version (a name alone: its version waiting for approval;
+        ``None``: every evaluated version learning held); each refusal is kept on its own
+        :class:`~skill_library.governance.bulk.Decision`, in order."""
+        from skill_library.governance import bulk
+
+        return bulk.approve_many(self, bulk.held(self) if items is None else items, actor=actor, reason=reason)
+
+    def promote_many(self, items: "Sequence[str | tuple[str, int]]", *,
+                     actor: "Actor | str | None") -> "builtins.list[Decision]":
+        """:meth:`promote` each version (a name alone: its newest approved one); one
+        :class:`~skill_library.governance.bulk.Decision` each, refusals included."""
+        from skill_library.governance import bulk
+
+        return bulk.promote_many(self, items, actor=actor)
 
     def canary(self, name: str, version: int, *, actor: "Actor | str | None",
                share: float | None = None, cohort: str | None = None) -> Skill:

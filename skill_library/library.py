@@ -83,7 +83,8 @@ __all__ = ["GeneralizerName", "IndexRebuiltWarning", "InsecureIndexWarning", "Sk
 DUPLICATE_SIMILARITY = 0.9
 DEFAULT_MIN_RELIABILITY = 0.6
 #: fetch returns no skill less cosine-similar than this to the task (its best text).
-#: Chosen with benchmarks/calibrate_fetch.py on this repository's suites (README, "Fetch").
+#: Chosen with benchmarks/calibrate_fetch.py on this repository's suites
+#: (docs/fetch.md#fetch-feedback-reliability).
 DEFAULT_MIN_SIMILARITY = 0.2
 #: the generalizers a library can be told to use by name
 GeneralizerName = Literal["dataflow", "llm"]
@@ -112,7 +113,7 @@ class SkillLibrary:
     a learned skill's values as the task does (docs/security.md); every other result is
     untrusted data.
 
-    Governance (README, "Governance"): ``policy`` is stored as the tenant's policy when the
+    Governance (docs/governance.md#governance): ``policy`` is stored as the tenant's policy when the
     library (or tenant) is created; opening an existing one with a different ``policy``
     raises (widen it with :meth:`set_policy`). Without one, the policy is
     ``Policy(auto_approve="read_only")``. Creating a library registers the OS user as its
@@ -129,13 +130,14 @@ class SkillLibrary:
     computed here and passed explicitly); no folder is needed. Either may be given alone
     with a ``path`` for the other. ``index_token`` (default: ``SKILLS_INDEX_TOKEN``) is sent
     as a bearer token to an authenticating proxy; an index URL that is not loopback with no
-    token gives an :class:`InsecureIndexWarning` (README, "Deployment"). Passwords and tokens
+    token gives an :class:`InsecureIndexWarning`
+    (docs/deployment.md#shared-deployment-postgresql-and-a-chroma-server). Passwords and tokens
     are never logged or stored: messages show the URL with its password masked.
 
     Tenants: ``tenant`` (default ``"default"``) names whose skills this library reads and
     writes; every call sees that tenant's records and index only, and two tenants may
     hold skills of the same name. :meth:`for_tenant` gives a view on the same stores for
-    another tenant (README, "Tenants").
+    another tenant (docs/deployment.md#tenants).
     """
 
     def __init__(
@@ -667,7 +669,7 @@ class SkillLibrary:
         log prior on verified successes), bindability (``args``: the values the caller has,
         by parameter name; else the task's values by shape), specificity and reliability
         penalties; ``explain=True`` sets each match's ``explanation`` (the terms of its
-        ``score``). README, "Fetch" and docs/fetch.md.
+        ``score``). docs/fetch.md#ranking.
 
         A skill qualifies when it is active, its reliability is at least
         ``min_reliability`` (default: the library's), the cosine similarity of ``task`` to
@@ -1138,7 +1140,8 @@ INDEX_TOKEN_ENV = "SKILLS_INDEX_TOKEN"
 
 
 class InsecureIndexWarning(UserWarning):
-    """The index server is reached beyond loopback with no auth token (see README, deployment)."""
+    """The index server is reached beyond loopback with no auth token
+    (docs/deployment.md#shared-deployment-postgresql-and-a-chroma-server)."""
 
 
 def _is_sqlite(url: str) -> bool:

@@ -1,4 +1,4 @@
-"""Governance commands: each mirrors one SkillLibrary call (README, "Governance").
+"""Governance commands: each mirrors one SkillLibrary call (docs/governance.md#governance).
 
 ``propose``, ``approve``, ``reject``, ``promote``, ``rollback``, ``audit``, ``diff``,
 ``delete``, ``review``, ``needs-human`` and the groups ``actors`` (add, list, remove),

@@ -94,14 +94,18 @@ def import_(
         results = import_folders(library, folder)
     if as_json:
         emit([
-            {"folder": str(r.folder), "status": r.status, "problems": r.problems,
+            {"folder": str(r.folder), "status": r.status, "problems": r.problems, "examples": r.examples,
              "name": r.skill.name if r.skill else None, "version": r.skill.version if r.skill else None}
             for r in results
         ])
     else:
         for r in results:
-            if r.skill is not None:
-                console.print(f"draft {r.skill.name} v{r.skill.version} from {r.folder.name} "
+            if r.status == "duplicate" and r.skill is not None:
+                console.print(f"duplicate {r.folder.name}: the same as {r.skill.name} v{r.skill.version} "
+                              f"({r.skill.status}); nothing added")
+            elif r.skill is not None:
+                examples = f", {r.examples} example task(s)" if r.examples else ""
+                console.print(f"draft {r.skill.name} v{r.skill.version} from {r.folder.name}{examples} "
                               "(not fetched until verified)")
             for problem in r.problems:
                 typer.echo(f"invalid {r.folder.name}: {problem}", err=True)

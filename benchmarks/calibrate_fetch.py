@@ -9,7 +9,7 @@ skills condition, seed 0), then fetches (k=1, no similarity floor) for
     no skill here solves,
 and prints both distributions, the rate of unrelated queries that would get a skill at
 each candidate floor, and the share of related queries that keep theirs. The library's
-``DEFAULT_MIN_SIMILARITY`` is chosen from this table (see README, "Fetch").
+``DEFAULT_MIN_SIMILARITY`` is chosen from this table (docs/fetch.md#fetch-feedback-reliability).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Drift on synthetic streams: false positives on a stable stream, delay on a swap.
+"""Drift on synthetic streams: false positives on a stable stream, delay on a swap
+(docs/procedures.md#usage-patterns-drift-and-quarantine).
 
-    python -m benchmarks.drift_rates            # the held-out figures (README, "Usage patterns")
+    python -m benchmarks.drift_rates            # the held-out figures (docs/procedures.md)
     python -m benchmarks.drift_rates --tune     # the grid the defaults were chosen from
     python -m benchmarks.drift_rates --oracle   # the same grid for a detector told the swap
 

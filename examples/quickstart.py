@@ -55,7 +55,7 @@ trace = Trace(
 
 # The library opts in to auto-approval: cancel_order changes state, so under the default
 # policy (auto_approve="read_only") the learned skill would wait for a human's approval
-# (`skills approve` / library.approve). See the README's "Governance" section.
+# (`skills approve` / library.approve). See docs/governance.md#governance.
 with tempfile.TemporaryDirectory() as folder, SkillLibrary(folder, policy=Policy(auto_approve="all")) as library:
     # Declaring the tools says which ones only read, and what each does: a learned skill's
     # description is written from them (its steps in order, their loop, the lookups first).

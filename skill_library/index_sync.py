@@ -21,6 +21,11 @@ Rules:
   finished), and otherwise, while another writer is at work, reads the index as it was
   (fetch checks every hit against the records); only a first open, which may rebuild,
   takes the lock, and every lock gives up after its timeout (:class:`LockTimeoutError`);
+- a process that has not opened a folder's index may leave a write's index change to the next
+  reader (:meth:`SyncedIndex.deferring`: a governance transition, which must not pay for
+  opening Chroma or loading a model): it names the skills in ``chroma/deferred`` and bumps the
+  generation, so the next open (under the lock) brings exactly those skills' entries up to date
+  (embedding any new text) before its usual check, with no warning;
 - an index handed out (:attr:`SkillLibrary.index`) stays usable: a reopen reloads the
   folder's one Chroma client in this process (:class:`~skill_library.vector_index.FolderClient`)
   for every tenant together, and never closes an index another thread may still hold.
@@ -29,6 +34,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 import warnings
@@ -55,6 +61,9 @@ from skill_library.vector_index import (
 
 #: file in the index folder holding the records generation the index was written at
 GENERATION_FILE = "generation"
+#: file in the index folder naming the skills whose index entries a write left to the next
+#: reader (:meth:`SyncedIndex.deferring`), with the generation the index was marked at then
+DEFERRED_FILE = "deferred"
 
 
 class IndexRebuiltWarning(UserWarning):
@@ -253,6 +262,74 @@ class SyncedIndex:
                 raise
             self._mark(generation)
 
+    def can_defer(self) -> bool:
+        """Whether a write may leave its index change to the next reader: a folder index,
+        marked, that this process has not opened (a process holding it writes at once)."""
+        return (self.server is None and self._index is None and self.index_path is not None
+                and self.index_path.is_dir() and self.indexed_generation() is not None)
+
+    @contextmanager
+    def deferring(self, names: list[str]) -> Iterator[None]:
+        """Hold the write lock around a record change whose index change (the entries of
+        ``names``) the next open makes (:meth:`_catch_up`); only when :meth:`can_defer`.
+
+        The names are written down before the records change and the generation bumped, so
+        a write cut short leaves at worst a name with nothing to change, never a change the
+        index misses."""
+        with self._lock():
+            mark = self.indexed_generation()
+            owed = self._owed(mark) or set()
+            tmp = self._deferred_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"mark": mark, "names": sorted(owed | set(names))}))
+            os.replace(tmp, self._deferred_path)
+            self.store.bump_index_generation()
+            yield
+
+    @property
+    def _deferred_path(self) -> Path:
+        assert self.index_path is not None
+        name = DEFERRED_FILE if self.tenant == DEFAULT_TENANT else f"{DEFERRED_FILE}.{self.tenant}"
+        return self.index_path / name
+
+    def _owed(self, mark: int | None) -> set[str] | None:
+        """The skills whose entries deferred writes left to the next open, when they were
+        deferred from an index marked ``mark`` (else None: the file is stale or absent)."""
+        if self.server is not None or self.index_path is None:
+            return None
+        try:
+            data = json.loads(self._deferred_path.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("mark") != mark or mark is None:
+            return None
+        return {n for n in data.get("names", []) if isinstance(n, str)}
+
+    def _clear_deferred(self) -> None:
+        if self.server is None and self.index_path is not None:
+            try:
+                self._deferred_path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def _catch_up(self, index: VectorIndex, names: set[str], wanted: list[IndexEntry]) -> None:
+        """Make the entries of ``names`` in ``index`` what the records give them (``wanted``,
+        the entries of every active skill), embedding only text with no stored vector."""
+        mine = [e for e in wanted if e.name in names]
+        active = sorted({e.name for e in mine})
+        for name in sorted(names - set(active)):
+            index.delete(name)
+        have = index.texts_of_many(active)
+        changed = prototypes.fill([e for e in mine if have.get(e.id) != (e.when, e.version)],
+                                  self.store, self.embedder.model_name)
+        missing = list(dict.fromkeys(e.when for e in changed if e.vector is None))
+        known = dict(zip(missing, self.embedder.embed(missing))) if missing else {}
+        keep = {e.id for e in mine}
+        stale = [i for i in have if i not in keep]
+        if stale:
+            index.delete_ids(stale)
+        if changed:
+            index.upsert(changed, [e.vector if e.vector is not None else known[e.when] for e in changed])
+
     def rebuild(self, progress: Callable[[int], None] | None = None, *, force: bool = False) -> int:
         """Rebuild the index from the records (under the lock); returns its size.
 
@@ -293,6 +370,7 @@ class SyncedIndex:
         tmp = self._marker.with_suffix(".tmp")
         tmp.write_text(str(generation))
         os.replace(tmp, self._marker)
+        self._clear_deferred()  # every mark follows a write or a check: nothing is owed
 
     def indexed_generation(self) -> int | None:
         """The records generation the index was last written at (None: unknown)."""
@@ -374,6 +452,10 @@ class SyncedIndex:
             except Exception as exc:
                 index.close()
                 raise IndexCorruptError(str(exc)) from exc
+            owed = self._owed(self.indexed_generation()) if existed and found != expected else None
+            if owed:  # what deferred writes left to this open (kept, should this fail)
+                self._catch_up(index, owed, wanted)
+                found = index.entries()
             if found == expected and self._prototypes_current(index, wanted):
                 generation = self.store.index_generation()
                 if self._marked(index) != generation:  # checked: a mark never outlives a check

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
     from sandbox import Limits, Sandbox
     from skill_library.abstention import Calibration, FetchResult
+    from skill_library.governance.bulk import Decision
     from skill_library.governance.canary import CanaryState
     from skill_library.governance.evaluation import Evaluation
     from skill_library.governance.suite import Suite, ToolsFactory
@@ -89,7 +90,8 @@ __all__ = ["GeneralizerName", "IndexRebuiltWarning", "SkillLibrary"]
 
 DEFAULT_MIN_RELIABILITY = 0.6
 #: fetch returns no skill less cosine-similar than this to the task (its best text).
-#: Chosen with benchmarks/calibrate_fetch.py on this repository's suites (README, "Fetch").
+#: Chosen with benchmarks/calibrate_fetch.py on this repository's suites
+#: (docs/fetch.md#fetch-feedback-reliability).
 DEFAULT_MIN_SIMILARITY = 0.2
 #: the generalizers a library can be told to use by name
 GeneralizerName = Literal["dataflow", "llm"]
@@ -118,7 +120,7 @@ class SkillLibrary:
     a learned skill's values as the task does (docs/security.md); every other result is
     untrusted data.
 
-    Governance (README, "Governance"): ``policy`` is stored as the tenant's policy when the
+    Governance (docs/governance.md#governance): ``policy`` is stored as the tenant's policy when the
     library (or tenant) is created; opening an existing one with a different ``policy``
     raises (widen it with :meth:`set_policy`). Without one, the policy is
     ``Policy(auto_approve="read_only")``. Creating a library registers the OS user as its
@@ -135,13 +137,14 @@ class SkillLibrary:
     computed here and passed explicitly); no folder is needed. Either may be given alone
     with a ``path`` for the other. ``index_token`` (default: ``SKILLS_INDEX_TOKEN``) is sent
     as a bearer token to an authenticating proxy (:mod:`skill_library.index_proxy`); an index
-    URL that is not loopback with no token is refused (:class:`InsecureIndexError`). Passwords and tokens
+    URL that is not loopback with no token is refused (:class:`InsecureIndexError`;
+    docs/deployment.md#shared-deployment-postgresql-and-a-chroma-server). Passwords and tokens
     are never logged or stored: messages show the URL with its password masked.
 
     Tenants: ``tenant`` (default ``"default"``) names whose skills this library reads and
     writes; every call sees that tenant's records and index only, and two tenants may
     hold skills of the same name. :meth:`for_tenant` gives a view on the same stores for
-    another tenant (README, "Tenants").
+    another tenant (docs/deployment.md#tenants).
     """
 
     def __init__(
@@ -423,6 +426,23 @@ class SkillLibrary:
             raise LifecycleError(problem)
         return workflow.approve(self, name, version, actor=actor, reason=reason)
 
+    def approve_many(self, items: "Sequence[str | tuple[str, int]] | None" = None, *,
+                     actor: "Actor | str | None", reason: str = "") -> "builtins.list[Decision]":
+        """:meth:`approve` each version (a name alone: its version waiting for approval;
+        ``None``: every evaluated version learning held); each refusal is kept on its own
+        :class:`~skill_library.governance.bulk.Decision`, in order."""
+        from skill_library.governance import bulk
+
+        return bulk.approve_many(self, bulk.held(self) if items is None else items, actor=actor, reason=reason)
+
+    def promote_many(self, items: "Sequence[str | tuple[str, int]]", *,
+                     actor: "Actor | str | None") -> "builtins.list[Decision]":
+        """:meth:`promote` each version (a name alone: its newest approved one); one
+        :class:`~skill_library.governance.bulk.Decision` each, refusals included."""
+        from skill_library.governance import bulk
+
+        return bulk.promote_many(self, items, actor=actor)
+
     def canary(self, name: str, version: int, *, actor: "Actor | str | None",
                share: float | None = None, cohort: str | None = None) -> Skill:
         """Start a canary of an approved version for ``share`` of sessions or a ``cohort``."""
@@ -629,7 +649,7 @@ class SkillLibrary:
         log prior on verified successes), bindability (``args``: the values the caller has,
         by parameter name; else the task's values by shape), specificity and reliability
         penalties; ``explain=True`` sets each match's ``explanation`` (the terms of its
-        ``score``). README, "Fetch" and docs/fetch.md.
+        ``score``). docs/fetch.md#ranking.
 
         A skill qualifies when it is active, its reliability is at least
         ``min_reliability`` (default: the library's), the cosine similarity of ``task`` to

@@ -8,7 +8,7 @@ stay readable and writable there and read and write this module (:func:`forward`
 that nothing reads can no longer be set by mistake.
 
 Lock timeouts: every lock the library takes gives up after a bounded wait with
-:class:`~skill_library.errors.LockTimeoutError` (README, "Locks and timeouts").
+:class:`~skill_library.errors.LockTimeoutError` (docs/deployment.md#locks-and-timeouts).
 """
 
 from __future__ import annotations

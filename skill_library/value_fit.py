@@ -22,7 +22,7 @@ texts, more when they do not hold ``k`` skills), never the library, so fetch sta
 index query; the similarity floor and ``Match.similarity``
 stay the plain cosine similarity.
 
-Measured on the users suite (``python -m benchmarks users``): see the README.
+Measured on the users suite (``python -m benchmarks users``): see docs/benchmarks.md#benchmarks.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_cli_errors_are_one_line_messages(tmp_path, skill_file, embedder):
     lib = tmp_path / "lib"
     assert invoke("init", env_dir=lib)[0] == 0
     code, out = invoke("show", "ghost", env_dir=lib)
-    assert code == 1 and out.strip() == "error: no skill named 'ghost'"
+    assert code == 1 and out.strip() == "error: no skill named 'ghost' (`skills list` shows the names)"
     code, out = invoke("fetch", "x", "-k", "0", env_dir=lib)
     assert code == 2 and "greater than or equal to 1" in " ".join(out.split())
     bad = tmp_path / "bad.py"

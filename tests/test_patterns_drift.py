@@ -3,7 +3,7 @@ delay on a swap of the most likely next state, emerging promoted only after enou
 
 The streams, seeds and measures are benchmarks/drift_rates.py's; the defaults were tuned on its
 ``TUNE_*`` seeds and are measured here on (a slice of) its ``HELD_OUT_*`` seeds. The figures are
-printed (pytest -s); the README's come from ``python -m benchmarks.drift_rates`` (all held-out
+printed (pytest -s); docs/procedures.md's come from ``python -m benchmarks.drift_rates`` (all held-out
 seeds).
 """
 
@@ -46,7 +46,7 @@ RATE_SWAPS = 200
 MAX_FP_RATE = 0.0005
 #: ... and at least this share of swaps detected within MAX_DELAY sessions. Not 1.0: at this
 #: stream no rule with (about) no false positive in 1,000 windows detects every swap within 20
-#: sessions (README, "Usage patterns"); the default setting detects about 90%.
+#: sessions (docs/procedures.md#usage-patterns-drift-and-quarantine); the default setting detects about 90%.
 MIN_WITHIN = 0.8
 
 

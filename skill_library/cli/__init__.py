@@ -40,6 +40,7 @@ from skill_library.cli._common import INDEX_URL_ENV, RECORDS_URL_ENV, TENANT_ENV
 __all__ = ["app", "load_tools", "main"]
 
 app = typer.Typer(
+    cls=_common.OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
     help="Procedural memory for agents: learn, store, fetch and run verified skills.",

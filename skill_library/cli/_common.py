@@ -3,8 +3,9 @@
 Exit codes: 0 done; 1 a library error (unknown skill, a skill called wrongly, bad
 input); 2 bad usage (click's own code) or a library folder that cannot be used (none
 there, damaged records, newer schema); 3 refused (not added, not learned); 4 the skill
-ran and failed. Only the library's own error types become one-line messages: anything
-else is a bug and shows its traceback.
+ran and failed. The library's own error types, and the plain ValueError with which it
+refuses an argument, become one-line messages, as do usage errors (:class:`OneLineErrors`):
+anything else is a bug and shows its traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, TypeVar
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 from skill_library.errors import (
     IndexCorruptError,
@@ -35,6 +37,7 @@ from skill_library.errors import (
     RecordStoreUnavailableError,
     SchemaVersionError,
     SkillLibraryError,
+    SkillNotFoundError,
 )
 from skill_library.tenancy import TENANT_ENV as TENANT_ENV  # re-exported for the root option
 from skill_library.tenancy import tenant_problem
@@ -101,8 +104,55 @@ DirOption = typer.Option(
     None, "--dir", envvar="SKILLS_DIR", help="Library folder (default: ./.skills)."
 )
 JsonOption = typer.Option(False, "--json", help="Print JSON instead of text.")
+def usage_line(ctx: Any) -> str:
+    """``skills fetch [OPTIONS] TASK``: the command and its arguments, for one-line errors."""
+    pieces = [ctx.command_path, "[OPTIONS]"]
+    if hasattr(ctx.command, "commands"):
+        pieces.append("COMMAND [ARGS]...")
+    for param in ctx.command.params:
+        if getattr(param, "param_type_name", "") != "argument":
+            continue
+        meta = param.metavar or (param.name or "").upper()
+        meta += "..." if param.nargs == -1 and not meta.endswith("...") else ""
+        pieces.append(meta if param.required else f"[{meta}]")
+    return " ".join(pieces)
+
+
+class OneLineErrors(TyperGroup):
+    """The root command group: a usage error (a missing or malformed argument, an unknown
+    option or command) prints one line on stderr naming the problem, the usage and the
+    help to read, instead of click's block; everything else is click's."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             windows_expand_args: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except typer.Abort:
+            err_console.print("Aborted.", highlight=False)
+            sys.exit(1)
+        except typer.TyperException as exc:
+            ctx = getattr(exc, "ctx", None)
+            code = getattr(exc, "exit_code", EXIT_UNUSABLE)
+            if type(exc).__name__ == "NoArgsIsHelpError":  # a group named alone: its help
+                from typer import rich_utils
+
+                rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
+                sys.exit(code)
+            message = " ".join(exc.format_message().split())
+            if ctx is not None:
+                message = f"{message} (usage: {usage_line(ctx)}; see `{ctx.command_path} --help`)"
+            err_console.print(styled(("error:", "red"), f" {message}"), highlight=False)
+            sys.exit(code)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 def _claimable_actor(value: Optional[str]) -> Optional[str]:
     """--actor may name any registered user or service actor, never the library's own."""
+    if value is None:  # the default actor: nothing to check, nothing to import
+        return None
     from skill_library.errors import PermissionDenied
     from skill_library.governance.actors import check_claimable
 
@@ -133,6 +183,13 @@ MemoryMbOption = typer.Option(
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def required_text(value: str | None) -> str | None:
+    """An argument callback: an empty (or blank) text is a usage error (None: not given)."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("must not be empty")
+    return value
 
 
 def short(text: str, limit: int = MAX_QUOTED_CHARS) -> str:
@@ -167,7 +224,12 @@ def error_exit(exc: BaseException) -> tuple[str, int] | None:
         return validation_message(exc), EXIT_ERROR  # type: ignore[arg-type]
     for kind, code in EXIT_CODES:
         if isinstance(exc, kind):
-            return str(exc), code
+            message = str(exc)
+            if isinstance(exc, SkillNotFoundError):
+                message += " (`skills list` shows the names)"
+            return message, code
+    if type(exc) is ValueError:  # the library's check of an argument: the user's input
+        return str(exc).splitlines()[0] if str(exc) else "a bad value", EXIT_ERROR
     return None
 
 

@@ -7,7 +7,18 @@ from typing import Optional
 
 import typer
 
-from skill_library.cli._common import DEFAULT_DIR, DirOption, JsonOption, command, console, emit, open_library, styled
+from skill_library.cli._common import (
+    DEFAULT_DIR,
+    EXIT_UNUSABLE,
+    DirOption,
+    JsonOption,
+    command,
+    console,
+    emit,
+    fail,
+    open_library,
+    styled,
+)
 
 
 @command
@@ -61,9 +72,14 @@ def migrate(
     as_json: bool = JsonOption,
 ) -> None:
     """Copy a folder library into a shared deployment: skill_library.deploy.copy_folder_library(dir, to, index_to)."""
+    import sqlalchemy.exc
+
     from skill_library.deploy import copy_folder_library
 
-    report = copy_folder_library(directory or DEFAULT_DIR, to, index_to)
+    try:
+        report = copy_folder_library(directory or DEFAULT_DIR, to, index_to)
+    except sqlalchemy.exc.ArgumentError as exc:
+        fail(f"--to: {exc} (a record store URL: postgresql+psycopg://USER@HOST/DATABASE)", EXIT_UNUSABLE)
     if as_json:
         emit({"rows": report.rows, "indexed": report.indexed})
     else:

@@ -1,4 +1,4 @@
-"""Governance commands: each mirrors one SkillLibrary call (README, "Governance").
+"""Governance commands: each mirrors one SkillLibrary call (docs/governance.md#governance).
 
 ``propose``, ``approve``, ``reject``, ``promote``, ``rollback``, ``audit``, ``diff``,
 ``delete``, ``review``, ``needs-human`` and the groups ``actors`` (add, list, remove),
@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from skill_library.cli._common import (
+    EXIT_ERROR,
     EXIT_REFUSED,
     ActorOption,
     DirOption,
@@ -23,10 +24,13 @@ from skill_library.cli._common import (
     command,
     console,
     emit,
+    err_console,
     fail,
     open_library,
+    required_text,
     skill_json,
     split_names,
+    styled,
 )
 
 if TYPE_CHECKING:
@@ -75,16 +79,69 @@ def propose(
     _done(stored, "proposed", as_json)
 
 
+#: the positional arguments of approve and promote
+VersionsArgument = typer.Argument(
+    None, metavar="NAME [VERSION]...",
+    help="Skills, each optionally followed by a version (default: its version waiting for the decision).",
+)
+
+
+def named_versions(words: list[str] | None, verb: str) -> list[str | tuple[str, int]]:
+    """``["a", "2", "b"]`` -> ``[("a", 2), "b"]``: a number is the version of the name before it."""
+    items: list[str | tuple[str, int]] = []
+    for word in words or []:
+        if word.isdigit():
+            if not items or not isinstance(items[-1], str):
+                fail(f"{verb}: {word} is a version, and names none before it: write NAME VERSION "
+                     f"(skills {verb} NAME [VERSION]...)")
+            items[-1] = (items[-1], int(word))
+        elif not word.strip():
+            fail(f"{verb}: an empty skill name; name the skills to {verb} (skills {verb} NAME [VERSION]...)")
+        else:
+            items.append(word)
+    return items
+
+
+def _decided(decisions: list[Any], verb: str, as_json: bool, *, one: bool = False) -> None:
+    """One line per version (moved on stdout, refused on stderr); exit 1 when any was refused.
+    With ``--json``: the list of decisions, or for ``one`` version named, its record."""
+    if as_json and one and decisions[0].skill is not None:
+        emit(skill_json(decisions[0].skill))
+    elif as_json:
+        emit([{"name": d.name, "version": d.version, "status": d.skill.status if d.skill else None,
+               "error": d.error} for d in decisions])
+    else:
+        for d in decisions:
+            if d.skill is not None:
+                console.print(f"{verb} {d.skill.name} v{d.skill.version} ({d.skill.status})", highlight=False)
+            else:
+                where = d.name if d.version is None else f"{d.name} v{d.version}"
+                err_console.print(styled(("error:", "red"), f" {where}: {d.error}"), highlight=False)
+    if any(d.error for d in decisions):
+        raise typer.Exit(EXIT_ERROR)
+
+
 @command
 def approve(
-    name: str, version: int,
+    names: Optional[list[str]] = VersionsArgument,
+    held: bool = typer.Option(False, "--held", help="Every evaluated version waiting for approval "
+                              "(what `skills learn` held)."),
     reason: str = typer.Option("", "--reason", help="Why (recorded in the audit log)."),
     actor: Optional[str] = ActorOption, directory: Optional[Path] = DirOption, as_json: bool = JsonOption,
 ) -> None:
-    """Approve an evaluated version: SkillLibrary.approve(name, version, actor=, reason=)."""
+    """Approve evaluated versions, each audited on its own: SkillLibrary.approve(name, version,
+    actor=, reason=), or for several SkillLibrary.approve_many(items, actor=, reason=)."""
+    items = named_versions(names, "approve")
+    if not items and not held:
+        fail("approve: name the skills to approve (skills approve NAME [VERSION]...), or approve every "
+             "held one with --held (skills review lists them)")
+    if items and held:
+        fail("approve: give skill names or --held, not both")
     with open_library(directory) as lib:
-        skill = lib.approve(name, version, actor=actor, reason=reason)
-    _done(skill, "approved", as_json)
+        decisions = lib.approve_many(None if held else items, actor=actor, reason=reason)
+    if held and not decisions and not as_json:
+        console.print("nothing held: no evaluated version waits for approval", highlight=False)
+    _decided(decisions, "approved", as_json, one=len(items) == 1)
 
 
 @command
@@ -101,13 +158,17 @@ def reject(
 
 @command
 def promote(
-    name: str, version: int,
+    names: Optional[list[str]] = VersionsArgument,
     actor: Optional[str] = ActorOption, directory: Optional[Path] = DirOption, as_json: bool = JsonOption,
 ) -> None:
-    """Make an approved or canary version active: SkillLibrary.promote(name, version, actor=)."""
+    """Make approved (or canary) versions active, each audited on its own:
+    SkillLibrary.promote(name, version, actor=), or SkillLibrary.promote_many(items, actor=)."""
+    items = named_versions(names, "promote")
+    if not items:
+        fail("promote: name the skills to promote (skills promote NAME [VERSION]...)")
     with open_library(directory) as lib:
-        skill = lib.promote(name, version, actor=actor)
-    _done(skill, "promoted", as_json)
+        decisions = lib.promote_many(items, actor=actor)
+    _decided(decisions, "promoted", as_json, one=len(items) == 1)
 
 
 @command
@@ -124,7 +185,8 @@ def rollback(
 
 @command
 def audit(
-    name: Optional[str] = typer.Argument(None, help="A skill (default: every event of the tenant)."),
+    name: Optional[str] = typer.Argument(None, callback=required_text,
+                                         help="A skill (default: every event of the tenant)."),
     directory: Optional[Path] = DirOption, as_json: bool = JsonOption,
 ) -> None:
     """The audit events, oldest first: SkillLibrary.audit(name)."""

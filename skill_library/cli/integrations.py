@@ -18,6 +18,7 @@ from skill_library.cli._common import (
     fail,
     load_tools,
     open_library,
+    required_text,
 )
 from skill_library.errors import require_extra
 
@@ -49,19 +50,23 @@ def serve_mcp(
 
 @command
 def export(
-    out: Path = typer.Argument(..., file_okay=False, help="Folder to write the skill folders into."),
+    out: str = typer.Argument(..., callback=required_text, metavar="OUT",
+                              help="Folder to write the skill folders into."),
     format: str = typer.Option("agent-skills", "--format", help="Output format (only agent-skills)."),
     license: Optional[str] = typer.Option(None, "--license", help="License to state in each SKILL.md."),
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Export every active skill as an Agent Skills folder: agent_skills.export_library(library, out)."""
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        fail(f"OUT: {out} is a file; name a folder to write the skill folders into", EXIT_UNUSABLE)
     if format != "agent-skills":
         fail(f"--format must be agent-skills, got {format!r}", EXIT_UNUSABLE)
     from skill_library.integrations.agent_skills import export_library
 
     with open_library(directory) as library:
-        result = export_library(library, out, license=license)
+        result = export_library(library, folder, license=license)
     if as_json:
         emit({"written": [str(p) for p in result.written], "skipped": result.skipped})
         return
@@ -72,7 +77,8 @@ def export(
 
 @command
 def import_(
-    source: Path = typer.Argument(..., exists=True, file_okay=False, help="A skill folder, or a folder of them."),
+    source: str = typer.Argument(..., callback=required_text, metavar="SOURCE",
+                                 help="A skill folder, or a folder of them."),
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -82,18 +88,26 @@ def import_(
     """
     from skill_library.integrations.agent_skills import import_folders
 
+    folder = Path(source)
+    if not folder.is_dir():
+        fail(f"SOURCE: {source} is {'a file' if folder.exists() else 'not there'}; name a skill folder "
+             "(one with a SKILL.md) or a folder of them", EXIT_UNUSABLE)
     with open_library(directory, create=True) as library:
-        results = import_folders(library, source)
+        results = import_folders(library, folder)
     if as_json:
         emit([
-            {"folder": str(r.folder), "status": r.status, "problems": r.problems,
+            {"folder": str(r.folder), "status": r.status, "problems": r.problems, "examples": r.examples,
              "name": r.skill.name if r.skill else None, "version": r.skill.version if r.skill else None}
             for r in results
         ])
     else:
         for r in results:
-            if r.skill is not None:
-                console.print(f"draft {r.skill.name} v{r.skill.version} from {r.folder.name} "
+            if r.status == "duplicate" and r.skill is not None:
+                console.print(f"duplicate {r.folder.name}: the same as {r.skill.name} v{r.skill.version} "
+                              f"({r.skill.status}); nothing added")
+            elif r.skill is not None:
+                examples = f", {r.examples} example task(s)" if r.examples else ""
+                console.print(f"draft {r.skill.name} v{r.skill.version} from {r.folder.name}{examples} "
                               "(not fetched until verified)")
             for problem in r.problems:
                 typer.echo(f"invalid {r.folder.name}: {problem}", err=True)

@@ -96,6 +96,24 @@ def _print_result(result: Any, prefix: str = "") -> None:
         console.print(styled(prefix, (result.status, "yellow"), f": {short(why, 500)}"), highlight=False)
 
 
+def held_hint(results: list[Any]) -> str | None:
+    """For the versions learning held for review: which they are, and the commands that
+    approve and promote them (a draft: the evaluation it needs first); None: none held."""
+    held = [r.skill for r in results if r.status == "held" and r.skill is not None]
+    ready = list(dict.fromkeys((s.name, s.version) for s in held if s.status == "evaluated"))
+    drafts = list(dict.fromkeys((s.name, s.version) for s in held if s.status != "evaluated"))
+    parts = []
+    if ready:
+        names = " ".join(f"{n} {v}" for n, v in ready)
+        parts.append(f"held for review: {', '.join(f'{n} v{v}' for n, v in ready)}; approve with "
+                     f"`skills approve {names}` (or `skills approve --held`), then "
+                     f"`skills promote {' '.join(dict.fromkeys(n for n, _ in ready))}`")
+    if drafts:
+        parts.append(f"held as drafts: {', '.join(f'{n} v{v}' for n, v in drafts)}; each needs an "
+                     "evaluation first (`skills evaluate NAME VERSION --suite FILE --world MODULE:NAME`)")
+    return "; ".join(parts) or None
+
+
 def _jsonl(path: Path) -> list[tuple[int, Any]]:
     """The traces of a ``.jsonl`` file with their line numbers, one JSON object a line
     (blank lines skipped)."""
@@ -165,6 +183,9 @@ def learn(
             console.print(f"{len(results)} trace(s): " + ", ".join(
                 f"{n} {s}" + (f" ({again} learned before: nothing added)" if s == "duplicate" and again else "")
                 for s, n in sorted(counts.items())) + f"; skills: {', '.join(skills) or 'none'}", highlight=False)
+            hint = held_hint(results)
+            if hint:
+                console.print(hint, highlight=False, soft_wrap=True)
         if results and all(r.status == "rejected" for r in results):
             raise typer.Exit(EXIT_REFUSED)
         return
@@ -174,6 +195,9 @@ def learn(
         emit(result.model_dump(mode="json"))
     else:
         _print_result(result)
+        hint = held_hint([result])
+        if hint:
+            console.print(hint, highlight=False, soft_wrap=True)
     if result.status == "rejected":
         raise typer.Exit(EXIT_REFUSED)
 

@@ -17,6 +17,7 @@ from skill_library.cli._common import (
     emit,
     fail,
     open_library,
+    required_text,
     styled,
 )
 from skill_library.errors import require_extra
@@ -26,6 +27,9 @@ from skill_library.errors import require_extra
 DEFAULT_CONFIDENCE = 0.6
 PROMPT_THRESHOLD = 0.55
 PROMPT_LIMIT = 6
+
+#: the subject of patterns, explain, forget and opt-out (never empty)
+SubjectArgument = typer.Argument(..., callback=required_text, help="The subject (a user id).")
 
 procedures_app = typer.Typer(
     no_args_is_help=True, help="Instruction procedures for the system prompt: add, list, show, outcome."
@@ -163,7 +167,7 @@ def plot_confidence(
 
 
 @command
-def patterns(subject: str = typer.Argument(...), directory: Optional[Path] = DirOption,
+def patterns(subject: str = SubjectArgument, directory: Optional[Path] = DirOption,
              as_json: bool = JsonOption) -> None:
     """A subject's transition statistics: SkillLibrary.patterns.summary(subject)."""
     with open_library(directory) as lib:
@@ -179,7 +183,7 @@ def patterns(subject: str = typer.Argument(...), directory: Optional[Path] = Dir
 
 
 @command
-def explain(subject: str = typer.Argument(...), directory: Optional[Path] = DirOption,
+def explain(subject: str = SubjectArgument, directory: Optional[Path] = DirOption,
             as_json: bool = JsonOption) -> None:
     """Everything inferred about a subject and what it may influence: SkillLibrary.explain(subject)."""
     with open_library(directory) as lib:
@@ -197,7 +201,7 @@ def explain(subject: str = typer.Argument(...), directory: Optional[Path] = DirO
 
 
 @command
-def forget(subject: str = typer.Argument(...), directory: Optional[Path] = DirOption,
+def forget(subject: str = SubjectArgument, directory: Optional[Path] = DirOption,
            as_json: bool = JsonOption) -> None:
     """Erase a subject (a user id or a value such as an email) everywhere: its traces,
     examples, outcome links, patterns, procedures, index entries: SkillLibrary.forget(subject)."""
@@ -212,7 +216,7 @@ def forget(subject: str = typer.Argument(...), directory: Optional[Path] = DirOp
 
 
 @command
-def opt_out(subject: str = typer.Argument(...), directory: Optional[Path] = DirOption,
+def opt_out(subject: str = SubjectArgument, directory: Optional[Path] = DirOption,
             as_json: bool = JsonOption) -> None:
     """Stop recording and using anything about a subject: SkillLibrary.opt_out(subject)."""
     with open_library(directory) as lib:

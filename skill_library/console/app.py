@@ -135,9 +135,12 @@ def _link(path: str, **params: Any) -> str:
 
 
 def message_page(request: Request, message: str, status_code: int, *, title: str = "Refused") -> Response:
-    """A plain message page (used for refusals and errors, also without a session)."""
+    """A plain message page (used for refusals and errors, also without a session), with the
+    navigation to every page (which asks for the login when there is no session)."""
+    tenant = request.query_params.get("tenant") or None
     return templates.TemplateResponse(
-        request, "message.html", {"title": title, "message": message, "link": _link, "csrf": None},
+        request, "message.html",
+        {"title": title, "message": message, "link": _link, "csrf": None, "nav": True, "tenant": tenant},
         status_code=status_code,
     )
 

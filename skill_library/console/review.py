@@ -39,6 +39,7 @@ def entry(library: Any, skill: Any) -> dict[str, Any]:
         "skill": skill, "active": active, "diff": diff,
         "evaluation": evaluations[-1] if evaluations else None,
         "needs_human": library.needs_human(skill.name, skill.version),
+        "examples": library.examples(skill.name),
     }
 
 

@@ -174,7 +174,14 @@ def library_transition(
 
 def write(library: "SkillLibrary", name: str | None, work: Callable[[sa.Connection], T]) -> T:
     """``work(conn)`` in one write transaction under the library's write lock, then the
-    index entries of ``name`` made to match its pointer's version."""
+    index entries of ``name`` made to match its pointer's version: at once when this process
+    has the index open, else left to the index's next open (SyncedIndex.deferring), so that
+    a transition opens neither Chroma nor the embedding model."""
+    synced = library.context.index
+    if name is not None and synced.can_defer():
+        with synced.deferring([name]):
+            deferred: T = sql_of(library).retrying(work)
+        return deferred
     with library.context.index.writing() as index:
         result: T = sql_of(library).retrying(work)
         if name is not None:

@@ -7,7 +7,15 @@ hyphens (``cancel_every_order`` <-> ``cancel-every-order``).
 
 Import checks every rule of the specification and says which one a folder breaks, one line
 each; a valid folder becomes an unverified **draft**: stored, never indexed, fetched or run
-until it is verified.
+until it is verified. A folder identical to a version the library holds (same code, ``when``,
+tools, parameters and dependencies) is a ``duplicate`` of it, not a new draft.
+
+``references/evidence.json`` (:data:`EVIDENCE_FILE`) carries what the folder's skill was
+fetched by and proven on: its masked example tasks (the stored texts, whose values are
+placeholders already; the values they bound as shape stand-ins, :func:`privacy.shape_dummy`:
+``alice@example.com`` -> ``xxxxx@xxxxxxx.xxx``), its preconditions when it has any, and its
+evidence (outcome counts, reliability). Import restores the example tasks for a name new to
+the library (a name it holds keeps its own), so the skill is fetched by them once active.
 """
 
 from __future__ import annotations
@@ -18,14 +26,15 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 import jinja2
 import yaml  # type: ignore[import-untyped]
 
 from skill_library import signature
 from skill_library.integrations.prompt_block import TEMPLATES, usage_line
-from skill_library.models import Provenance, Skill
+from skill_library.models import Example, Provenance, Skill
+from skill_library.privacy import shape_dummy
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
@@ -36,10 +45,12 @@ __all__ = [
     "ImportResult",
     "SkillFolderError",
     "export_library",
+    "evidence_of",
     "export_skills",
     "folder_name",
     "import_folders",
     "name_problems",
+    "read_examples",
     "read_skill_folder",
 ]
 
@@ -51,6 +62,11 @@ MAX_COMPATIBILITY = 500
 #: held to the skill source limit, ``sandbox.policy.MAX_SOURCE_BYTES``)
 MAX_SKILL_MD_BYTES = 256 * 1024
 IMPORTED_BY = "agent-skills-import"
+#: the folder's evidence file: example tasks, preconditions, outcome counts
+EVIDENCE_FILE = "references/evidence.json"
+EVIDENCE_FORMAT = "skill-library evidence 1"
+#: the largest evidence file read, in bytes
+MAX_EVIDENCE_BYTES = 1024 * 1024
 COMPATIBILITY = "Python 3.11+; written for skill-library's sandbox, which passes in the host tools it calls"
 
 _NAME_CHARS = re.compile(r"^[a-z0-9-]+$")
@@ -76,12 +92,15 @@ class ExportResult:
 
 @dataclass
 class ImportResult:
-    """One folder's import: stored as ``draft`` (with ``skill``) or ``invalid`` (with problems)."""
+    """One folder's import: stored as ``draft`` (with ``skill``), ``duplicate`` (``skill``: the
+    version it repeats) or ``invalid`` (with problems)."""
 
     folder: Path
-    status: Literal["draft", "invalid"]
+    status: Literal["draft", "duplicate", "invalid"]
     skill: Skill | None = None
     problems: list[str] = field(default_factory=list)
+    #: example tasks restored from references/evidence.json
+    examples: int = 0
 
 
 # -- rules -------------------------------------------------------------------------------
@@ -143,9 +162,11 @@ def folder_name(skill_name: str) -> str:
 def export_skills(
     skills: Iterable[Skill], out: str | Path, *, license: str | None = None,
     tool_schemas: Mapping[tuple[str, int], Mapping[str, str]] | None = None,
+    examples: Mapping[str, Sequence[Example]] | None = None,
 ) -> ExportResult:
-    """Write one folder per code skill of ``skills`` into ``out`` (created when missing);
-    ``tool_schemas`` (``{(name, version): {tool: digest}}``) go to ``metadata.tool-schemas``."""
+    """Write one folder per code skill of ``skills`` into ``out`` (created when missing),
+    with its ``examples`` (name -> example tasks) in :data:`EVIDENCE_FILE`; ``tool_schemas``
+    (``{(name, version): {tool: digest}}``) go to ``metadata.tool-schemas``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     result = ExportResult()
@@ -172,8 +193,30 @@ def export_skills(
         body = template.render(**_body_context(skill))
         text = "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000) + "---\n\n" + body
         (folder / "SKILL.md").write_text(text.rstrip() + "\n")
+        (folder / "references").mkdir(exist_ok=True)
+        (folder / EVIDENCE_FILE).write_text(json.dumps(
+            evidence_of(skill, (examples or {}).get(skill.name, ())), indent=2, sort_keys=True) + "\n")
         result.written.append(folder)
     return result
+
+
+def evidence_of(skill: Skill, examples: Iterable[Example]) -> dict[str, Any]:
+    """What :data:`EVIDENCE_FILE` holds for ``skill``: its masked example tasks (values as
+    shape stand-ins), preconditions (when the skill has any) and outcome counts."""
+    data: dict[str, Any] = {
+        "format": EVIDENCE_FORMAT,
+        "skill": skill.name,
+        "version": skill.version,
+        "examples": [{"trace_id": e.trace_id, "text": e.text, "params": shape_dummy(e.params),
+                      "indexed": e.indexed} for e in examples],
+        "evidence": {"successes": skill.successes, "failures": skill.failures,
+                     "reliability": round(skill.reliability, 4)},
+    }
+    preconditions = getattr(skill, "preconditions", None)
+    if preconditions:
+        data["preconditions"] = preconditions if isinstance(preconditions, (list, dict, str)) else [
+            p.model_dump(mode="json") if hasattr(p, "model_dump") else p for p in preconditions]
+    return data
 
 
 def _frontmatter(skill: Skill, name: str, license: str | None) -> dict[str, Any]:
@@ -252,7 +295,41 @@ def read_skill_folder(folder: str | Path) -> Skill:
     problems += script_problems
     if problems:
         raise SkillFolderError(folder, problems)
-    return _to_skill(folder, data, code)
+    return _to_skill(folder, data, code, _evidence(folder))
+
+
+def read_examples(folder: str | Path) -> list[Example]:
+    """The example tasks of a folder's :data:`EVIDENCE_FILE` (none when it has no such file);
+    :class:`SkillFolderError` when the file breaks its format."""
+    return _examples(Path(folder), _evidence(Path(folder)))
+
+
+def _evidence(folder: Path) -> dict[str, Any] | None:
+    path = folder / EVIDENCE_FILE
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        data = json.loads(_read(folder, path, MAX_EVIDENCE_BYTES))
+    except json.JSONDecodeError as exc:
+        raise SkillFolderError(folder, [f"{EVIDENCE_FILE}: not JSON ({exc.msg} at line {exc.lineno})"]) from None
+    if not isinstance(data, dict) or data.get("format") != EVIDENCE_FORMAT:
+        raise SkillFolderError(folder, [f"{EVIDENCE_FILE}: not a {EVIDENCE_FORMAT!r} file "
+                                        "(an object whose format says so)"])
+    return data
+
+
+def _examples(folder: Path, data: dict[str, Any] | None) -> list[Example]:
+    if data is None:
+        return []
+    raw = data.get("examples", [])
+    try:
+        if not isinstance(raw, list):
+            raise ValueError("must be a list")
+        return [Example(trace_id=e["trace_id"], text=e["text"], params=e.get("params") or {},
+                        indexed=bool(e.get("indexed", True))) for e in raw]
+    except (TypeError, KeyError, ValueError) as exc:
+        raise SkillFolderError(folder, [f"{EVIDENCE_FILE}: examples: each needs a trace_id and a text ({exc})"]) \
+            from None
 
 
 def _read(folder: Path, path: Path, limit: int) -> str:
@@ -307,7 +384,7 @@ def _script(folder: Path) -> tuple[str, list[str]]:
     return code, []
 
 
-def _to_skill(folder: Path, data: dict[str, Any], code: str) -> Skill:
+def _to_skill(folder: Path, data: dict[str, Any], code: str, evidence: dict[str, Any] | None = None) -> Skill:
     metadata: dict[str, str] = data.get("metadata") or {}
     name = data["name"].replace("-", "_")
     function = signature.top_level_functions(code)[0].name
@@ -329,6 +406,8 @@ def _to_skill(folder: Path, data: dict[str, Any], code: str) -> Skill:
     if marker and "when" in metadata:  # ours: "<description> Use when: <when>"
         fields["description"] = about
     problems = []
+    if evidence is not None and evidence.get("preconditions") and "preconditions" in Skill.model_fields:
+        fields["preconditions"] = evidence["preconditions"]
     if "parameters" in metadata:
         try:
             fields["parameters"] = json.loads(metadata["parameters"])
@@ -359,13 +438,38 @@ def import_folders(library: "SkillLibrary", root: str | Path) -> list[ImportResu
     for folder in folders:  # one folder's failure is reported; the others are still imported
         try:
             skill = read_skill_folder(folder)
-            results.append(ImportResult(folder=folder, status="draft", skill=library.import_draft(skill)))
+            examples = read_examples(folder)
+            same = _same_version(library, skill)
+            if same is not None:
+                results.append(ImportResult(folder=folder, status="duplicate", skill=same))
+                continue
+            new_name = skill.name not in library.store.names(prefix=skill.name)
+            stored = library.import_draft(skill)
+            restored = 0
+            if examples and new_name:  # a name the library holds keeps its own examples
+                library.store.save_evidence(stored.name, version=stored.version, examples=examples)
+                restored = len(examples)
+            results.append(ImportResult(folder=folder, status="draft", skill=stored, examples=restored))
         except SkillFolderError as exc:
             results.append(ImportResult(folder=folder, status="invalid", problems=exc.problems))
         except Exception as exc:  # noqa: BLE001 - a refusal of the store or of the policy
             results.append(ImportResult(folder=folder, status="invalid",
                                         problems=[f"{type(exc).__name__}: {exc}"]))
     return results
+
+
+def _same_version(library: "SkillLibrary", skill: Skill) -> Skill | None:
+    """The stored version ``skill`` repeats (same code, when, tools, parameters and
+    dependencies), if any: importing one folder twice makes one draft."""
+    try:
+        versions = library.history(skill.name)
+    except KeyError:  # SkillNotFoundError: a new name
+        return None
+    key = (skill.code, skill.when, skill.tools, skill.parameters, skill.depends_on)
+    for version in reversed(versions):
+        if (version.code, version.when, version.tools, version.parameters, version.depends_on) == key:
+            return version
+    return None
 
 
 def _environment() -> jinja2.Environment:
@@ -378,7 +482,9 @@ def _environment() -> jinja2.Environment:
 
 
 def export_library(library: "SkillLibrary", out: str | Path, *, license: str | None = None) -> ExportResult:
-    """:func:`export_skills` for every active skill of ``library``."""
+    """:func:`export_skills` for every active skill of ``library``, with its example tasks
+    and the digests of the tool schemas each was verified against."""
     skills = library.list(status="active")
-    return export_skills(skills, out, license=license, tool_schemas={
+    examples = library.store.examples([s.name for s in skills]) if skills else {}
+    return export_skills(skills, out, license=license, examples=examples, tool_schemas={
         (s.name, s.version): library.tool_schema_digests(s.name, s.version) for s in skills if s.tools})

@@ -30,7 +30,8 @@ session. On *tuning* seeds (1,000 stable streams of 1,000 windows, 2,000 swaps),
 sessions while at most 2% of the stable streams see any flag. The evidence threshold was set
 beside it on the same seeds: raising it from 2 to 6 nats cost 1 in 100 swap detections and
 cut the flagged windows of a near-tied 0.45 / 0.40 / 0.15 habit from 777 to 29 of 50,000.
-The figures reported (README, tests/test_patterns_drift.py) come from other, *held-out*
+The figures reported (docs/procedures.md#usage-patterns-drift-and-quarantine,
+tests/test_patterns_drift.py) come from other, *held-out*
 seeds. No setting has both no flag over 1,000 windows and every swap within 20 sessions at
 this stream: a detector told the exact swap and the true probabilities (``--oracle``)
 detects 84% of swaps within 20 sessions with no flag over 200 stable streams, 90% with 2% of

@@ -41,6 +41,26 @@ def test_review_queue_shows_diff_evidence_and_why_a_human_is_needed(governed, cl
     assert "Approve" in html and "Reject" in html
 
 
+def test_the_queue_is_one_row_per_version_with_its_decision_and_its_example_tasks(governed, client):
+    """Compact: the version's row holds the approve and reject buttons; the diff, the example
+    tasks and the evaluation fold below it (issue 25)."""
+    import re
+
+    from skill_library.models import Example
+
+    name, version = held(governed)
+    governed.store.save_evidence(name, examples=[
+        Example(trace_id="t1", text="restock {item} by {count}", params={"item": "pear", "count": 2})])
+    html = client.get("/review").text
+    section = html[html.index(f'id="review-{name}-{version}"'):html.index("<h2>Approved")]
+    row = re.search(r'<tr class="row">(.*?)</tr>', section, re.S).group(1)
+    assert f'action="/review/{name}/{version}/approve"' in row and f'action="/review/{name}/{version}/reject"' in row
+    assert "1 example task(s)" in row and "Needs a human because" in row
+    details = section[section.index('<tr class="details">'):]
+    assert "<details>" in details and "<li>restock {item} by {count}</li>" in details
+    assert html.count('<tr class="row">') == len(governed.review_queue())
+
+
 def test_a_critical_regression_shows_and_approval_is_refused(governed, client):
     name, version = proposed(governed, V_BAD, ["restock"])
     assert governed.get(name, version).status == "draft"  # the failed evaluation did not move it

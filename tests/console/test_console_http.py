@@ -130,6 +130,28 @@ def test_unknown_skill_and_version_are_plain_404_and_400(client, skill_name):
     assert client.get("/no/such/page").status_code == 404
 
 
+NAVIGATION = ('href="/skills"', 'href="/review"', 'href="/canaries"', 'href="/subjects"')
+
+
+def test_every_error_page_has_the_navigation(client, app, library, monkeypatch):
+    """A 404, a refusal without a session and a 500 each lead back to every page."""
+    from starlette.testclient import TestClient
+
+    with TestClient(app, raise_server_exceptions=False) as stranger:
+        pages = [client.get("/no/such/page"), client.get("/skills/no_such_skill"), stranger.get("/skills")]
+
+    def broken(**_):
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(library, "list", broken)
+    pages.append(client.get("/skills"))
+    assert [p.status_code for p in pages][:2] == [404, 404] and pages[-1].status_code == 500
+    for page in pages:
+        message_of(page.text)  # a message page
+        assert all(link in page.text for link in NAVIGATION), page.text[:600]
+    assert 'href="/review?tenant=acme"' in client.get("/no/such/page", params={"tenant": "acme"}).text
+
+
 def test_an_unexpected_error_is_a_plain_500_without_traceback(client, library, monkeypatch):
     def broken(**_):
         raise RuntimeError("secret internals")

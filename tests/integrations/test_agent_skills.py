@@ -26,7 +26,7 @@ def test_export_writes_one_spec_folder_per_active_skill(desk, tmp_path):
     assert [p.name for p in result.written] == ["cancel-every-order"]
     folder = tmp_path / "out" / "cancel-every-order"
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == [
-        "SKILL.md", "scripts", "scripts/cancel_every_order.py",
+        "SKILL.md", "references", "references/evidence.json", "scripts", "scripts/cancel_every_order.py",
     ]
     front, body = _frontmatter(folder)
     assert set(front) <= ALLOWED_KEYS and front["name"] == "cancel-every-order"
@@ -88,11 +88,68 @@ def test_a_description_other_than_the_docstring_survives_the_round_trip(library,
 
 def test_a_draft_of_an_existing_skill_leaves_the_active_version_current(desk, tmp_path):
     export_library(desk, tmp_path / "out")
+    skill_md = tmp_path / "out" / "count-orders" / "SKILL.md"
+    original = skill_md.read_text()
+    assert "  when: count how many orders a customer has\n" in original
+    skill_md.write_text(original.replace("  when: count how many orders a customer has\n",
+                                         "  when: count the orders a customer placed\n"))
     [result] = import_folders(desk, tmp_path / "out" / "count-orders")
     assert (result.skill.version, result.skill.status) == (2, "draft")
     assert desk.get("count_orders").version == 1 and desk.get("count_orders").status == "active"
     assert [s.status for s in desk.history("count_orders")] == ["active", "draft"]
     assert [m.skill.version for m in desk.fetch("count how many orders a customer has", k=1)] == [1]
+
+
+def test_importing_an_identical_folder_again_is_a_duplicate_not_a_new_draft(desk, tmp_path, embedder):
+    export_library(desk, tmp_path / "out")
+    [again] = import_folders(desk, tmp_path / "out" / "count-orders")  # the active version itself
+    assert (again.status, again.skill.version, again.skill.status) == ("duplicate", 1, "active")
+    with SkillLibrary(tmp_path / "other", embedder=embedder) as other:
+        first = import_folders(other, tmp_path / "out")
+        second = import_folders(other, tmp_path / "out")
+        assert [r.status for r in first] == ["draft", "draft"]
+        assert [(r.status, r.skill.version) for r in second] == [("duplicate", 1), ("duplicate", 1)]
+        assert [len(other.history(r.skill.name)) for r in second] == [1, 1]
+
+
+def test_the_example_tasks_travel_masked_and_are_restored(desk, tmp_path, embedder):
+    """The masked example tasks (their values as shape stand-ins), the outcome counts and the
+    preconditions travel in references/evidence.json; import restores the examples, so the
+    skill, once active, is fetched by them as it was."""
+    import json
+
+    from skill_library.models import Example
+
+    examples = [Example(trace_id="t1", text="cancel every order of {email}", params={"email": "ann@corp.example"}),
+                Example(trace_id="t2", text="please cancel all the orders of {email}",
+                        params={"email": "bo@mail.example"}, indexed=False)]
+    desk.store.save_evidence("cancel_every_order", examples=examples)  # as learning keeps them
+    export_library(desk, tmp_path / "out")
+    evidence = json.loads((tmp_path / "out" / "cancel-every-order" / "references" / "evidence.json").read_text())
+    assert evidence["format"] == "skill-library evidence 1" and evidence["skill"] == "cancel_every_order"
+    assert [e["text"] for e in evidence["examples"]] == [e.text for e in examples]
+    assert evidence["evidence"] == {"successes": 1, "failures": 0, "reliability": 0.6667}
+    shown = json.dumps(evidence["examples"])
+    for example in examples:
+        for value in example.params.values():
+            if isinstance(value, str) and value:
+                assert value not in shown, f"{value!r} left the library in an export"
+    with SkillLibrary(tmp_path / "other", embedder=embedder) as other:
+        results = {r.folder.name: r for r in import_folders(other, tmp_path / "out")}
+        assert results["cancel-every-order"].examples == len(examples)
+        restored = other.examples("cancel_every_order")
+        assert [(e.trace_id, e.text, e.indexed) for e in restored] == [
+            (e.trace_id, e.text, e.indexed) for e in examples]
+        assert [set(e.params) for e in restored] == [set(e.params) for e in examples]
+
+
+def test_a_broken_evidence_file_is_one_line(tmp_path, library):
+    path = _foreign(tmp_path)
+    (path / "references").mkdir()
+    (path / "references" / "evidence.json").write_text("{not json")
+    [result] = import_folders(library, path.parent)
+    assert result.status == "invalid" and result.problems == [
+        "references/evidence.json: not JSON (Expecting property name enclosed in double quotes at line 1)"]
 
 
 FOREIGN = """\

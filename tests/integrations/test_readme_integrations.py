@@ -1,20 +1,19 @@
-"""The README's integration snippets run as written, one after the other."""
+"""The integration snippets of docs/integrations.md run as written, one after the other."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
 
 def test_integration_snippets_run(tmp_path, monkeypatch, embedder, capsys):
-    text = README.read_text()
-    section = text[text.index("## Integrations"):text.index("## Sandbox")]
+    section = PAGE.read_text()
     code = "\n".join(re.findall(r"```python\n(.*?)```", section, re.S))
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 (our own documentation)
+    exec(compile(code, "docs/integrations.md", "exec"), namespace)  # noqa: S102 (our own documentation)
     namespace["library"].close()
     out = capsys.readouterr().out
     assert "- greet(name: str)\n  when: greet a person by their name" in out

@@ -37,11 +37,13 @@ $(CHROMIUM):
 # shared-deployment tests start a throwaway PostgreSQL cluster and a Chroma server on
 # loopback once per session and stop both at its end (tests/conftest.py); the console's
 # browser tests need Chromium; SKILLS_TESTS_STRICT=1: a missing server or browser fails
-# the run instead of skipping its tests (tests/missing_parts.py)
+# the run instead of skipping its tests (tests/missing_parts.py); two pytest-xdist workers
+# (one per core here), the tests marked slow started first (tests/conftest.py), each worker
+# with its own servers and temporary folders
 test: $(STAMP) $(CHROMIUM)
 	$(PY) -m ruff check skill_library sandbox benchmarks
 	$(PY) -m mypy
-	SKILLS_TESTS_STRICT=1 $(PY) -m pytest -q
+	SKILLS_TESTS_STRICT=1 $(PY) -m pytest -q -n auto --dist worksteal
 
 # the fast tier, for the edit-test loop (64 s here with another test run beside it: mypy is most
 # of it; 210 tests in 15 s): lint, types and the unit tests

@@ -12,6 +12,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest
 
 
+def pytest_collection_modifyitems(config, items):
+    """Start the tests marked ``slow`` first: ``make test`` runs on two pytest-xdist workers with
+    work stealing, and a 60-120 s test started last would leave one worker idle at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def embedder():
     """The real all-MiniLM-L6-v2 embedder, loaded once for the whole session, one thread."""

@@ -46,6 +46,7 @@ def shop(tmp_path_factory, embedder):
     library.close()
 
 
+@pytest.mark.slow
 def test_a_learned_library_is_calibrated_with_its_expected_precision_and_recall(helpdesk):
     found = helpdesk.calibration()
     assert found.calibrated and found.queries >= abstention.MIN_QUERIES

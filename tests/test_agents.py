@@ -17,8 +17,8 @@ from benchmarks.agents import get_agent
 from benchmarks.agents.base import BudgetExceeded, Session, bind_by_name, bind_from_text, when_regex
 from benchmarks.worlds import Task, get_world, load_tasks
 from benchmarks.worlds.crafting import phrase
-from skill_library.models import Match, Outcome, Skill, SkillRun, Trace
 from skill_library.governance import Policy
+from skill_library.models import Match, Outcome, Skill, SkillRun, Trace
 
 #: these tests learn skills that activate: they opt in to auto-approval
 ALL = Policy(auto_approve="all")

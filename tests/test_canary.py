@@ -212,6 +212,7 @@ def _failing_sessions(folder, session, count, start, errors):
         raise
 
 
+@pytest.mark.slow
 def test_four_processes_failing_one_canary_roll_it_back_once_and_lose_no_outcome(tmp_path, library):
     """The rollback race: every process tests the canary after its own outcome, so several
     may find it significantly worse at once. Exactly one rollback happens (one audit event

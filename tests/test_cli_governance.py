@@ -31,7 +31,7 @@ def invoke(*args: str, env_dir: Path, actor: str | None = None) -> tuple[int, st
 def evaluate(lib_dir: Path, name: str, version: int) -> None:
     """What `skills evaluate` (E) records when an evaluation passes."""
     from skill_library import SkillLibrary
-    from skill_library.governance import system_actor, library_transition, transition
+    from skill_library.governance import library_transition, system_actor
 
     with SkillLibrary(lib_dir, create=False) as lib:
         library_transition(lib, name, version, "evaluated", actor=system_actor(), reason="evaluation passed",

@@ -42,6 +42,7 @@ def workdir(tmp_path):
     return folder
 
 
+@pytest.mark.slow
 def test_hostile_modules_in_the_working_directory_change_nothing(workdir, tmp_path):
     lib = tmp_path / "lib"
     done = skills("add", "water.py", "--when", "water one garden bed", "--json", "--create",
@@ -97,6 +98,7 @@ def probe(commands: list[list[str]], cwd: Path, lib: Path) -> tuple[list[int], l
     return json.loads(codes + "]"), json.loads(("[" + heavy).replace("'", '"'))
 
 
+@pytest.mark.slow
 def test_commands_that_embed_nothing_never_import_torch(workdir, tmp_path):
     lib = tmp_path / "lib"
     done = skills("add", "water.py", "--when", "water one garden bed", "--create", cwd=workdir, lib=lib)

@@ -10,8 +10,8 @@ from skill_library.induction import DataflowGeneralizer
 from skill_library.induction.describe import (
     Step,
     ToolDoc,
-    description_problems,
     describe_steps,
+    description_problems,
     first_sentence,
     prose,
     tool_docs,

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from skill_library import Skill, SkillLibrary
 from skill_library.errors import LifecycleError, PermissionDenied, SkillLibraryError
-from skill_library.governance import Actor, Policy, ToolSpec, system_actor, library_transition, transition
+from skill_library.governance import Actor, Policy, ToolSpec, library_transition, system_actor
 from skill_library.governance.actors import os_user
 from skill_library.models import Outcome, ToolCall, Trace
 

@@ -8,7 +8,7 @@ import pytest
 
 from skill_library import Skill, SkillLibrary
 from skill_library.errors import PermissionDenied, SkillNotFoundError
-from skill_library.governance import Actor, Policy, ToolSpec, system_actor, library_transition, transition
+from skill_library.governance import Actor, Policy, ToolSpec, library_transition, system_actor
 
 ALICE = Actor(id="alice", kind="user", permissions=frozenset({"skill.propose", "skill.approve"}))
 BOB = Actor(id="bob", kind="user", permissions=frozenset({"skill.approve"}))

@@ -32,6 +32,7 @@ def open_library(folder, embedder):
     return SkillLibrary(folder, embedder=embedder, policy=Policy(auto_approve="all"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("second", ["tenant view", "second library"])
 def test_a_second_client_of_the_folder_does_not_hide_another_processes_write(folder, embedder, second):
     lib = open_library(folder, embedder)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from skill_library.governance import Policy
 from skill_library.induction import DataflowGeneralizer
 from skill_library.induction.admission import choose_indexed, normalized_code
 from skill_library.models import Example, Outcome, ToolCall, Trace
-from skill_library.governance import Policy
 
 #: these tests learn skills that activate: they opt in to auto-approval
 ALL = Policy(auto_approve="all")
@@ -330,6 +331,7 @@ def _learn_in_process(spec: dict, worker: int) -> None:
             assert result.status in ("saved", "merged"), result
 
 
+@pytest.mark.slow
 def test_four_processes_learning_one_workflow_make_one_skill_with_exact_evidence(deployment, embedder):
     """On a folder (file lock) and on PostgreSQL + Chroma server (advisory lock)."""
     import multiprocessing

@@ -420,6 +420,7 @@ def _in_other_process(target, *args) -> None:
     assert process.exitcode == 0
 
 
+@pytest.mark.slow
 def test_an_open_library_sees_other_processes_writes(tmp_path, embedder):
     path = tmp_path / "lib"
     with _reopen(path, embedder) as lib:
@@ -528,6 +529,7 @@ def _crash_after_bump_in_other_process(path: str) -> None:
         store.close()
 
 
+@pytest.mark.slow
 def test_a_reopen_after_a_marked_write_skips_the_full_check_and_an_unmarked_one_does_not(
         tmp_path, embedder, monkeypatch):
     """Another writer's finished write (generation bumped, index written and marked under the

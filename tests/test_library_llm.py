@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from skill_library.cli import app
 from skill_library.errors import LLMError
+from skill_library.governance import Policy
 from skill_library.induction import DataflowGeneralizer, LLMGeneralizer
 from skill_library.models import Outcome, ToolCall, Trace
-from skill_library.governance import Policy
 
 #: these tests learn skills that activate: they opt in to auto-approval
 ALL = Policy(auto_approve="all")

@@ -44,6 +44,7 @@ def timed(call):
     return result, time.perf_counter() - start
 
 
+@pytest.mark.slow
 def test_fetch_that_must_reopen_does_not_wait_for_a_held_write_lock(lib):
     add_in_another_process(lib.path, "book_flight", NEW_WHEN)  # this process must reopen
     with hold_write_lock(lib.path) as holder:

@@ -38,6 +38,7 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+@pytest.mark.slow
 @needs_data
 def test_world_reaches_every_gold_replay_state(retail):
     """Every task's gold, replayed on the world, reaches its gold_replay hash (and error list).

@@ -405,6 +405,7 @@ def test_tenants_are_isolated_on_both_deployments(deployment, embedder):
             assert acme.get("water_plants").successes == 2
 
 
+@pytest.mark.slow
 def test_skills_migrate_copies_every_tenant_into_the_shared_deployment(tmp_path, shared, embedder):
     from skill_library.deploy import copy_folder_library
 

@@ -87,6 +87,7 @@ def test_test_customers_never_occur_in_train(tasks):
     assert seen["test", "first"] <= shop_users.TEST_FIRST_NAMES
 
 
+@pytest.mark.slow
 def test_every_gold_solution_verifies(tasks):
     world = get_world("shop")
     for task in tasks:

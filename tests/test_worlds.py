@@ -276,6 +276,7 @@ def test_shop_cancel_refunds_and_gift_cards_track_balances():
 # -- task suites ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_task_files_are_in_sync_with_the_generator():
     for world, make in generate.SUITES.items():
         committed = (generate.TASKS_DIR / f"{world}.jsonl").read_text(encoding="utf-8")

@@ -56,6 +56,7 @@ def screenshot(page, tmp_path: Path, name: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_skill_page_renders_its_chart_and_highlighted_code(browser, live_server, skill_name, tmp_path):
     page = browser.new_page()
     page.goto(f"{live_server}/login?token={TOKEN}")

@@ -154,6 +154,7 @@ def test_handshake_era_clients_get_the_list_changed_notification(desk):
     assert seen == ["notifications/tools/list_changed"]
 
 
+@pytest.mark.slow
 def test_stdio_subprocess_serves_the_library(desk, tmp_path):
     desk.close()
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(HERE))

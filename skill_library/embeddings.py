@@ -25,6 +25,9 @@ IDENTITY_SAMPLE_BYTES = 1024 * 1024
 _models: dict[tuple[str, str], Any] = {}
 _identities: dict[str, str] = {}
 _models_lock = threading.Lock()
+#: one encode at a time per process: a model's fast tokenizer may not be used from two
+#: threads at once ("Already borrowed"), and learn_many embeds on a thread of its own
+_encode_lock = threading.Lock()
 
 
 @runtime_checkable
@@ -160,13 +163,15 @@ class SentenceTransformerEmbedder:
         """Normalized embeddings of ``texts``, one list of floats per text."""
         if not texts:
             return []
-        vectors = self._model().encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        model = self._model()
+        with _encode_lock:
+            vectors = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         result: list[list[float]] = vectors.tolist()
         return result
 

@@ -1,16 +1,28 @@
 """The learning pipeline behind ``SkillLibrary.learn`` and ``learn_many``.
 
-A batch of traces is checked, its tasks embedded at once, each trace generalized and
-replayed, its masked example texts embedded at once, and then each candidate is admitted
-(merged, revised, duplicate or saved: :mod:`skill_library.induction.admission`) under the
-library's write lock, the index written once per batch. Functions take the library they
-work for; the facade delegates here.
+A batch of traces is checked, its tasks embedded, each trace generalized and replayed, its
+masked example texts embedded, and then each candidate is admitted (merged, revised,
+duplicate or saved: :mod:`skill_library.induction.admission`) under the library's write
+lock, the index written once per batch. Functions take the library they work for; the
+facade delegates here.
+
+The embedding overlaps the rest (:class:`EmbedAhead`): one thread of its own embeds the task
+texts of the next :data:`EMBED_LOOKAHEAD` batches (compound traces split first, so only
+the parts' texts) and each candidate's example text as soon as it is generalized, while
+the caller's thread generalizes, replays in the sandbox and admits. torch releases the GIL
+while it computes, so the model and the Python work share the machine's cores. Results and
+stored state are those of the serial pipeline: every vector is the embedder's for the same
+text, and the traces are generalized and admitted in the same order.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import functools
+import heapq
+import itertools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +30,12 @@ from skill_library import erasure, fetching, prototypes, settings
 from skill_library.errors import SkillNotFoundError
 from skill_library.induction import describe, description
 from skill_library.models import LearnResult, Skill, Trace
-from skill_library.text_vectors import pack
+from skill_library.text_vectors import pack, text_digest, unpack
 from skill_library.vector_index import VectorIndex, best_per_skill
 
 if TYPE_CHECKING:
     from sandbox import Limits
+    from skill_library.embeddings import Embedder
     from skill_library.induction import Generalizer
     from skill_library.library import SkillLibrary
 
@@ -34,6 +47,174 @@ WORKFLOW_QUERY_ENTRIES = 24
 #: Statuses whose trace is kept as a skill's evidence (its task vector is stored for the
 #: skill's prototype: skill_library.prototypes).
 EVIDENCE_STATUSES = frozenset({"saved", "merged", "revised", "held"})
+#: batches of ``learn_many`` whose task texts are embedded ahead of the one being learned
+EMBED_LOOKAHEAD = 2
+#: texts per call of the embedder on the embedding thread: a trace waits for its own chunk
+#: only, not for its whole batch
+EMBED_CHUNK = 16
+
+#: whether the embedding runs on a thread of its own (False: the same jobs, in the same
+#: order, on the caller's thread when it needs their vectors)
+EMBED_THREAD = True
+
+_Priority = tuple[int, int]
+#: before anything queued: a text a trace needs now that nobody asked for ahead
+_NOW: _Priority = (-1, 0)
+
+
+class EmbedAhead:
+    """Texts embedded on a thread of its own, ahead of when they are needed.
+
+    :meth:`submit` queues texts at a priority (lower first: ``(batch, 0)`` for a batch's
+    task texts, ``(batch, 1)`` for its example texts, so a batch's examples come before the
+    next batch's tasks); :meth:`get` returns their vectors, waiting for the chunks that hold
+    them (a text nobody queued is queued first of all). Each distinct text is embedded once.
+    An error of the embedder is raised by :meth:`get` in the caller's thread.
+    """
+
+    def __init__(self, embedder: "Embedder", *, chunk: int = EMBED_CHUNK, threaded: bool | None = None) -> None:
+        self._embedder = embedder
+        self._threaded = EMBED_THREAD if threaded is None else threaded
+        self._chunk = chunk
+        self._ready = threading.Condition()
+        # (priority, order, texts, or a function giving them: run on the embedding thread)
+        self._queue: builtins.list[tuple[_Priority, int, Any]] = []
+        self._order = itertools.count()
+        self._vectors: dict[str, builtins.list[float]] = {}
+        self._queued: set[str] = set()
+        self._error: BaseException | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="skill-library-learn-embed", daemon=True)
+        if self._threaded:
+            # the model's imports (torch, numpy) happen here, not on two threads at once: a
+            # package with circular imports half-imported by one thread fails in the other
+            getattr(embedder, "dimension", None)
+            import numpy  # noqa: F401  (chromadb's, imported later by the caller's thread)
+
+            self._thread.start()
+
+    def __enter__(self) -> "EmbedAhead":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def submit(self, texts: Sequence[str], priority: _Priority) -> None:
+        """Queue the ``texts`` not embedded or queued yet."""
+        with self._ready:
+            new = [t for t in dict.fromkeys(texts) if t not in self._vectors and t not in self._queued]
+            for start in range(0, len(new), self._chunk):
+                heapq.heappush(self._queue, (priority, next(self._order), new[start : start + self._chunk]))
+            self._queued.update(new)
+            if new:
+                self._ready.notify_all()
+
+    def submit_later(self, texts: Callable[[], Sequence[str]], priority: _Priority) -> None:
+        """:meth:`submit` what ``texts()`` returns, called on the embedding thread (work
+        the caller's thread then does not do)."""
+        with self._ready:
+            heapq.heappush(self._queue, (priority, next(self._order), texts))
+            self._ready.notify_all()
+
+    def get(self, texts: Sequence[str]) -> builtins.list[builtins.list[float]]:
+        """The vectors of ``texts``, in order (waiting for them)."""
+        self.submit([t for t in texts if t not in self._vectors], _NOW)
+        with self._ready:
+            while True:
+                if self._error is not None:
+                    raise self._error
+                if all(t in self._vectors for t in texts):
+                    return [self._vectors[t] for t in texts]
+                if not self._threaded:  # the queue's next job, on this thread
+                    self._ready.release()
+                    try:
+                        self._step()
+                    finally:
+                        self._ready.acquire()
+                    continue
+                self._ready.wait()
+
+    def close(self) -> None:
+        """Stop the thread (what is still queued is not embedded)."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+        if self._threaded:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue and not self._closed:
+                    self._ready.wait()
+                if self._closed:
+                    return
+            if not self._step():
+                return
+
+    def _step(self) -> bool:
+        """Do the queue's next job; False after an error of the embedder (kept for get())."""
+        with self._ready:
+            if not self._queue:
+                return True
+            priority, _n, texts = heapq.heappop(self._queue)
+        try:
+            if callable(texts):
+                self.submit(list(texts()), priority)
+                return True
+            vectors = self._embedder.embed(texts)
+        except BaseException as exc:  # handed to the caller's thread by get()
+            with self._ready:
+                self._error = exc
+                self._ready.notify_all()
+            return False
+        with self._ready:
+            self._vectors.update(zip(texts, vectors))
+            self._ready.notify_all()
+        return True
+
+
+def learn_all(
+    lib: "SkillLibrary",
+    items: Sequence[Trace | Mapping[str, Any]],
+    generalizer: "Generalizer",
+    verifier: Callable[..., Any] | None,
+    limits: "Limits | None" = None,
+    *,
+    advance: Callable[[int], None] = lambda _n: None,
+) -> builtins.list[LearnResult]:
+    """``learn_many``: ``items`` in batches of ``settings.LEARN_BATCH``, in order, the task
+    texts of the next :data:`EMBED_LOOKAHEAD` batches embedded meanwhile; ``advance(n)``
+    is told of each batch learned."""
+    batches = [items[start : start + settings.LEARN_BATCH]
+               for start in range(0, len(items), settings.LEARN_BATCH)]
+    results: builtins.list[LearnResult] = []
+    read_only = lib.read_only_tools
+    with EmbedAhead(lib.embedder) as ahead:
+        for number, batch in enumerate(batches):
+            for later in range(number, min(number + 1 + EMBED_LOOKAHEAD, len(batches))):
+                if number == 0 or later == number + EMBED_LOOKAHEAD:  # each batch once
+                    ahead.submit_later(functools.partial(task_texts, batches[later], read_only), (later, 0))
+            results.extend(learn_batch(lib, batch, generalizer, verifier, limits, ahead=ahead, batch=number))
+            advance(len(batch))
+    return results
+
+
+def task_texts(items: Sequence[Trace | Mapping[str, Any]], read_only: frozenset[str]) -> builtins.list[str]:
+    """The texts :func:`learn_batch` will embed for ``items``' tasks: a compound trace's
+    parts' tasks instead of its own (the checks and the split are cheap; a trace they
+    refuse gives no text)."""
+    from skill_library.induction import check_trace, coerce_trace
+    from skill_library.induction import parts as compound
+
+    texts: builtins.list[str] = []
+    for item in items:
+        trace, _reasons = coerce_trace(item)
+        if trace is None or check_trace(trace):
+            continue
+        found = compound.split(trace.identified(), read_only)
+        texts.extend(description.query_text(t.task) for t in (found or [trace]))
+    return texts
 
 
 def learn_batch(
@@ -44,11 +225,20 @@ def learn_batch(
     limits: "Limits | None" = None,
     *,
     split_parts: bool = True,
+    ahead: EmbedAhead | None = None,
+    batch: int = 0,
 ) -> builtins.list[LearnResult]:
+    """Learn ``items`` as one batch (see the module docstring); ``ahead`` embeds (one of its
+    own for the call when None), ``batch`` is the batch's number for its priorities."""
+    if ahead is None:
+        with EmbedAhead(lib.embedder) as own:
+            return learn_batch(lib, items, generalizer, verifier, limits, split_parts=split_parts,
+                               ahead=own, batch=batch)
     from skill_library.induction import admission, check_trace, coerce_trace, learn_from_trace
     from skill_library.induction import parts as compound
 
     out: builtins.list[LearnResult | None] = [None] * len(items)
+    read_only = lib.read_only_tools
     checked: dict[int, Trace] = {}
     for n, item in enumerate(items):
         trace, reasons = coerce_trace(item)  # a Trace, its fields, or an OpenAI transcript
@@ -64,45 +254,63 @@ def learn_batch(
         del checked[n]
     if split_parts:  # a compound trace is learned as the workflows it combines
         split = {n: found for n, t in checked.items()
-                 if (found := compound.split(t, lib.read_only_tools))}
+                 if (found := compound.split(t, read_only))}
         if split:
             flat = [p for found in split.values() for p in found]
-            results = iter(learn_batch(lib, flat, generalizer, verifier, limits, split_parts=False))
+            results = iter(learn_batch(lib, flat, generalizer, verifier, limits, split_parts=False,
+                                       ahead=ahead, batch=batch))
             for n, found in split.items():
                 out[n] = combined([next(results) for _ in found])
                 del checked[n]
     if not checked:
         return [r for r in out if r is not None]
-    vectors = dict(zip(checked, lib.embedder.embed(
-        [description.query_text(t.task) for t in checked.values()]
-    )))
+    queries = {n: description.query_text(t.task) for n, t in checked.items()}
+    ahead.submit(list(queries.values()), (batch, 0))  # queued ahead already, unless parts
+    vectors: dict[int, builtins.list[float]] = {}
     prepared: dict[int, tuple[Any, Any, builtins.list[Skill]]] = {}
     docs = describe.tool_docs(lib.tool_specs())
     vocabulary = admission.vocabulary(docs)
     index = lib.index
     indexed = index.count() > 0
+    texts: dict[int, str] = {}
+    examples: dict[int, Any] = {}
+    model = lib.context.vectors.model_name
+    stored: dict[str, bytes] = {}  # example texts' vectors the records hold already
     for n, trace in checked.items():
+        [vectors[n]] = ahead.get([queries[n]])
         related = related_skills(lib, trace, vectors[n], index if indexed else None)
         candidate, report, reasons = learn_from_trace(
             trace, generalizer=generalizer, sandbox=lib.sandbox, related=related,
-            live_verifier=verifier, read_only=lib.read_only_tools, limits=limits,
+            live_verifier=verifier, read_only=read_only, limits=limits,
             tool_docs=docs,
         )
         if reasons or candidate is None or report is None:
             out[n] = LearnResult(status="rejected", reasons=reasons, report=report)
-        else:
-            prepared[n] = (candidate, report, related)
-    examples = {n: admission.example_for(checked[n], c, vocabulary=vocabulary)
-                for n, (c, _r, _rel) in prepared.items()}
-    texts = {n: description.index_text(e.text, e.params) for n, e in examples.items()}
+            continue
+        prepared[n] = (candidate, report, related)
+        # the example text is embedded (on the embedding thread) while the next trace is
+        # generalized and replayed
+        examples[n] = admission.example_for(trace, candidate, vocabulary=vocabulary)
+        texts[n] = description.index_text(examples[n].text, examples[n].params)
+        digest = text_digest(texts[n])
+        if digest not in stored:
+            stored.update(lib.store.load_vectors(model, [digest]))
+        if digest not in stored:
+            ahead.submit([texts[n]], (batch, 1))
     unique = list(dict.fromkeys(texts.values()))
-    known = dict(zip(unique, lib.context.vectors.embed(unique))) if unique else {}
+    fresh = [t for t in unique if text_digest(t) not in stored]
+    known: dict[str, Any] = dict(zip(fresh, ahead.get(fresh)))
+    if fresh:
+        lib.store.save_vectors(model, {text_digest(t): pack(known[t]) for t in fresh})
+    known.update((t, unpack(stored[text_digest(t)])) for t in unique if t not in known)
     if prepared:
         with lib.context.index.writing() as index:
             pending: set[str] = set()  # skills whose index entries are written at the end
+            entries = index.count() > 0  # admission writes no index entries until the end
             for n, (candidate, report, related) in prepared.items():
                 out[n] = admit(lib, candidate, report, checked[n], related, generalizer,
-                               index, known, pending, docs=docs, vocabulary=vocabulary)
+                               index, known, pending, docs=docs, vocabulary=vocabulary,
+                               read_only=read_only, entries=entries, example=examples[n])
             # the task vectors of the traces kept as evidence: the skills' prototypes
             prototypes.save(lib.store, lib.embedder.model_name, {
                 checked[n].id: pack(vectors[n]) for n in prepared
@@ -148,22 +356,31 @@ def admit(
     *,
     docs: Mapping[str, Any] | None = None,
     vocabulary: frozenset[str] = frozenset(),
+    read_only: frozenset[str] | None = None,
+    entries: bool | None = None,
+    example: Any = None,
 ) -> LearnResult:
     """Under the write lock: decide merge / revise / save and write the records; the
-    names whose index entries must change are added to ``pending``."""
+    names whose index entries must change are added to ``pending``. ``read_only`` (the
+    library's read-only tools) and ``entries`` (whether the index has any) are read from
+    the library when not given; ``example`` is the trace's example for the candidate
+    (:func:`admission.example_for`), computed when not given."""
     from skill_library.governance import learned as governed
     from skill_library.induction import admission, revision
 
+    if read_only is None:
+        read_only = lib.read_only_tools
     names = lib.store.names(prefix=candidate.name)
     # the trace's task with its values masked, as it would be stored: what reads alike
     # is compared on what the workflow asks, not on who asked
-    example = admission.example_for(trace, candidate, vocabulary=vocabulary)
+    if example is None:
+        example = admission.example_for(trace, candidate, vocabulary=vocabulary)
     example_text = description.index_text(example.text, example.params)
     if example_text not in known:
         known[example_text] = lib.context.vectors.embed([example_text])[0]
     near = {h.name: h.similarity for h in best_per_skill(
         index.query(known[example_text], WORKFLOW_QUERY_ENTRIES)
-    )[: admission.WORKFLOW_NEIGHBOURS]} if index.count() else {}
+    )[: admission.WORKFLOW_NEIGHBOURS]} if (index.count() > 0 if entries is None else entries) else {}
     wanted = list(dict.fromkeys([*admission.family(candidate.name, names), *near]))
     found = lib.store.get_many_active(wanted)
     # a draft (imported, not yet verified) is no evidence of a workflow: never merged into
@@ -184,7 +401,7 @@ def admit(
         return revision.revise(
             traces, generalizer=generalizer, sandbox=lib.sandbox,
             related=[r for r in related if r.name != skill.name], extra=[candidate],
-            read_only=lib.read_only_tools, tool_docs=docs,
+            read_only=read_only, tool_docs=docs,
         )
 
     for skill in neighbours:
@@ -198,7 +415,7 @@ def admit(
         related=related, min_reliability=lib.min_reliability,
         example_traces=example_traces, revise=revise,
         same_task=lambda s: near.get(s.name, 0.0) > settings.DUPLICATE_SIMILARITY,
-        read_only=lib.read_only_tools,
+        read_only=read_only,
     )
     if decision.status in ("duplicate", "rejected"):
         return LearnResult(

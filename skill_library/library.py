@@ -937,19 +937,16 @@ class SkillLibrary:
     ) -> builtins.list[LearnResult]:
         """:meth:`learn` for many traces, in input order, with batched embedding.
 
-        Traces are taken :data:`LEARN_BATCH` at a time: their tasks are embedded in one
-        batch, each is generalized and replayed, their masked example texts are embedded
-        in one batch, then each is admitted (merged, revised or saved) in turn under the
-        write lock, so later traces of a batch merge into skills its earlier traces made.
+        Traces are taken :data:`LEARN_BATCH` at a time: each is generalized and replayed,
+        then each is admitted (merged, revised or saved) in turn under the write lock, so
+        later traces of a batch merge into skills its earlier traces made. Their task texts
+        and masked example texts are embedded on a thread of their own meanwhile, the next
+        batches' tasks ahead (:class:`skill_library.learning.EmbedAhead`).
         """
         items = list(traces)
-        results: builtins.list[LearnResult] = []
         chosen = self.resolve_generalizer(generalizer)
         with ProgressBar(progress, "learning traces", len(items)) as bar:
-            for start in range(0, len(items), settings.LEARN_BATCH):
-                chunk = items[start : start + settings.LEARN_BATCH]
-                results.extend(learning.learn_batch(self, chunk, chosen, verifier, limits))
-                bar.advance(len(chunk))
+            results = learning.learn_all(self, items, chosen, verifier, limits, advance=bar.advance)
         learning.after_learning(self, results)  # re-mine preconditions (look-alikes' new traces)
         return results
 

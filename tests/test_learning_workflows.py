@@ -382,7 +382,7 @@ def test_rebuilding_and_retiring_need_no_model_once_texts_are_embedded(tmp_path,
 
 
 def test_sentences_end_at_punctuation_and_a_space_so_emails_stay_whole():
-    from skill_library.induction.description import sentences
+    from skill_library.privacy import sentences
     from skill_library.privacy import redact
 
     text = "I lost access to my old email, maya.tanaka94@example.com. Please cancel #W1."

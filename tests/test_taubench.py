@@ -376,6 +376,8 @@ def test_perf_learn_taubench_slice(embedder):
     assert figures["texts_per_s"] > 0 and figures["traces_per_s"] > 0
     assert figures["ratio"] == pytest.approx(figures["traces_per_s"] / figures["texts_per_s"])
     assert figures["skills"] >= 1 and figures["rejected"] == 0
+    assert len(figures["floor_passes_s"]) == 2 and figures["floor_cpu_s"] > 0 and figures["learn_cpu_s"] > 0
+    assert figures["cpu_ratio"] == pytest.approx(figures["floor_cpu_s"] / figures["learn_cpu_s"])
 
 
 # -- merging folds run as separate processes ----------------------------------------------------------

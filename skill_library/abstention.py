@@ -32,6 +32,10 @@
 3. **Parameters the task cannot supply.** A top match with ``missing`` parameters (see
    :mod:`skill_library.ranking`) abstains, naming them.
 
+A top match that ranking flagged ``ambiguous`` (:mod:`skill_library.one_vs_every`: a loop
+skill and its one-item look-alike the task does not tell apart) makes the result ambiguous
+too, with every match of its pair returned.
+
 The calibration is cached per library object and recomputed when the index generation
 changes (a skill learned, revised, retired, quarantined): it reads the index's vectors and
 the stored task vectors, no model, and costs milliseconds for hundreds of entries. A library

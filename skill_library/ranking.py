@@ -27,7 +27,11 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
 * **specificity**: ``1 / (1 + extra)``, where ``extra`` is how many more state-changing
   tools the skill (with the skills it calls) uses than the leanest candidate of this fetch:
   of two skills that read alike, the one that does more than the other (revokes every
-  system *and* disables the account, where another revokes one) loses.
+  system *and* disables the account, where another revokes one) loses. A skill that loops
+  over every item of a lookup, whose look-alike takes the item as a parameter, also loses
+  ``one_vs_every.EVERY_PENALTY`` when the task does not say every (skill_library.one_vs_every,
+  which also marks the look-alike's item parameter missing when the task names no item and
+  flags both ``ambiguous`` when the task does not tell them apart).
 * **reliability**: Laplace-smoothed success rate, as before.
 
 ``Match.score`` is this score; ``fetch(..., explain=True)`` sets ``Match.explanation``

@@ -54,7 +54,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from skill_library.induction.describe import LOOP_WORDS
+from skill_library.induction.describe import LOOP_WORDS, words_of
 from skill_library.models import Skill
 from skill_library.privacy import shape_dummy
 
@@ -105,6 +105,7 @@ class Pair:
     one: str  # the skill taking the item as ``parameter``
     parameter: str
     shapes: frozenset[str] = frozenset()  # structured role shapes of the parameter's example values
+    own: frozenset[str] = frozenset()  # the words of both skills' parameter names
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ class Scope:
     pairs: tuple[Pair, ...] = ()
     learned: frozenset[str] = frozenset()
     base: tuple[str, ...] = LOOP_WORDS
+    #: the words of every active skill's parameter names (what the library's skills act on)
+    items: frozenset[str] = frozenset()
     generation: int | None = None
     _by_skill: dict[str, list[Pair]] = field(default_factory=dict, compare=False, repr=False)
 
@@ -147,18 +150,30 @@ class Scope:
                 seen[(pair.every, pair.one, pair.parameter)] = pair
         return list(seen.values())
 
-    def says_every(self, text: str) -> bool:
-        """Whether ``text`` holds a word of the every vocabulary (module doc)."""
-        for word in words(text):
-            if word in self.learned or word in self.base:
-                return True
-            if any(len(b) >= MIN_PREFIX_LETTERS and word.startswith(b) for b in self.base):
-                return True
+    def is_every(self, word: str) -> bool:
+        """Whether ``word`` (lower case) is in the every vocabulary (module doc)."""
+        if word in self.learned or word in self.base:
+            return True
+        return any(len(b) >= MIN_PREFIX_LETTERS and word.startswith(b) for b in self.base)
+
+    def says_every(self, text: str, pair: Pair | None = None) -> bool:
+        """Whether ``text`` holds a word of the every vocabulary (module doc); with ``pair``,
+        not one right before a word naming what *another* skill acts on (``every system``,
+        where ``system`` is a parameter of a skill outside the pair, is not about its items)."""
+        found = words(text)
+        other = self.items - pair.own if pair is not None else frozenset()
+        for i, word in enumerate(found):
+            if not self.is_every(word):
+                continue
+            after = found[i + 1] if i + 1 < len(found) else ""
+            if other and (after in other or after.removesuffix("s") in other):
+                continue
+            return True
         return False
 
     def judge(self, pair: Pair, text: str, args: Mapping[str, Any] | None = None) -> Judgement:
         """What ``text`` (and ``args``, the caller's values by parameter name) says of ``pair``."""
-        every = self.says_every(text)
+        every = self.says_every(text, pair)
         if args is not None and pair.parameter in args:
             return Judgement(pair, every, True)
         if not pair.shapes:
@@ -313,7 +328,8 @@ def build(skills: Sequence[Skill], examples: Mapping[str, Sequence[Any]],
             for v in value if isinstance(value, list) else [value]:
                 if isinstance(v, str) and is_structured(s := role_shape(v)):
                     shapes.add(s)
-        pairs.append(Pair(every=every.name, one=one.name, parameter=parameter, shapes=frozenset(shapes)))
+        own = frozenset(w for s in (every, one) for p in _parameter_names(s) for w in words_of(p))
+        pairs.append(Pair(every=every.name, one=one.name, parameter=parameter, shapes=frozenset(shapes), own=own))
         loop_words = _example_words([e.text for e in examples.get(every.name, ())])
         one_words = _example_words([e.text for e in examples.get(one.name, ())])
         for word, n in loop_words.items():
@@ -321,7 +337,12 @@ def build(skills: Sequence[Skill], examples: Mapping[str, Sequence[Any]],
                 voted.add((every.name, word))
                 votes[word] += 1
     learned = frozenset(w for w, n in votes.items() if n >= MIN_PAIRS_FOR_WORD)
-    return Scope(pairs=tuple(pairs), learned=learned, generation=generation)
+    items = frozenset(w for s in skills for p in _parameter_names(s) for w in words_of(p)) if pairs else frozenset()
+    return Scope(pairs=tuple(pairs), learned=learned, items=items, generation=generation)
+
+
+def _parameter_names(skill: Skill) -> list[str]:
+    return [str(p) for p in (skill.parameters or {}).get("properties", {})]
 
 
 _CACHE: "weakref.WeakKeyDictionary[Any, Scope]" = weakref.WeakKeyDictionary()

@@ -215,3 +215,16 @@ def test_ranking_applies_the_rule_to_candidates():
     # neither, and the loop skill far ahead even after its penalty: both flagged
     far = ranking.rank_candidates(candidates(0.90, 0.50), TaskValues.of("my devices are gone"), scope=found)
     assert far[0].skill.name == "lock_all" and all(m.ambiguous for m in far)
+
+
+def test_every_before_what_another_skill_acts_on_is_not_about_the_loop_s_items():
+    revoke = code_skill("revoke_one", "email: str, system: str", "return revoke_access(email=email, system=system)",
+                        ["revoke_access"])
+    found = one_vs_every.build([LOCK_ONE, LOCK_ALL, revoke], {})
+    pair = found.pairs[0]
+    assert "system" in found.items and "system" not in pair.own
+    assert not found.says_every("I am leaving: shut down every system I use", pair)
+    assert not found.says_every("remove all systems of mine", pair)  # the plural too
+    assert found.says_every("shut down every system I use")  # without a pair: any every word
+    assert found.says_every("please lock every device and all my tablets", pair)
+    assert found.judge(pair, "shut down every system I use").kind == "neither"

@@ -19,7 +19,9 @@ what the *task* names: a specific item, or "every" item. fetch's ranking
   library's own example tasks use for looping: a word that occurs in at least two example
   tasks of a loop skill and in none of its one-item look-alike's, for at least
   :data:`MIN_PAIRS_FOR_WORD` pairs (so a topic word of one pair, ``lists``, is not one; a
-  library whose users write another language learns their words).
+  library whose users write another language learns their words). An every word right
+  before a word of another skill's parameter names (``every system``, where a skill outside
+  the pair takes a ``system``) is about that skill's items, not the loop's.
 
 What ranking does with them (:func:`Scope.judge`):
 

@@ -32,6 +32,10 @@
 3. **Parameters the task cannot supply.** A top match with ``missing`` parameters (see
    :mod:`skill_library.ranking`) abstains, naming them.
 
+A top match that ranking flagged ``ambiguous`` (:mod:`skill_library.one_vs_every`: a loop
+skill and its one-item look-alike the task does not tell apart) makes the result ambiguous
+too, with every match of its pair returned.
+
 The calibration is cached per library object and recomputed when the index generation
 changes (a skill learned, revised, retired, quarantined): it reads the index's vectors and
 the stored task vectors, no model, and costs milliseconds for hundreds of entries. A library
@@ -288,7 +292,8 @@ def _choose_margin(gaps: Sequence[float]) -> tuple[float, float]:
 
 def unflagged(matches: Sequence[Match], k: int) -> FetchResult:
     """``fetch(..., abstain=False)``: the ``k`` best matches (and prefetched ones), no flags."""
-    result = FetchResult([m for m in matches if not m.prefetch][:k])
+    result = FetchResult([m.model_copy(update={"ambiguous": False}) if m.ambiguous else m
+                          for m in matches if not m.prefetch][:k])
     result.extend(m for m in matches if m.prefetch)
     return result
 
@@ -306,6 +311,9 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None) -> Fetch
         result.extend(extra)
         result.abstained, result.reason = True, "no skill is similar enough to the task"
         return result
+    if not ranked[0].ambiguous:  # ranking's one-vs-every flags count only on the top match's pair
+        ranked = [m.model_copy(update={"ambiguous": False}) if m.ambiguous else m for m in ranked]
+    paired = [m for m in ranked if m.ambiguous]
     top = ranked[0]
     keep = ranked[:k]
     if found is not None and found.calibrated and found.margin > 0:
@@ -320,6 +328,15 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None) -> Fetch
             result.ambiguous = True
             result.reason = ("too close to call: " + ", ".join(m.skill.name for m in group)
                              + f" score within {found.margin:.3f} of each other")
+    if paired:  # flagged by ranking's one-vs-every rule: the loop skill never alone, unflagged
+        names = {m.skill.name for m in paired}
+        kept = {m.skill.name for m in keep}
+        keep = [m.model_copy(update={"ambiguous": True}) if m.skill.name in names and not m.ambiguous else m
+                for m in keep] + [m for m in paired if m.skill.name not in kept]
+        one_or_every = ("one item or every item: " + ", ".join(m.skill.name for m in paired)
+                        + " (the task does not say which; skill_library.one_vs_every)")
+        result.reason = f"{result.reason}; {one_or_every}" if result.reason else one_or_every
+        result.ambiguous = True
     reasons = [result.reason] if result.reason else []
     if found is not None and found.floor is not None and top.similarity < found.floor:
         result.abstained = True

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from skill_library import prototypes, ranking, value_fit
+from skill_library import one_vs_every, prototypes, ranking, value_fit
 from skill_library.errors import SkillNotFoundError
 from skill_library.models import Match, Skill, SkillKind
 from skill_library.vector_index import IndexHit, VectorIndex, best_per_skill
@@ -129,7 +129,8 @@ def search(
                 acting=ranking.acting_tools(skill, read_only, needed),
             ))
         if len(candidates) >= k + extra or len(found) < n or below:
-            return ranking.rank_candidates(candidates, values, args, explain=explain)[: k + extra]
+            return ranking.rank_candidates(candidates, values, args, explain=explain,
+                                           scope=one_vs_every.scope(library))[: k + extra]
         n *= FETCH_GROWTH
 
 

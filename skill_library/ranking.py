@@ -27,7 +27,11 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
 * **specificity**: ``1 / (1 + extra)``, where ``extra`` is how many more state-changing
   tools the skill (with the skills it calls) uses than the leanest candidate of this fetch:
   of two skills that read alike, the one that does more than the other (revokes every
-  system *and* disables the account, where another revokes one) loses.
+  system *and* disables the account, where another revokes one) loses. A skill that loops
+  over every item of a lookup, whose look-alike takes the item as a parameter, also loses
+  ``one_vs_every.EVERY_PENALTY`` when the task does not say every (skill_library.one_vs_every,
+  which also marks the look-alike's item parameter missing when the task names no item and
+  flags both ``ambiguous`` when the task does not tell them apart).
 * **reliability**: Laplace-smoothed success rate, as before.
 
 ``Match.score`` is this score; ``fetch(..., explain=True)`` sets ``Match.explanation``
@@ -43,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skill_library import value_fit
+from skill_library import one_vs_every, value_fit
 from skill_library.models import Match, ScoreBreakdown, Skill
 
 # Similarities closer than this are treated as a tie (float noise from the index).
@@ -156,10 +160,13 @@ class Candidate:
 
 
 def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping[str, Any] | None,
-          leanest: int) -> tuple[float, ScoreBreakdown, list[str]]:
-    """The candidate's score, its breakdown and its missing parameters."""
+          leanest: int, *, every_penalty: float = 0.0,
+          also_missing: Sequence[str] = ()) -> tuple[float, ScoreBreakdown, list[str]]:
+    """The candidate's score, its breakdown and its missing parameters; ``every_penalty``
+    and ``also_missing``: the one-vs-every rule's (skill_library.one_vs_every)."""
     skill = candidate.skill
     required, missing = missing_parameters(skill, task, candidate.shapes, args)
+    missing += [p for p in also_missing if p in required and p not in missing]
     charged = charged_by_value_fit(skill, task, candidate.shapes, missing) if args is None else set()
     bind = 1.0 - (len(missing) - len(charged)) / len(required) if required else 1.0
     extra = max(0, candidate.acting - leanest)
@@ -167,7 +174,7 @@ def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping
         "value_fit": candidate.fitted - candidate.best_cosine,
         "evidence": -EVIDENCE_WEIGHT * (1.0 - evidence(skill.successes)),
         "bindability": -BINDABILITY_WEIGHT * (1.0 - bind),
-        "specificity": -SPECIFICITY_WEIGHT * (1.0 - 1.0 / (1.0 + extra)),
+        "specificity": -SPECIFICITY_WEIGHT * (1.0 - 1.0 / (1.0 + extra)) - every_penalty,
         "reliability": -RELIABILITY_WEIGHT * (1.0 - skill.reliability),
     }
     total = candidate.best_cosine + sum(terms.values())
@@ -195,17 +202,28 @@ def make_match(skill: Skill, similarity: float, score: float | None = None, **ex
 
 
 def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues | None,
-                    args: Mapping[str, Any] | None = None, *, explain: bool = False) -> list[Match]:
+                    args: Mapping[str, Any] | None = None, *, explain: bool = False,
+                    scope: "one_vs_every.Scope | None" = None) -> list[Match]:
     """Score ``candidates`` (module doc) and order them: score (ties within
-    ``SIMILARITY_TIE``), then reliability, then name."""
+    ``SIMILARITY_TIE``), then reliability, then name. ``scope``: the library's one-vs-every
+    pairs (skill_library.one_vs_every), which penalize a loop skill for a task that does not
+    say every, mark a one-item skill's parameter missing for one that names no item, and
+    flag both sides ``ambiguous`` when the task does not tell them apart."""
     found = list(candidates)
     leanest = min((c.acting for c in found), default=0)
+    penalty, also_missing, judged = one_vs_every.adjustments(
+        scope, [c.skill.name for c in found], task.text if task is not None else "", args)
     matches = []
     for c in found:
-        total, breakdown, missing = score(c, task, args, leanest)
+        total, breakdown, missing = score(c, task, args, leanest, every_penalty=penalty.get(c.skill.name, 0.0),
+                                          also_missing=also_missing.get(c.skill.name, ()))
         matches.append(make_match(c.skill, c.similarity, total, missing=missing,
                                   explanation=breakdown if explain else None))
-    return rank(matches)
+    ranked = rank(matches)
+    flagged = one_vs_every.ambiguous_names([m.skill.name for m in ranked], judged)
+    if flagged:
+        ranked = [m.model_copy(update={"ambiguous": True}) if m.skill.name in flagged else m for m in ranked]
+    return ranked
 
 
 def rank(matches: Iterable[Match], scores: Mapping[str, float] | None = None) -> list[Match]:

@@ -129,6 +129,8 @@ class TaskValues:
     penalties: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
     #: the shapes of the task's distinct distinctive value tokens (one per distinct value)
     value_shapes: tuple[str, ...] = ()
+    #: the task's text (the one-vs-every rule reads its words: skill_library.one_vs_every)
+    text: str = field(default="", compare=False, repr=False)
 
     @classmethod
     def of(cls, task: str) -> "TaskValues":
@@ -137,7 +139,7 @@ class TaskValues:
         # whitespace-separated words less edge punctuation: "10:30," is one value
         distinct = {w.strip(_EDGE_PUNCTUATION) for w in task.split()} - {""}
         value_shapes = tuple(sorted(s for s in (shape(t) for t in distinct) if is_distinctive(s)))
-        return cls(shaped, spans, value_shapes=value_shapes)
+        return cls(shaped, spans, value_shapes=value_shapes, text=task)
 
     def count(self, shapes: Iterable[str]) -> int:
         """How many distinct values of the task have one of ``shapes`` (a task naming

@@ -33,6 +33,11 @@ MAX_SUMMARY_CHARS = 120
 
 _PLACEHOLDER_RE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)\]'\"])[.!?](?=\s|$)")
+#: The words a loop's phrase uses (``for every one that ...``, ``for each of ...``, ``all of
+#: them at once``); fetch's one-vs-every rule reads a task that holds one as asking for
+#: every item (skill_library.one_vs_every).
+LOOP_WORDS = ("every", "each", "all")
+EVERY, EACH, ALL = LOOP_WORDS
 #: Words of parameter names read better spelled out.
 _SPELLED = {"id": "id", "ids": "ids", "num": "number", "qty": "quantity", "addr": "address",
             "msg": "message", "amt": "amount", "desc": "description"}
@@ -143,13 +148,13 @@ def _step_phrase(step: Step, docs: Mapping[str, ToolDoc]) -> str:
     if objects:
         phrase += f" ({', '.join(dict.fromkeys(objects))})"
     if step.whole:
-        phrase += ", all of them at once"
+        phrase += f", {ALL} of them at once"
     if step.loop_over:
         kind, _, source = step.loop_over.partition(":")
         if kind == "param":
-            phrase += f", for each of {prose(source)}"
+            phrase += f", for {EACH} of {prose(source)}"
         else:
-            phrase += f", for every one that {' '.join(words_of(source))} returns"
+            phrase += f", for {EVERY} one that {' '.join(words_of(source))} returns"
     return phrase
 
 

@@ -43,6 +43,8 @@ SUSPENDED = "suspended"
 #: where a binding's schema came from
 DECLARED = "declared"
 TRACES = "traces"
+#: the statuses a schema change suspends: the versions fetch serves (a canary to its share)
+SERVED = ("active", "canary")
 
 @dataclass(frozen=True)
 class Binding:
@@ -245,11 +247,12 @@ def changed_tools(old: Mapping[str, "ToolSpec"], new: Mapping[str, "ToolSpec | N
 
 def affected(conn: sa.Connection, tenant: str, new: Mapping[str, "ToolSpec | None"],
              changed: Mapping[str, str]) -> dict[tuple[str, int], list[str]]:
-    """The active versions bound to a tool of ``changed`` (or, for a tool declared for the
-    first time with a schema, bound to a different schema seen in traces), with those tools."""
+    """The served (active and canary) versions bound to a tool of ``changed`` (or, for a
+    tool declared for the first time with a schema, bound to a different schema seen in
+    traces), with those tools."""
     active = [(r[0], int(r[1]), list(r[2] or [])) for r in conn.execute(
         sa.select(rs.versions_table.c.name, rs.versions_table.c.version, rs.versions_table.c.tools)
-        .where(rs.versions_table.c.tenant == tenant).where(rs.versions_table.c.status == "active")
+        .where(rs.versions_table.c.tenant == tenant).where(rs.versions_table.c.status.in_(SERVED))
         .where(rs.versions_table.c.kind == "code"))]
     declared = {t: s for t, s in new.items() if s is not None}
     bound = load(conn, tenant, [(n, v) for n, v, _ in active])
@@ -281,17 +284,49 @@ def suspended_calling(conn: sa.Connection, tenant: str, tools: Iterable[str]) ->
 
 def suspend(conn: sa.Connection, library: "SkillLibrary", hits: Mapping[tuple[str, int], list[str]],
             new: Mapping[str, "ToolSpec | None"], changed: Mapping[str, str]) -> None:
-    """Move every version of ``hits`` from active to suspended on ``conn`` (the
-    transaction that stores the new schemas), audited by ``system`` with the reason."""
+    """Move every version of ``hits`` from active (or canary) to suspended on ``conn`` (the
+    transaction that stores the new schemas), audited by ``system`` with the reason. A
+    canary keeps its ``canaries`` row, so that passing re-verification returns it to its
+    share of sessions; routing serves only a version whose status is ``canary``."""
     bound = load(conn, library.tenant, hits)
-    moves = []
+    status = statuses(conn, library.tenant, hits)
+    moves: dict[str, list[tuple[str, int, str, dict[str, Any]]]] = {}
     for (name, version), tools in sorted(hits.items()):
         why = "; ".join(f"tool {t!r} {changed.get(t, 'declared with a schema')}" for t in tools)
         mine = bound.get((name, version), {})
         evidence = {"tools": {t: {"from": mine[t].digest if t in mine else None,
                                   "to": _digest_or_none(new.get(t))} for t in tools}}
-        moves.append((name, version, f"{why}: out of fetch until re-verified against the new schema", evidence))
-    move_many(conn, library, moves, "active", SUSPENDED)
+        moves.setdefault(status[(name, version)], []).append(
+            (name, version, f"{why}: out of fetch until re-verified against the new schema", evidence))
+    for from_status, group in sorted(moves.items()):
+        move_many(conn, library, group, from_status, SUSPENDED)
+
+
+def statuses(conn: sa.Connection, tenant: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """The status of each version of ``keys``."""
+    wanted = sorted(set(keys))
+    found: dict[tuple[str, int], str] = {}
+    versions = rs.versions_table
+    for start in range(0, len(wanted), 500):
+        part = wanted[start:start + 500]
+        found.update({(r[0], int(r[1])): r[2] for r in conn.execute(
+            sa.select(versions.c.name, versions.c.version, versions.c.status)
+            .where(versions.c.tenant == tenant).where(sa.tuple_(versions.c.name, versions.c.version).in_(part)))})
+    return found
+
+
+def canaries_of(conn: sa.Connection, tenant: str, names: Iterable[str]) -> set[tuple[str, int]]:
+    """The (name, version) of each canary row of ``names``: a suspended version with one was
+    a canary when it was suspended, and returns to canary."""
+    from skill_library.governance.tables import canaries_table
+
+    ordered = sorted(set(names))
+    found: set[tuple[str, int]] = set()
+    for start in range(0, len(ordered), 500):
+        found.update((r[0], int(r[1])) for r in conn.execute(
+            sa.select(canaries_table.c.name, canaries_table.c.version).where(canaries_table.c.tenant == tenant)
+            .where(canaries_table.c.name.in_(ordered[start:start + 500]))))
+    return found
 
 
 def _digest_or_none(spec: "ToolSpec | None") -> str | None:
@@ -452,7 +487,9 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
                            f"re-verified: the recorded calls of {traces} example trace(s) are valid under "
                            "the new schema", {"tools": {b.tool: b.digest for b in rebound}, "diff": diff}))
         audit.write_many(conn, tenant, held, actor=system.id)
-        move_many(conn, library, passed, SUSPENDED, "active")
+        canaries = canaries_of(conn, tenant, {n for n, _, _, _ in passed})  # back to their share
+        move_many(conn, library, [p for p in passed if (p[0], p[1]) not in canaries], SUSPENDED, "active")
+        move_many(conn, library, [p for p in passed if (p[0], p[1]) in canaries], SUSPENDED, "canary")
         result.held.clear()
         result.held.update({(e["name"], e["version"]): e["evidence"]["problems"] for e in held})
         result.reactivated[:] = [(n, v) for n, v, _, _ in passed]
@@ -478,12 +515,17 @@ def _example_ids(conn: sa.Connection, tenant: str, names: Iterable[str]) -> dict
 
 
 def resume(library: "SkillLibrary", name: str, *, actor: Any, reason: str) -> Skill:
-    """A person (``skill.approve``) returns a suspended version of ``name`` to active."""
+    """A person (``skill.approve``) returns a suspended version of ``name`` to active (a
+    suspended canary to canary, its share of sessions). With several suspended versions
+    (an active one and a canary), the newest."""
     from skill_library.errors import SkillLibraryError
-    from skill_library.governance.lifecycle import transition
+    from skill_library.governance.lifecycle import sql_of, transition
 
     suspended = [s for s in library.store.history(name) if s.status == SUSPENDED]
     if not suspended:
         raise SkillLibraryError(f"skill {name!r} has no suspended version; nothing to resume")
-    return transition(library, name, suspended[-1].version, "active", actor=actor,
+    version = suspended[-1].version
+    with sql_of(library).transaction(write=False) as conn:
+        was_canary = (name, version) in canaries_of(conn, library.tenant, [name])
+    return transition(library, name, version, "canary" if was_canary else "active", actor=actor,
                       reason=reason or "resumed by an approver after a tool schema change")

@@ -258,3 +258,106 @@ def ts_canaries(lib: SkillLibrary) -> set[str]:
 
     with sql_of(lib).transaction(write=False) as conn:
         return {n for n, _ in ts.canaries_of(conn, lib.tenant, ["check_stock"])}
+
+
+# -- the live read-only check with the caller's tools ----------------------------------------
+RESERVE_CODE = '''
+def check_stock(item: str):
+    stock = check(item=item)["stock"]
+    reserve(item=item, count=1)
+    return stock
+'''
+RESERVE = {"type": "object", "properties": {"item": {"type": "string"}, "count": {"type": "integer"}}}
+WIDER = {**CHECK_V1, "properties": {**CHECK_V1["properties"], "aisle": {"type": "string"}}}
+
+
+@pytest.fixture
+def reader(tmp_path, embedder):
+    """check_stock v1 active: reads ``check``'s ``stock`` key, then calls ``reserve`` (a
+    state-changing tool); its example trace stored."""
+    from skill_library.models import Skill
+
+    with SkillLibrary(tmp_path / "r", embedder=embedder, policy=Policy(auto_approve="all")) as library:
+        library.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False),
+                                "reserve": ToolSpec(schema=RESERVE, side_effects=True)})
+        trace = Trace(task=TASK, params={"item": "pear"}, outcome=VERIFIED, result=4, calls=[
+            ToolCall(name="check", arguments={"item": "pear"}, result={"item": "pear", "stock": 4}),
+            ToolCall(name="reserve", arguments={"item": "pear", "count": 1}, result={"ok": True})])
+        library.store.save_trace(trace)
+        skill = Skill.from_function(RESERVE_CODE, when=WHEN_STOCK, tools=["check", "reserve"])
+        skill = skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"trace_ids": [trace.id]})})
+        library.add(skill, verified=True)
+        yield library, trace.id
+
+
+def test_a_live_read_that_lost_a_key_the_code_uses_holds_the_version(reader):
+    lib, trace_id = reader
+    reserved: list[str] = []
+    tools = {"check": lambda item: {"item": item, "count": 4},  # the server renamed stock to count
+             "reserve": lambda item, count: reserved.append(item)}
+    outcome = lib.register_tools({"check": ToolSpec(schema=WIDER, side_effects=False)}, tools=tools)
+    problems = outcome.held[("check_stock", 1)]
+    assert problems == [f"trace {trace_id}: the run with live check failed: KeyError at line 3 ('stock')"]
+    assert lib.get("check_stock").status == "suspended" and names(lib) == []
+    assert lib.audit("check_stock")[-1].evidence["problems"] == problems
+    assert reserved == []  # the state-changing tool was never called live
+
+
+def test_a_live_read_that_still_fits_returns_the_version_and_never_calls_a_state_changing_tool(reader):
+    lib, _ = reader
+    reads: list[str] = []
+    reserved: list[str] = []
+
+    def check(item: str) -> dict:
+        reads.append(item)
+        return {"item": item, "stock": 9}  # live data differ from the recorded 4: fine
+
+    outcome = lib.register_tools({"check": ToolSpec(schema=WIDER, side_effects=False)},
+                                 tools={"check": check, "reserve": lambda item, count: reserved.append(item)})
+    assert outcome.reactivated == [("check_stock", 1)] and not outcome.held
+    assert reads == ["pear"] and reserved == []
+    back = lib.audit("check_stock")[-1]
+    assert back.to_status == "active" and back.evidence["live"] is True and "live succeeded" in back.reason
+
+
+def test_a_live_read_that_raises_holds_it_and_reverify_tools_returns_it_once_fixed(reader):
+    lib, trace_id = reader
+
+    def down(item: str) -> dict:
+        raise ConnectionError("the stock service is down")
+
+    outcome = lib.register_tools({"check": ToolSpec(schema=WIDER, side_effects=False)}, tools={"check": down})
+    (problem,) = outcome.held[("check_stock", 1)]
+    assert problem.startswith(f"trace {trace_id}: the run with live check failed: ")
+    assert "the live call of 'check' failed" in problem and "down" not in problem
+    assert lib.get("check_stock").status == "suspended"
+    again = lib.reverify_tools("check_stock", tools={"check": lambda item: {"item": item, "stock": 2}})
+    assert again.reactivated == [("check_stock", 1)] and lib.get("check_stock").status == "active"
+    assert names(lib) == ["check_stock"]
+    with pytest.raises(Exception, match="no suspended version"):
+        lib.reverify_tools("check_stock")
+
+
+def test_a_live_read_that_sends_the_code_another_way_holds_it(tmp_path, embedder):
+    from skill_library.models import Skill
+
+    code = '''
+def check_stock(item: str):
+    stock = check(item=item)["stock"]
+    reserve(item=item, count=stock)
+    return stock
+'''
+    with SkillLibrary(tmp_path / "w", embedder=embedder, policy=Policy(auto_approve="all")) as lib:
+        lib.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False),
+                            "reserve": ToolSpec(schema=RESERVE, side_effects=True)})
+        trace = Trace(task=TASK, params={"item": "pear"}, outcome=VERIFIED, calls=[
+            ToolCall(name="check", arguments={"item": "pear"}, result={"item": "pear", "stock": 4}),
+            ToolCall(name="reserve", arguments={"item": "pear", "count": 4}, result={"ok": True})])
+        lib.store.save_trace(trace)
+        skill = Skill.from_function(code, when=WHEN_STOCK, tools=["check", "reserve"])
+        lib.add(skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"trace_ids": [trace.id]})}),
+                verified=True)
+        outcome = lib.register_tools({"check": ToolSpec(schema=WIDER, side_effects=False)},
+                                     tools={"check": lambda item: {"item": item, "stock": 7}})
+        (problem,) = outcome.held[("check_stock", 1)]
+        assert "it made a call the trace did not record" in problem

@@ -124,7 +124,8 @@ def tool_specs(library: "SkillLibrary") -> dict[str, ToolSpec]:
 
 
 def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None], *,
-                   actor: Actor | str | None) -> "tool_schemas.Reverification":
+                   actor: Actor | str | None, tools: Mapping[str, Any] | None = None
+                   ) -> "tool_schemas.Reverification":
     """Declare ``specs`` in the tenant (``skill.admin``; one audit event); a ``None`` spec
     removes the tool's declaration. Every active version bound to a schema that changes
     (or to a removed tool) is suspended in the same transaction, then re-verified
@@ -170,7 +171,7 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None]
         sql_of(library).retrying(work)
         gone = sorted({n for n, v in hits if v not in canaries.get(n, ())})  # a canary has no index entry
         index.delete_ids(list(index.texts_of_many(gone)) if gone else [])  # one read, one delete
-    return tool_schemas.reverify(library, sorted({*hits, *waiting}), tool_specs(library))
+    return tool_schemas.reverify(library, sorted({*hits, *waiting}), tool_specs(library), tools)
 
 
 # -- writing versions ----------------------------------------------------------------------

@@ -6,14 +6,17 @@ ToolSpec`'s schema (source ``declared``), else, for a tool nobody declared, the 
 in its traces (``traces``: the argument names and JSON types its recorded calls passed).
 
 When ``register_tools`` changes the schema of a tool a version is bound to, or removes the
-tool (``specs[name] = None``), every active version calling it is ``suspended`` in the same
-transaction that stores the new schema (so no fetch serves it once ``register_tools``
-returns), audited with the reason. It is then re-verified by replaying its stored example
+tool (``specs[name] = None``), every active or canary version calling it is ``suspended`` in
+the same transaction that stores the new schema (so no fetch serves it once
+``register_tools`` returns), audited with the reason; a canary keeps its canary row and
+returns to ``canary``. It is then re-verified by replaying its stored example
 traces: every recorded call of a changed tool has its arguments validated by the new
 schema (the replay uses recorded results, so the arguments are what it checks). A pass
 returns the version to ``active`` (audited, by ``system``) bound to the new digest; a
 failure leaves it suspended for a person, with the errors and the diff of the schema in the
 audit event; ``SkillLibrary.resume`` (``skill.approve``) or ``retire`` is that person's call.
+With the caller's tool callables, :func:`live_check` also runs the version once per example
+trace with its read-only tools live and every other call stubbed by its recorded result.
 
 A schema that is not valid JSON Schema is refused at ``register_tools`` with the path of
 the error (:func:`check_schema`).

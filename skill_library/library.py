@@ -366,14 +366,23 @@ class SkillLibrary:
         return workflow.tool_specs(self)
 
     def register_tools(self, specs: Mapping[str, ToolSpec | None], *,
-                       actor: "Actor | str | None" = None) -> "Reverification":
+                       actor: "Actor | str | None" = None,
+                       tools: Mapping[str, Callable[..., Any]] | None = None) -> "Reverification":
         """Declare tools in the tenant (``skill.admin``; audited; ``None`` removes one). A
         tool nobody declared counts as having side effects. A schema that is not valid JSON
-        Schema is refused; active versions bound to a changed or removed tool's schema are
-        suspended and re-verified (docs/security.md, "Tool schemas")."""
+        Schema is refused; active and canary versions bound to a changed or removed tool's
+        schema are suspended and re-verified, with ``tools`` (the caller's callables) by a
+        live read-only run too (docs/security.md, "Tool schemas")."""
         from skill_library.governance import workflow
 
-        return workflow.register_tools(self, specs, actor=actor)
+        return workflow.register_tools(self, specs, actor=actor, tools=tools)
+
+    def reverify_tools(self, name: str, tools: Mapping[str, Callable[..., Any]] | None = None) -> "Reverification":
+        """Re-verify the suspended versions of ``name`` against the tool schemas declared
+        now; with ``tools``, its example traces' read-only calls also run live."""
+        from skill_library.governance import tool_schemas
+
+        return tool_schemas.reverify_named(self, name, tools)
 
     def tool_schema_digests(self, name: str, version: int | None = None) -> dict[str, str]:
         """``{tool: sha256}`` of the tool schemas ``name`` v``version`` (default: the

@@ -154,3 +154,210 @@ def test_putting_the_schema_back_re_verifies_a_held_version(lib):
     assert outcome.suspended == [(name, 1)] and outcome.reactivated == [(name, 1)]
     assert lib.get(name).status == "active" and names(lib) == [name]
     assert (lib.audit(name)[-1].from_status, lib.audit(name)[-1].to_status) == ("suspended", "active")
+
+
+# -- a canary bound to a changed tool (issue 26 item 2: canaries leave fetch too) -------------
+AISLE_V1 = {"type": "object", "properties": {"item": {"type": "string"}}, "required": ["item"]}
+CHECK_CODE = '''
+def check_stock(item: str):
+    return check(item=item)["stock"]
+'''
+AISLE_CODE = '''
+def check_stock(item: str):
+    return check(item=item)["stock"] if aisle_of(item=item)["aisle"] == "fruit" else 0
+'''
+WHEN_STOCK = "check the stock of {item}s in the fruit aisle"
+
+
+def _shop(task):
+    from skill_library.governance.suite import TaskEnvironment
+
+    return TaskEnvironment(tools={"check": lambda item: {"item": item, "stock": 4},
+                                  "aisle_of": lambda item: {"item": item, "aisle": "fruit"}},
+                           check=lambda run: run.value == 4)
+
+
+@pytest.fixture
+def canaried(tmp_path, embedder):
+    """check_stock v1 active (calls check), v2 a canary for cohort ``beta`` (calls check and
+    aisle_of), its example trace stored; both tools declared read-only."""
+    from skill_library.governance.suite import Suite
+    from skill_library.models import Skill
+    from tests.governance_world import actors
+
+    with SkillLibrary(tmp_path / "c", embedder=embedder) as library:
+        library.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False),
+                                "aisle_of": ToolSpec(schema=AISLE_V1, side_effects=False)})
+        proposer, approver = actors(library)
+        library.add(Skill.from_function(CHECK_CODE, when=WHEN_STOCK, tools=["check"]), verified=True)
+        trace = Trace(task=TASK, params={"item": "pear"}, outcome=VERIFIED, calls=[
+            ToolCall(name="aisle_of", arguments={"item": "pear"}, result={"item": "pear", "aisle": "fruit"}),
+            ToolCall(name="check", arguments={"item": "pear"}, result={"item": "pear", "stock": 4})])
+        library.store.save_trace(trace)
+        skill = Skill.from_function(AISLE_CODE, when=WHEN_STOCK, tools=["check", "aisle_of"])
+        skill = skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"trace_ids": [trace.id]})})
+        draft = library.propose(skill, actor=proposer)
+        suite = Suite(id="shop", tasks=[{"id": "pear", "instruction": TASK, "params": {"item": "pear"}}])
+        assert library.evaluate("check_stock", draft.version, suite, _shop, actor=proposer).passed
+        library.approve("check_stock", draft.version, actor=approver)
+        library.canary("check_stock", draft.version, actor=approver, cohort="beta")
+        assert library.get("check_stock", 2).status == "canary"
+        yield library
+
+
+def served(lib: SkillLibrary, cohort: str | None = "beta") -> list[tuple[str, int]]:
+    return [(m.skill.name, m.skill.version) for m in lib.fetch(TASK, min_reliability=0, abstain=False, cohort=cohort)]
+
+
+def test_a_canary_bound_to_a_changed_tool_leaves_fetch_and_is_re_verified_back_to_canary(canaried):
+    lib = canaried
+    assert served(lib) == [("check_stock", 2)] and served(lib, None) == [("check_stock", 1)]
+    wider = {**AISLE_V1, "properties": {**AISLE_V1["properties"], "store": {"type": "string"}}}
+    outcome = lib.register_tools({"aisle_of": ToolSpec(schema=wider, side_effects=False)})
+    assert outcome.suspended == [("check_stock", 2)] and outcome.reactivated == [("check_stock", 2)]
+    assert lib.get("check_stock", 2).status == "canary" and lib.get("check_stock", 1).status == "active"
+    assert served(lib) == [("check_stock", 2)]  # back to its cohort
+    steps = [(e.version, e.from_status, e.to_status, e.actor) for e in lib.audit("check_stock")][-2:]
+    assert steps == [(2, "canary", "suspended", "system"), (2, "suspended", "canary", "system")]
+    assert "tool 'aisle_of' schema changed" in lib.audit("check_stock")[-2].reason
+    assert lib.tool_schema_digests("check_stock", 2)["aisle_of"] == ts.digest(wider)
+
+
+def test_a_canary_failing_re_verification_is_held_and_its_cohort_gets_the_active_version(canaried):
+    lib = canaried
+    stricter = {**AISLE_V1, "required": ["item", "store"],
+                "properties": {**AISLE_V1["properties"], "store": {"type": "string"}}}
+    outcome = lib.register_tools({"aisle_of": ToolSpec(schema=stricter, side_effects=False)})
+    assert outcome.held[("check_stock", 2)] and "store is required" in outcome.held[("check_stock", 2)][0]
+    assert lib.get("check_stock", 2).status == "suspended" and lib.get("check_stock", 1).status == "active"
+    for _ in range(3):  # out of its cohort's fetch at once; the active version, untouched, serves it
+        assert served(lib) == [("check_stock", 1)] and served(lib, None) == [("check_stock", 1)]
+    run = lib.run("check_stock", {"item": "pear"}, {"check": lambda item: {"item": item, "stock": 4}},
+                  cohort="beta")
+    assert run.version == 1
+    held = lib.audit("check_stock")[-1]
+    assert (held.version, held.from_status, held.to_status, held.actor) == (2, "suspended", "suspended", "system")
+    assert '+    "store": {' in held.evidence["diff"]
+    lib.resume("check_stock", actor="rita", reason="the store argument has a default on the server")
+    assert lib.get("check_stock", 2).status == "canary" and served(lib) == [("check_stock", 2)]
+    assert (lib.audit("check_stock")[-1].from_status, lib.audit("check_stock")[-1].to_status) == ("suspended", "canary")
+
+
+def test_a_suspended_canary_retired_ends_its_canary(canaried):
+    lib = canaried
+    lib.register_tools({"aisle_of": None})
+    assert lib.get("check_stock", 2).status == "suspended"
+    from skill_library.governance.lifecycle import transition
+
+    transition(lib, "check_stock", 2, "retired", actor="rita", reason="the aisle tool is gone")
+    assert served(lib) == [("check_stock", 1)] and "check_stock" not in ts_canaries(lib)
+
+
+def ts_canaries(lib: SkillLibrary) -> set[str]:
+    from skill_library.governance.lifecycle import sql_of
+
+    with sql_of(lib).transaction(write=False) as conn:
+        return {n for n, _ in ts.canaries_of(conn, lib.tenant, ["check_stock"])}
+
+
+# -- the live read-only check with the caller's tools ----------------------------------------
+RESERVE_CODE = '''
+def check_stock(item: str):
+    stock = check(item=item)["stock"]
+    reserve(item=item, count=1)
+    return stock
+'''
+RESERVE = {"type": "object", "properties": {"item": {"type": "string"}, "count": {"type": "integer"}}}
+WIDER = {**CHECK_V1, "properties": {**CHECK_V1["properties"], "aisle": {"type": "string"}}}
+
+
+@pytest.fixture
+def reader(tmp_path, embedder):
+    """check_stock v1 active: reads ``check``'s ``stock`` key, then calls ``reserve`` (a
+    state-changing tool); its example trace stored."""
+    from skill_library.models import Skill
+
+    with SkillLibrary(tmp_path / "r", embedder=embedder, policy=Policy(auto_approve="all")) as library:
+        library.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False),
+                                "reserve": ToolSpec(schema=RESERVE, side_effects=True)})
+        trace = Trace(task=TASK, params={"item": "pear"}, outcome=VERIFIED, result=4, calls=[
+            ToolCall(name="check", arguments={"item": "pear"}, result={"item": "pear", "stock": 4}),
+            ToolCall(name="reserve", arguments={"item": "pear", "count": 1}, result={"ok": True})])
+        library.store.save_trace(trace)
+        skill = Skill.from_function(RESERVE_CODE, when=WHEN_STOCK, tools=["check", "reserve"])
+        skill = skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"trace_ids": [trace.id]})})
+        library.add(skill, verified=True)
+        yield library, trace.id
+
+
+def test_a_live_read_that_lost_a_key_the_code_uses_holds_the_version(reader):
+    lib, trace_id = reader
+    reserved: list[str] = []
+    tools = {"check": lambda item: {"item": item, "count": 4},  # the server renamed stock to count
+             "reserve": lambda item, count: reserved.append(item)}
+    outcome = lib.register_tools({"check": ToolSpec(schema=WIDER, side_effects=False)}, tools=tools)
+    problems = outcome.held[("check_stock", 1)]
+    assert problems == [f"trace {trace_id}: the run with live check failed: KeyError at line 3 ('stock')"]
+    assert lib.get("check_stock").status == "suspended" and names(lib) == []
+    assert lib.audit("check_stock")[-1].evidence["problems"] == problems
+    assert reserved == []  # the state-changing tool was never called live
+
+
+def test_a_live_read_that_still_fits_returns_the_version_and_never_calls_a_state_changing_tool(reader):
+    lib, _ = reader
+    reads: list[str] = []
+    reserved: list[str] = []
+
+    def check(item: str) -> dict:
+        reads.append(item)
+        return {"item": item, "stock": 9}  # live data differ from the recorded 4: fine
+
+    outcome = lib.register_tools({"check": ToolSpec(schema=WIDER, side_effects=False)},
+                                 tools={"check": check, "reserve": lambda item, count: reserved.append(item)})
+    assert outcome.reactivated == [("check_stock", 1)] and not outcome.held
+    assert reads == ["pear"] and reserved == []
+    back = lib.audit("check_stock")[-1]
+    assert back.to_status == "active" and back.evidence["live"] is True and "live succeeded" in back.reason
+
+
+def test_a_live_read_that_raises_holds_it_and_reverify_tools_returns_it_once_fixed(reader):
+    lib, trace_id = reader
+
+    def down(item: str) -> dict:
+        raise ConnectionError("the stock service is down")
+
+    outcome = lib.register_tools({"check": ToolSpec(schema=WIDER, side_effects=False)}, tools={"check": down})
+    (problem,) = outcome.held[("check_stock", 1)]
+    assert problem.startswith(f"trace {trace_id}: the run with live check failed: ")
+    assert "the live call of 'check' failed" in problem and "down" not in problem
+    assert lib.get("check_stock").status == "suspended"
+    again = lib.reverify_tools("check_stock", tools={"check": lambda item: {"item": item, "stock": 2}})
+    assert again.reactivated == [("check_stock", 1)] and lib.get("check_stock").status == "active"
+    assert names(lib) == ["check_stock"]
+    with pytest.raises(Exception, match="no suspended version"):
+        lib.reverify_tools("check_stock")
+
+
+def test_a_live_read_that_sends_the_code_another_way_holds_it(tmp_path, embedder):
+    from skill_library.models import Skill
+
+    code = '''
+def check_stock(item: str):
+    stock = check(item=item)["stock"]
+    reserve(item=item, count=stock)
+    return stock
+'''
+    with SkillLibrary(tmp_path / "w", embedder=embedder, policy=Policy(auto_approve="all")) as lib:
+        lib.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False),
+                            "reserve": ToolSpec(schema=RESERVE, side_effects=True)})
+        trace = Trace(task=TASK, params={"item": "pear"}, outcome=VERIFIED, calls=[
+            ToolCall(name="check", arguments={"item": "pear"}, result={"item": "pear", "stock": 4}),
+            ToolCall(name="reserve", arguments={"item": "pear", "count": 4}, result={"ok": True})])
+        lib.store.save_trace(trace)
+        skill = Skill.from_function(code, when=WHEN_STOCK, tools=["check", "reserve"])
+        lib.add(skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"trace_ids": [trace.id]})}),
+                verified=True)
+        outcome = lib.register_tools({"check": ToolSpec(schema=WIDER, side_effects=False)},
+                                     tools={"check": lambda item: {"item": item, "stock": 7}})
+        (problem,) = outcome.held[("check_stock", 1)]
+        assert "it made a call the trace did not record" in problem

@@ -35,12 +35,13 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "draft": frozenset({"evaluated", "rejected"}),
     "evaluated": frozenset({"approved", "rejected"}),
     "approved": frozenset({"canary", "active"}),
-    "canary": frozenset({"active", "approved"}),
+    # a canary bound to a changed tool is suspended too (its canary row kept), and returns to canary
+    "canary": frozenset({"active", "approved", "suspended"}),
     "active": frozenset({"superseded", "quarantined", "retired", "suspended"}),
     "superseded": frozenset({"active"}),
     "quarantined": frozenset({"active", "retired"}),
     # a tool schema change (governance.tool_schemas): re-verified back to active, or a person's call
-    "suspended": frozenset({"active", "retired"}),
+    "suspended": frozenset({"active", "canary", "retired"}),
     "retired": frozenset(),
     "rejected": frozenset(),
 }
@@ -110,6 +111,11 @@ def apply(
         if refused is not None:
             raise PermissionDenied(refused)
     tenant = tenant_of(library)
+    if skill.status == "suspended" and to_status == "canary" and not conn.execute(
+            sa.select(canaries_table.c.version).where(canaries_table.c.tenant == tenant)
+            .where(canaries_table.c.name == name).where(canaries_table.c.version == version)).first():
+        raise LifecycleError(f"skill {name!r} v{version} was not a canary when it was suspended: "
+                             "it can only return to active")
     if to_status == "active":
         for other in store.versions_with_status(conn, name, "active"):
             if other != version:
@@ -117,7 +123,7 @@ def apply(
                 audit.write(conn, tenant, name, other, "active", "superseded", actor=actor.id,
                             reason=f"superseded by v{version}")
         store.write_pointer(conn, name, version)
-    if skill.status == "canary":
+    if skill.status == "canary" or (skill.status == "suspended" and to_status != "canary"):
         conn.execute(canaries_table.delete().where(canaries_table.c.tenant == tenant)
                      .where(canaries_table.c.name == name)
                      .where(canaries_table.c.version == version))

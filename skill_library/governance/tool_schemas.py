@@ -6,14 +6,17 @@ ToolSpec`'s schema (source ``declared``), else, for a tool nobody declared, the 
 in its traces (``traces``: the argument names and JSON types its recorded calls passed).
 
 When ``register_tools`` changes the schema of a tool a version is bound to, or removes the
-tool (``specs[name] = None``), every active version calling it is ``suspended`` in the same
-transaction that stores the new schema (so no fetch serves it once ``register_tools``
-returns), audited with the reason. It is then re-verified by replaying its stored example
+tool (``specs[name] = None``), every active or canary version calling it is ``suspended`` in
+the same transaction that stores the new schema (so no fetch serves it once
+``register_tools`` returns), audited with the reason; a canary keeps its canary row and
+returns to ``canary``. It is then re-verified by replaying its stored example
 traces: every recorded call of a changed tool has its arguments validated by the new
 schema (the replay uses recorded results, so the arguments are what it checks). A pass
 returns the version to ``active`` (audited, by ``system``) bound to the new digest; a
 failure leaves it suspended for a person, with the errors and the diff of the schema in the
 audit event; ``SkillLibrary.resume`` (``skill.approve``) or ``retire`` is that person's call.
+With the caller's tool callables, :func:`live_check` also runs the version once per example
+trace with its read-only tools live and every other call stubbed by its recorded result.
 
 A schema that is not valid JSON Schema is refused at ``register_tools`` with the path of
 the error (:func:`check_schema`).
@@ -24,7 +27,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +46,8 @@ SUSPENDED = "suspended"
 #: where a binding's schema came from
 DECLARED = "declared"
 TRACES = "traces"
+#: the statuses a schema change suspends: the versions fetch serves (a canary to its share)
+SERVED = ("active", "canary")
 
 @dataclass(frozen=True)
 class Binding:
@@ -142,15 +147,20 @@ def bindings_of(skill: Skill, specs: Mapping[str, "ToolSpec"],
 # -- storing ------------------------------------------------------------------------------
 def trace_calls(conn: sa.Connection, tenant: str, trace_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     """The recorded calls of the stored traces ``trace_ids`` (raw dicts), by trace id."""
+    return {t: list(body.get("calls") or []) for t, body in trace_bodies(conn, tenant, trace_ids).items()}
+
+
+def trace_bodies(conn: sa.Connection, tenant: str, trace_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The stored traces ``trace_ids`` (raw dicts: ``params``, ``calls``, ...), by trace id."""
     ids = sorted(set(trace_ids))
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(ids), 500):
         rows = conn.execute(sa.select(rs.traces_table.c.id, rs.traces_table.c.body)
                             .where(rs.traces_table.c.tenant == tenant)
                             .where(rs.traces_table.c.id.in_(ids[start:start + 500])))
         for trace_id, body in rows:
             data = json.loads(body) if isinstance(body, str) else body
-            found[trace_id] = list((data or {}).get("calls") or [])
+            found[trace_id] = dict(data or {})
     return found
 
 
@@ -245,11 +255,12 @@ def changed_tools(old: Mapping[str, "ToolSpec"], new: Mapping[str, "ToolSpec | N
 
 def affected(conn: sa.Connection, tenant: str, new: Mapping[str, "ToolSpec | None"],
              changed: Mapping[str, str]) -> dict[tuple[str, int], list[str]]:
-    """The active versions bound to a tool of ``changed`` (or, for a tool declared for the
-    first time with a schema, bound to a different schema seen in traces), with those tools."""
+    """The served (active and canary) versions bound to a tool of ``changed`` (or, for a
+    tool declared for the first time with a schema, bound to a different schema seen in
+    traces), with those tools."""
     active = [(r[0], int(r[1]), list(r[2] or [])) for r in conn.execute(
         sa.select(rs.versions_table.c.name, rs.versions_table.c.version, rs.versions_table.c.tools)
-        .where(rs.versions_table.c.tenant == tenant).where(rs.versions_table.c.status == "active")
+        .where(rs.versions_table.c.tenant == tenant).where(rs.versions_table.c.status.in_(SERVED))
         .where(rs.versions_table.c.kind == "code"))]
     declared = {t: s for t, s in new.items() if s is not None}
     bound = load(conn, tenant, [(n, v) for n, v, _ in active])
@@ -281,17 +292,49 @@ def suspended_calling(conn: sa.Connection, tenant: str, tools: Iterable[str]) ->
 
 def suspend(conn: sa.Connection, library: "SkillLibrary", hits: Mapping[tuple[str, int], list[str]],
             new: Mapping[str, "ToolSpec | None"], changed: Mapping[str, str]) -> None:
-    """Move every version of ``hits`` from active to suspended on ``conn`` (the
-    transaction that stores the new schemas), audited by ``system`` with the reason."""
+    """Move every version of ``hits`` from active (or canary) to suspended on ``conn`` (the
+    transaction that stores the new schemas), audited by ``system`` with the reason. A
+    canary keeps its ``canaries`` row, so that passing re-verification returns it to its
+    share of sessions; routing serves only a version whose status is ``canary``."""
     bound = load(conn, library.tenant, hits)
-    moves = []
+    status = statuses(conn, library.tenant, hits)
+    moves: dict[str, list[tuple[str, int, str, dict[str, Any]]]] = {}
     for (name, version), tools in sorted(hits.items()):
         why = "; ".join(f"tool {t!r} {changed.get(t, 'declared with a schema')}" for t in tools)
         mine = bound.get((name, version), {})
         evidence = {"tools": {t: {"from": mine[t].digest if t in mine else None,
                                   "to": _digest_or_none(new.get(t))} for t in tools}}
-        moves.append((name, version, f"{why}: out of fetch until re-verified against the new schema", evidence))
-    move_many(conn, library, moves, "active", SUSPENDED)
+        moves.setdefault(status[(name, version)], []).append(
+            (name, version, f"{why}: out of fetch until re-verified against the new schema", evidence))
+    for from_status, group in sorted(moves.items()):
+        move_many(conn, library, group, from_status, SUSPENDED)
+
+
+def statuses(conn: sa.Connection, tenant: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """The status of each version of ``keys``."""
+    wanted = sorted(set(keys))
+    found: dict[tuple[str, int], str] = {}
+    versions = rs.versions_table
+    for start in range(0, len(wanted), 500):
+        part = wanted[start:start + 500]
+        found.update({(r[0], int(r[1])): r[2] for r in conn.execute(
+            sa.select(versions.c.name, versions.c.version, versions.c.status)
+            .where(versions.c.tenant == tenant).where(sa.tuple_(versions.c.name, versions.c.version).in_(part)))})
+    return found
+
+
+def canaries_of(conn: sa.Connection, tenant: str, names: Iterable[str]) -> set[tuple[str, int]]:
+    """The (name, version) of each canary row of ``names``: a suspended version with one was
+    a canary when it was suspended, and returns to canary."""
+    from skill_library.governance.tables import canaries_table
+
+    ordered = sorted(set(names))
+    found: set[tuple[str, int]] = set()
+    for start in range(0, len(ordered), 500):
+        found.update((r[0], int(r[1])) for r in conn.execute(
+            sa.select(canaries_table.c.name, canaries_table.c.version).where(canaries_table.c.tenant == tenant)
+            .where(canaries_table.c.name.in_(ordered[start:start + 500]))))
+    return found
 
 
 def _digest_or_none(spec: "ToolSpec | None") -> str | None:
@@ -386,12 +429,18 @@ def schema_diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) ->
 
 
 def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
-             specs: Mapping[str, "ToolSpec"]) -> Reverification:
+             specs: Mapping[str, "ToolSpec"], tools: Mapping[str, Callable[..., Any]] | None = None
+             ) -> Reverification:
     """Re-verify the ``suspended`` versions against the tenant's tool ``specs`` now: replay
     their example traces' calls of the tools whose schema they are not bound to; the ones
     that pass become active again (by ``system``, audited, rebound), the others stay
     suspended with the problems and the schema diff in an audit event. Two write
-    transactions for all of them, then one index sync."""
+    transactions for all of them, then one index sync.
+
+    With ``tools`` (the caller's tool callables), a version whose replay passes is also
+    run once per example trace in the sandbox (:func:`live_check`): its read-only calls go
+    live to ``tools``, every other call gets its recorded result; a run that fails holds
+    the version with the reason."""
     from skill_library.governance import audit
     from skill_library.governance.lifecycle import sql_of
 
@@ -406,7 +455,8 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
         examples = _example_ids(conn, tenant, {n for n, _ in suspended})
         wanted = {t for key in suspended if key in skills
                   for t in [*skills[key].provenance.trace_ids, *examples.get(key[0], [])]}
-        calls = trace_calls(conn, tenant, wanted)
+        bodies = trace_bodies(conn, tenant, wanted)
+    calls = {t: list(b.get("calls") or []) for t, b in bodies.items()}
     verdicts: dict[tuple[str, int], tuple[list[Binding], list[str], str]] = {}
     for key in suspended:
         skill = skills.get(key)
@@ -433,6 +483,8 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
             diffs.append(schema_diff(None if old is None else old.schema, schema))
             if schema is not None:
                 rebound.append(Binding(tool, digest(schema), DECLARED, schema))
+        if tools and not problems and rebound:
+            problems.extend(live_check(library, skill, {t: bodies[t] for t in ids if t in bodies}, specs, tools))
         verdicts[key] = (rebound, problems, "".join(diffs))
     system = library.resolve_actor("system")
 
@@ -448,11 +500,15 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
                              "evidence": {"problems": problems[:50], "diff": diff}})
                 continue
             rebind(conn, tenant, name, version, rebound)
+            live = " and its run with the caller's read-only tools live succeeded" if tools else ""
             passed.append((name, version,
                            f"re-verified: the recorded calls of {traces} example trace(s) are valid under "
-                           "the new schema", {"tools": {b.tool: b.digest for b in rebound}, "diff": diff}))
+                           f"the new schema{live}", {"tools": {b.tool: b.digest for b in rebound}, "diff": diff,
+                                                     "live": bool(tools)}))
         audit.write_many(conn, tenant, held, actor=system.id)
-        move_many(conn, library, passed, SUSPENDED, "active")
+        canaries = canaries_of(conn, tenant, {n for n, _, _, _ in passed})  # back to their share
+        move_many(conn, library, [p for p in passed if (p[0], p[1]) not in canaries], SUSPENDED, "active")
+        move_many(conn, library, [p for p in passed if (p[0], p[1]) in canaries], SUSPENDED, "canary")
         result.held.clear()
         result.held.update({(e["name"], e["version"]): e["evidence"]["problems"] for e in held})
         result.reactivated[:] = [(n, v) for n, v, _, _ in passed]
@@ -478,12 +534,106 @@ def _example_ids(conn: sa.Connection, tenant: str, names: Iterable[str]) -> dict
 
 
 def resume(library: "SkillLibrary", name: str, *, actor: Any, reason: str) -> Skill:
-    """A person (``skill.approve``) returns a suspended version of ``name`` to active."""
+    """A person (``skill.approve``) returns a suspended version of ``name`` to active (a
+    suspended canary to canary, its share of sessions). With several suspended versions
+    (an active one and a canary), the newest."""
     from skill_library.errors import SkillLibraryError
-    from skill_library.governance.lifecycle import transition
+    from skill_library.governance.lifecycle import sql_of, transition
 
     suspended = [s for s in library.store.history(name) if s.status == SUSPENDED]
     if not suspended:
         raise SkillLibraryError(f"skill {name!r} has no suspended version; nothing to resume")
-    return transition(library, name, suspended[-1].version, "active", actor=actor,
+    version = suspended[-1].version
+    with sql_of(library).transaction(write=False) as conn:
+        was_canary = (name, version) in canaries_of(conn, library.tenant, [name])
+    return transition(library, name, version, "canary" if was_canary else "active", actor=actor,
                       reason=reason or "resumed by an approver after a tool schema change")
+
+
+# -- the live read-only check -----------------------------------------------------------------
+class NotRecorded(Exception):
+    """A stubbed call the example trace did not make (the run took another path)."""
+
+
+def _recorded(tool: str, calls: Sequence[Mapping[str, Any]]) -> Callable[..., Any]:
+    """A stub of ``tool`` answering each call with the recorded result of the trace's
+    unused call with the same arguments; a call the trace did not make raises."""
+    import copy
+
+    from skill_library.induction.verify import same_value
+
+    mine = [c for c in calls if c.get("name") == tool and not c.get("error")]
+    used = [False] * len(mine)
+
+    def stub(**arguments: Any) -> Any:
+        for i, call in enumerate(mine):
+            if not used[i] and same_value(call.get("arguments") or {}, arguments):
+                used[i] = True
+                return copy.deepcopy(call.get("result"))
+        raise NotRecorded(f"the example trace has no call of {tool!r} with these arguments")
+
+    stub.__name__ = tool
+    return stub
+
+
+def live_check(library: "SkillLibrary", skill: Skill, traces: Mapping[str, Mapping[str, Any]],
+               specs: Mapping[str, "ToolSpec"], tools: Mapping[str, Callable[..., Any]]) -> list[str]:
+    """The problems of running ``skill`` once per stored example trace (``traces``: raw
+    trace dicts by id) in the sandbox with its read-only tools live: a tool declared
+    read-only (``side_effects=False``, or in ``read_only_tools=``) that ``tools`` holds is
+    called for real; every other tool, and so every state-changing one, is a stub answering
+    with the trace's recorded result. A run that fails (the code raised on what a live read
+    returned, e.g. a missing key it uses; a live read raised; it took a path the trace did
+    not record) is a problem naming the trace, the error's type and line; a message is kept
+    only for a missing key or index (never a value the run saw)."""
+    from skill_library.errors import SkillUsageError
+    from skill_library.execution import closure, execute
+
+    _, declared = closure(library, skill)
+    read_only = {t for t in declared if (t in specs and not specs[t].side_effects) or t in library.read_only_tools}
+    live = sorted(t for t in read_only if t in tools)
+    if not live:
+        return []  # none of its reads was given: nothing to check live
+    schemas = {t: dict(specs[t].schema_) for t in declared if t in specs and specs[t].schema_}
+    names = list((skill.parameters or {}).get("properties", {}))
+    problems: list[str] = []
+    ran = 0
+    for trace_id, body in sorted(traces.items()):
+        calls = list(body.get("calls") or [])
+        params = dict(body.get("params") or {})
+        mapping = {t: (tools[t] if t in live else _recorded(t, calls)) for t in declared}
+        try:
+            run = execute(library, skill, {k: params[k] for k in names if k in params}, mapping,
+                          tool_schemas=schemas)
+        except SkillUsageError:
+            continue  # its parameters do not fit the version's: not an example to run it on
+        ran += 1
+        if run.ok:
+            continue
+        error = run.error
+        kind = error.type if error is not None else (run.limit or "error")
+        where = f" at line {error.line}" if error is not None and error.line else ""
+        keep = error is not None and error.type in ("KeyError", "IndexError")
+        failed_live = [c for c in run.trace.calls if c.name in live and c.error]
+        cause = (f"; the live call of {failed_live[0].name!r} failed" if failed_live else "")
+        if any(c.name not in live and (c.error or "").startswith("the example trace has no call")
+               for c in run.trace.calls):
+            cause = "; it made a call the trace did not record (a live read sent it another way)"
+        problems.append(f"trace {trace_id}: the run with live {', '.join(live)} failed: {kind}{where}"
+                        + (f" ({error.message[:80]})" if keep and error is not None else "") + cause)
+    if not ran:
+        problems.append("no stored example trace fits the version's parameters: nothing to run live")
+    return problems
+
+
+def reverify_named(library: "SkillLibrary", name: str,
+                   tools: Mapping[str, Callable[..., Any]] | None = None) -> Reverification:
+    """``SkillLibrary.reverify_tools``: re-verify the suspended versions of ``name`` against
+    the tool schemas declared now (with ``tools``, the live read-only check too)."""
+    from skill_library.errors import SkillLibraryError
+    from skill_library.governance.workflow import tool_specs
+
+    keys = [(s.name, s.version) for s in library.store.history(name) if s.status == SUSPENDED]
+    if not keys:
+        raise SkillLibraryError(f"skill {name!r} has no suspended version; nothing to re-verify")
+    return reverify(library, keys, tool_specs(library), tools)

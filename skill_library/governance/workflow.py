@@ -124,7 +124,8 @@ def tool_specs(library: "SkillLibrary") -> dict[str, ToolSpec]:
 
 
 def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None], *,
-                   actor: Actor | str | None) -> "tool_schemas.Reverification":
+                   actor: Actor | str | None, tools: Mapping[str, Any] | None = None
+                   ) -> "tool_schemas.Reverification":
     """Declare ``specs`` in the tenant (``skill.admin``; one audit event); a ``None`` spec
     removes the tool's declaration. Every active version bound to a schema that changes
     (or to a removed tool) is suspended in the same transaction, then re-verified
@@ -145,6 +146,7 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None]
     tenant = tenant_of(library)
     hits: dict[tuple[str, int], list[str]] = {}
     waiting: list[tuple[str, int]] = []
+    canaries: dict[str, set[int]] = {}
 
     def work(conn: sa.Connection) -> None:
         old = {**library.constructor_tool_specs(), **tool_store.load(conn, tenant)}
@@ -160,13 +162,16 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None]
         hits.clear()
         hits.update(tool_schemas.affected(conn, tenant, checked, changed))
         waiting[:] = tool_schemas.suspended_calling(conn, tenant, checked)  # held before: try again
+        canaries.clear()
+        for n, v in tool_schemas.canaries_of(conn, tenant, {n for n, _ in hits}):
+            canaries.setdefault(n, set()).add(v)
         tool_schemas.suspend(conn, library, hits, checked, changed)
 
     with library._index.writing() as index:
         sql_of(library).retrying(work)
-        gone = sorted({n for n, _ in hits})
+        gone = sorted({n for n, v in hits if v not in canaries.get(n, ())})  # a canary has no index entry
         index.delete_ids(list(index.texts_of_many(gone)) if gone else [])  # one read, one delete
-    return tool_schemas.reverify(library, sorted({*hits, *waiting}), tool_specs(library))
+    return tool_schemas.reverify(library, sorted({*hits, *waiting}), tool_specs(library), tools)
 
 
 # -- writing versions ----------------------------------------------------------------------

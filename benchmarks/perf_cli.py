@@ -78,6 +78,33 @@ def _governance_rows(skills: str, env: dict[str, str], work: Path, repeat: int) 
     return [(label, statistics.median(times), codes[label]) for label, times in rows.items()]
 
 
+MODEL_FLOOR = ("from skill_library.embeddings import SentenceTransformerEmbedder; "
+               "SentenceTransformerEmbedder().embed(['water the roses'])")
+
+
+def _fetch_rows(skills: str, env: dict[str, str], work: Path, repeat: int) -> list[tuple[str, float, int]]:
+    """`skills fetch` beside loading the embedding model alone in a bare Python process, and
+    `skills fetch` again while a `skills serve` of the same library answers (docs/serving.md)."""
+    floor = [_time([sys.executable, "-c", MODEL_FLOOR], env, work)[0] for _ in range(repeat)]
+    rows = [("python: load the model, embed one text", statistics.median(floor), 0)]
+    server = subprocess.Popen([skills, "serve"], env=env, cwd=work, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        socket_file = Path(env["SKILLS_DIR"]) / "serve.sock"
+        deadline = time.monotonic() + 300
+        while not socket_file.exists() and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.1)
+        if not socket_file.exists():
+            return rows + [("skills fetch (served): the server did not start", 0.0, 1)]
+        served = [_time([skills, "fetch", "water the roses"], env, work) for _ in range(repeat)]
+        rows.append(("skills fetch (a skills serve running)", statistics.median(t for t, _ in served),
+                     max(c for _, c in served)))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print one row per command: median seconds, and the ratio to `skills --help`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -126,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                          statistics.median(times), code))
         rows += [("skills " + label, seconds, code)
                  for label, seconds, code in _governance_rows(skills, env, work, options.repeat)]
+        rows += _fetch_rows(skills, env, work, options.repeat)
     floor = rows[0][1]
     print(f"{'command':<40} {'median s':>9} {'x typer':>8}  exit")
     for name, seconds, code in rows:

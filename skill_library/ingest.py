@@ -308,3 +308,22 @@ def duplicate_of(index: VectorIndex, embedding: Sequence[float], name: str) -> t
 
 
 settings.forward(__name__, "ADD_BATCH")
+
+
+
+def add_many_checked(
+    library: "SkillLibrary", skills: Sequence[Skill], *, verified: bool, advance: Callable[[int], None]
+) -> list[AddResult]:
+    """``SkillLibrary.add_many``: check every skill (types, verified traces) and that the
+    local administrator may add active versions, then :func:`add_many` (``advance``: the
+    progress bar's step)."""
+    from skill_library.governance.actors import require
+
+    check_types(skills)
+    if verified:
+        for skill in skills:
+            if skill.provenance.trace_ids:
+                check_verified(library.store, skill)
+    admin = library.resolve_actor(None)
+    require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
+    return add_many(library, skills, verified=verified, actor=admin, advance=advance)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skill_library import erasure, fetching, prototypes, settings
-from skill_library.errors import SkillNotFoundError
+from skill_library.errors import LLMError, SkillNotFoundError
 from skill_library.induction import describe, description
 from skill_library.models import LearnResult, Skill, Trace
 from skill_library.text_vectors import pack, text_digest, unpack
@@ -520,3 +520,25 @@ def _renamed(skill: Skill, new_name: str) -> Skill:
     data = skill.model_dump()
     data.update(name=new_name, code="".join(lines))
     return Skill.model_validate(data)
+
+
+def resolve_generalizer(generalizer: "str | Generalizer | None", default: "str | Generalizer") -> "Generalizer":
+    """A generalizer from a name (``"dataflow"``, ``"llm"``), an instance, or ``None``
+    (``default``, the library's setting); ``"llm"`` without an endpoint raises
+    :class:`LLMError` (``SkillLibrary.resolve_generalizer``)."""
+    from skill_library.induction import DataflowGeneralizer, LLMGeneralizer
+
+    if generalizer is None:
+        generalizer = default
+    if generalizer == "dataflow":
+        return DataflowGeneralizer()
+    if generalizer == "llm":
+        if not LLMGeneralizer.configured():
+            raise LLMError(
+                "the LLM generalizer needs an endpoint: set OPENAI_BASE_URL and/or "
+                "OPENAI_API_KEY (and SKILL_LIBRARY_MODEL)"
+            )
+        return LLMGeneralizer()
+    if isinstance(generalizer, str):
+        raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
+    return generalizer

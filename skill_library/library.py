@@ -23,7 +23,6 @@ from skill_library import (
     redaction,
     settings,
     telemetry,
-    value_fit,
 )
 from skill_library import outcomes as honest_outcomes
 from skill_library import uplift as holdout
@@ -31,7 +30,6 @@ from skill_library.context import TenantContext
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
-    LLMError,
     RecordStoreCorruptError,
 )
 from skill_library.fetching import (  # noqa: F401  (settings named here before)
@@ -44,7 +42,6 @@ from skill_library.fetching import (  # noqa: F401  (settings named here before)
 )
 from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
-from skill_library.induction import description, preconditions
 from skill_library.induction.validation import check_policy as check_policy  # its old home
 from skill_library.models import (
     AddResult,
@@ -525,17 +522,8 @@ class SkillLibrary:
         stored (a refused one stores nothing). Embedding overlaps the checks and the
         writes (:mod:`skill_library.ingest`).
         """
-        from skill_library.governance.actors import require
-
-        ingest.check_types(skills)
-        if verified:
-            for skill in skills:
-                if skill.provenance.trace_ids:
-                    ingest.check_verified(self.store, skill)
-        admin = self.resolve_actor(None)
-        require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
         with ProgressBar(progress, "adding skills", len(skills)) as bar:
-            return ingest.add_many(self, skills, verified=verified, actor=admin, advance=bar.advance)
+            return ingest.add_many_checked(self, skills, verified=verified, advance=bar.advance)
 
     def get(self, name: str, version: int | None = None) -> Skill:
         """A skill's active version (or ``version``) with its outcome counts (an old name of
@@ -679,37 +667,10 @@ class SkillLibrary:
         candidates' preconditions are checked in the sandbox (read-only calls only) and the
         ones that do not apply move behind the rest (``Match.applies``; docs/learning.md).
         """
-        if not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        if not isinstance(task, str) or not task.strip():
-            raise ValueError("task must be a non-empty string")
-        if isinstance(tools, str):
-            raise TypeError("tools must be a collection of tool names, not one string")
-        threshold = self.min_reliability if min_reliability is None else min_reliability
-        floor = self.min_similarity if min_similarity is None else min_similarity
-        embedding = self.embedder.embed([description.query_text(task)])[0]
-        if args is not None and not isinstance(args, Mapping):
-            raise TypeError("args must be a mapping of parameter name -> value")
-        matches = fetching.search(self, embedding, k, threshold, kinds, floor=floor,
-                                  tools=None if tools is None else frozenset(tools),
-                                  values=value_fit.TaskValues.of(task), args=args, explain=explain,
-                                  extra=abstention.EXTRA_FOR_MARGIN if abstain else 0)
-        if subject is not None and state is not None:
-            matches.extend(fetching.prefetch(self, subject, state, matches, threshold))
-        if session is not None or cohort is not None:
-            from skill_library.governance import canary
-
-            matches = canary.route(self, matches, session=session, cohort=cohort,
-                                   generation=self.context.index.seen_generation)
-        result = (abstention.unflagged(matches, k) if not abstain
-                  else abstention.decide(matches, k, abstention.calibration(self)))
-        if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
-            result = preconditions.rank_applicable(self, result, args or {}, read_tools, abstain=abstain)
-        if session is not None:  # the uplift holdout (skill_library.uplift): held_back, abstains
-            result = holdout.hold_back(self, result, session, self.context.index.seen_generation)
-        if plan:  # a compound task: the skills that together cover it, in order
-            result.plan = self.plan(task, tools=tools, min_reliability=min_reliability)
-        return result
+        return fetching.fetch(self, task, k, min_reliability=min_reliability, min_similarity=min_similarity,
+                              tools=tools, kinds=kinds, subject=subject, state=state, session=session,
+                              cohort=cohort, args=args, explain=explain, abstain=abstain, plan=plan,
+                              read_tools=read_tools)
 
     def calibration(self) -> "Calibration":
         """fetch's abstention calibration for this library: the similarity floor and
@@ -881,22 +842,7 @@ class SkillLibrary:
         ``"llm"`` needs an endpoint from the ``OPENAI_*`` settings (else :class:`LLMError`);
         environment variables alone never select it.
         """
-        from skill_library.induction import DataflowGeneralizer, LLMGeneralizer
-
-        if generalizer is None:
-            generalizer = self.generalizer
-        if generalizer == "dataflow":
-            return DataflowGeneralizer()
-        if generalizer == "llm":
-            if not LLMGeneralizer.configured():
-                raise LLMError(
-                    "the LLM generalizer needs an endpoint: set OPENAI_BASE_URL and/or "
-                    "OPENAI_API_KEY (and SKILL_LIBRARY_MODEL)"
-                )
-            return LLMGeneralizer()
-        if isinstance(generalizer, str):
-            raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
-        return generalizer
+        return learning.resolve_generalizer(generalizer, self.generalizer)
 
     @telemetry.traced("learn")
     def learn(

@@ -247,9 +247,11 @@ class _Writer(threading.Thread):
         self.advance(len(batch))
 
 
-def add_one(library: "SkillLibrary", skill: Skill, *, verified: bool) -> AddResult:
-    """``SkillLibrary.add``: check, refuse a duplicate, store as the local administrator
-    (audited) and index; see its docstring."""
+def add_one(
+    library: "SkillLibrary", skill: Skill, *, verified: bool, actor: "Actor | str | None" = None
+) -> AddResult:
+    """``SkillLibrary.add``: check, refuse a duplicate, store as ``actor`` (default: the
+    local administrator; it needs ``skill.admin``; audited) and index; see its docstring."""
     if not isinstance(skill, Skill):
         raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
     check_addable(skill)
@@ -257,7 +259,7 @@ def add_one(library: "SkillLibrary", skill: Skill, *, verified: bool) -> AddResu
         check_verified(library.store, skill)
     from skill_library.governance import workflow
 
-    admin = library.resolve_actor(None)
+    admin = workflow.caller_actor(library, actor)
     embedding = library.context.vectors.embed([description.index_text(skill.when)])[0]
     with library.context.index.writing() as index:
         duplicate = duplicate_of(index, embedding, skill.name)
@@ -312,11 +314,13 @@ settings.forward(__name__, "ADD_BATCH")
 
 
 def add_many_checked(
-    library: "SkillLibrary", skills: Sequence[Skill], *, verified: bool, advance: Callable[[int], None]
+    library: "SkillLibrary", skills: Sequence[Skill], *, verified: bool, advance: Callable[[int], None],
+    actor: "Actor | str | None" = None,
 ) -> list[AddResult]:
     """``SkillLibrary.add_many``: check every skill (types, verified traces) and that the
     local administrator may add active versions, then :func:`add_many` (``advance``: the
     progress bar's step)."""
+    from skill_library.governance import workflow
     from skill_library.governance.actors import require
 
     check_types(skills)
@@ -324,6 +328,6 @@ def add_many_checked(
         for skill in skills:
             if skill.provenance.trace_ids:
                 check_verified(library.store, skill)
-    admin = library.resolve_actor(None)
+    admin = workflow.caller_actor(library, actor)
     require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
     return add_many(library, skills, verified=verified, actor=admin, advance=advance)

@@ -27,6 +27,7 @@ from skill_library import (
 from skill_library import outcomes as honest_outcomes
 from skill_library import uplift as holdout
 from skill_library.context import TenantContext
+from skill_library.deprecation import deprecated
 from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
 from skill_library.errors import (
     LibraryNotFoundError,
@@ -393,26 +394,26 @@ class SkillLibrary:
 
         return workflow.policy(self)
 
-    def set_policy(self, policy: Policy, *, actor: "Actor | str | None") -> Policy:
+    def set_policy(self, policy: Policy, *, actor: "Actor | str | None" = None) -> Policy:
         """Store ``policy`` as the tenant's (``skill.admin``; audited)."""
         from skill_library.governance import workflow
 
         return workflow.set_policy(self, policy, actor=actor)
 
-    def propose(self, skill: Skill, *, actor: "Actor | str | None", reason: str = "") -> Skill:
+    def propose(self, skill: Skill, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
         """Store ``skill`` as a draft, the next version of its name: never fetched until it
         is evaluated, approved and promoted (``skill.propose``)."""
         from skill_library.governance import workflow
 
         return workflow.propose(self, skill, actor=actor, reason=reason)
 
-    def reject(self, name: str, version: int, *, actor: "Actor | str | None", reason: str) -> Skill:
+    def reject(self, name: str, version: int, *, actor: "Actor | str | None" = None, reason: str) -> Skill:
         """Reject a draft or evaluated version: kept for audit, never fetched."""
         from skill_library.governance import workflow
 
         return workflow.reject(self, name, version, actor=actor, reason=reason)
 
-    def approve(self, name: str, version: int, *, actor: "Actor | str | None", reason: str = "") -> Skill:
+    def approve(self, name: str, version: int, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
         """Approve an evaluated version (``skill.approve``, a ``user`` actor, not its
         proposer, its latest evaluation passed)."""
         from skill_library.errors import LifecycleError
@@ -424,7 +425,7 @@ class SkillLibrary:
         return workflow.approve(self, name, version, actor=actor, reason=reason)
 
     def approve_many(self, items: "Sequence[str | tuple[str, int]] | None" = None, *,
-                     actor: "Actor | str | None", reason: str = "") -> "builtins.list[Decision]":
+                     actor: "Actor | str | None" = None, reason: str = "") -> "builtins.list[Decision]":
         """:meth:`approve` each version (a name alone: its version waiting for approval;
         ``None``: every evaluated version learning held); each refusal is kept on its own
         :class:`~skill_library.governance.bulk.Decision`, in order."""
@@ -433,28 +434,36 @@ class SkillLibrary:
         return bulk.approve_many(self, bulk.held(self) if items is None else items, actor=actor, reason=reason)
 
     def promote_many(self, items: "Sequence[str | tuple[str, int]]", *,
-                     actor: "Actor | str | None") -> "builtins.list[Decision]":
+                     actor: "Actor | str | None" = None) -> "builtins.list[Decision]":
         """:meth:`promote` each version (a name alone: its newest approved one); one
         :class:`~skill_library.governance.bulk.Decision` each, refusals included."""
         from skill_library.governance import bulk
 
         return bulk.promote_many(self, items, actor=actor)
 
-    def canary(self, name: str, version: int, *, actor: "Actor | str | None",
-               share: float | None = None, cohort: str | None = None) -> Skill:
-        """Start a canary of an approved version for ``share`` of sessions or a ``cohort``."""
+    def start_canary(self, name: str, version: int, *, actor: "Actor | str | None" = None,
+                     share: float | None = None, cohort: str | None = None) -> Skill:
+        """Start a canary of an approved version for ``share`` of sessions or a ``cohort``
+        (:meth:`canaries` lists the running ones)."""
         from skill_library.governance import workflow
 
         return workflow.canary(self, name, version, actor=actor, share=share, cohort=cohort)
 
-    def promote(self, name: str, version: int, *, actor: "Actor | str | None") -> Skill:
+    def canary(self, name: str, version: int, *, actor: "Actor | str | None" = None,
+               share: float | None = None, cohort: str | None = None) -> Skill:
+        """Deprecated alias of :meth:`start_canary` (warns ``DeprecationWarning``; removed
+        in the next release; docs/architecture.md#deprecations)."""
+        deprecated("canary()", "start_canary()")
+        return self.start_canary(name, version, actor=actor, share=share, cohort=cohort)
+
+    def promote(self, name: str, version: int, *, actor: "Actor | str | None" = None) -> Skill:
         """Make an approved (or canary) version the active one; the active one before it is
         superseded."""
         from skill_library.governance import workflow
 
         return workflow.promote(self, name, version, actor=actor)
 
-    def rollback(self, name: str, *, actor: "Actor | str | None", to_version: int | None = None) -> Skill:
+    def rollback(self, name: str, *, actor: "Actor | str | None" = None, to_version: int | None = None) -> Skill:
         """Flip the active pointer back to the previous released version (or
         ``to_version``) at once; the rolled-back version is retired."""
         from skill_library.governance import workflow
@@ -467,7 +476,7 @@ class SkillLibrary:
 
         return workflow.diff(self, name, v1, v2)
 
-    def delete(self, name: str, *, actor: "Actor | str | None") -> AuditEvent:
+    def delete(self, name: str, *, actor: "Actor | str | None" = None) -> AuditEvent:
         """Remove ``name`` entirely (versions, outcomes, traces, examples, index entries);
         admin only; leaves one audit event, which it returns."""
         from skill_library.governance import workflow
@@ -493,7 +502,7 @@ class SkillLibrary:
         return workflow.review_queue(self)
 
     # -- skills -------------------------------------------------------------------------
-    def add(self, skill: Skill, *, verified: bool = False) -> AddResult:
+    def add(self, skill: Skill, *, verified: bool = False, actor: "Actor | str | None" = None) -> AddResult:
         """Store ``skill`` as a new active version (version 1 for a new name).
 
         The direct path of the library's local administrator (the OS user, an admin actor):
@@ -505,8 +514,10 @@ class SkillLibrary:
         local administrator's assertion, recorded as such in the audit event (the CLI's
         ``--verified`` always needs ``--trace``). When another active skill's ``when`` is more than 0.9
         cosine-similar, nothing is stored and the result names it in ``duplicate_of``.
+        ``actor`` (default: the library's ``actor=``, else the local administrator) must
+        hold ``skill.admin``.
         """
-        return ingest.add_one(self, skill, verified=verified)
+        return ingest.add_one(self, skill, verified=verified, actor=actor)
 
     def add_many(
         self,
@@ -514,6 +525,7 @@ class SkillLibrary:
         *,
         verified: bool = False,
         progress: bool = False,
+        actor: "Actor | str | None" = None,
     ) -> list[AddResult]:
         """:meth:`add` for many skills at once, with batched embedding and index writes.
 
@@ -523,7 +535,7 @@ class SkillLibrary:
         writes (:mod:`skill_library.ingest`).
         """
         with ProgressBar(progress, "adding skills", len(skills)) as bar:
-            return ingest.add_many_checked(self, skills, verified=verified, advance=bar.advance)
+            return ingest.add_many_checked(self, skills, verified=verified, actor=actor, advance=bar.advance)
 
     def get(self, name: str, version: int | None = None) -> Skill:
         """A skill's active version (or ``version``) with its outcome counts (an old name of
@@ -1021,7 +1033,7 @@ class SkillLibrary:
     # -- evaluation and canaries: delegates to skill_library.governance ----------------
     def evaluate(
         self, name: str, version: int, suite: "Suite | str | os.PathLike[str]", tools: "ToolsFactory", *,
-        actor: "Actor | str | None",
+        actor: "Actor | str | None" = None,
     ) -> "Evaluation":
         """Run ``version`` and the active version side by side on ``suite`` (a fresh world
         per task from ``tools``); store and return the :class:`Evaluation`. A pass moves a

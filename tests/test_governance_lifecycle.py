@@ -77,7 +77,7 @@ def test_every_transition_is_audited_from_proposal_to_rollback(gov):
     assert gov.history("tally_votes")[1].status == "draft"  # and never inherits approval
     evaluated(gov, "tally_votes", 2)
     gov.approve("tally_votes", 2, actor="bob")
-    canary = gov.canary("tally_votes", 2, actor="bob", share=0.25)
+    canary = gov.start_canary("tally_votes", 2, actor="bob", share=0.25)
     assert canary.status == "canary"
     with gov.store.transaction(write=False) as conn:
         row = conn.execute(sa.text("SELECT version, share, cohort FROM canaries")).one()
@@ -110,7 +110,7 @@ def test_a_canary_rolled_back_returns_to_approved_and_rollback_to_a_version(gov)
                 actor="alice")
     evaluated(gov, "tally_votes", 3)
     gov.approve("tally_votes", 3, actor="bob")
-    gov.canary("tally_votes", 3, actor="bob", cohort="beta")
+    gov.start_canary("tally_votes", 3, actor="bob", cohort="beta")
     assert library_transition(gov, "tally_votes", 3, "approved", actor=system_actor(),
                       reason="canary failed").status == "approved"
     assert gov.rollback("tally_votes", actor="bob", to_version=1).version == 1

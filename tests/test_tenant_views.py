@@ -55,7 +55,7 @@ def test_a_tenant_view_does_not_inherit_the_roots_canary_cache(tmp_path, embedde
         draft = root.propose(Skill.from_function(V3, when=WHEN, tools=["restock"]), actor=proposer)
         assert root.evaluate("stock_item", draft.version, RELAXED, factory, actor=proposer).passed
         root.approve("stock_item", draft.version, actor=approver)
-        root.canary("stock_item", draft.version, actor=approver, share=0.5)
+        root.start_canary("stock_item", draft.version, actor=approver, share=0.5)
         generation = root.store.index_generation()
         assert [c.name for c in root.canaries()] == ["stock_item"]  # the root's cache is filled
         acme = root.for_tenant("acme")

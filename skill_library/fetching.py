@@ -98,9 +98,9 @@ def search(
         ]
         keys = [(h.name, h.version) for h in hits]
         if synced is None:
-            records = library.store.get_many(keys)
+            records = library.context.store.get_many(keys)
         else:
-            records, generation = library.store.get_many_and_generation(keys)
+            records, generation = library.context.store.get_many_and_generation(keys)
             if generation != synced.seen_generation and refreshes < FETCH_REFRESHES:
                 refreshes += 1
                 index = synced.current()  # reopened and checked against the records
@@ -160,7 +160,7 @@ def tools_needed(
     need = set(skill.tools)
     for dep in skill.depends_on:
         try:
-            sub = tools_needed(library, library.store.get(dep), memo)
+            sub = tools_needed(library, library.context.store.get(dep), memo)
         except SkillNotFoundError:
             sub = None
         if sub is None:
@@ -179,7 +179,7 @@ def prefetch(library: "SkillLibrary", subject: str, state: str, matches: Sequenc
     if predicted is None or predicted in {m.skill.name for m in matches}:
         return []
     try:
-        skill = library.store.get(predicted)
+        skill = library.context.store.get(predicted)
     except SkillNotFoundError:
         return []  # a product state, not a skill
     if skill.kind != "code" or not ranking.qualifies(skill, threshold):

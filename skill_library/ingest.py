@@ -103,7 +103,7 @@ def add_many(
     # vectors the records already hold, read before the writer starts: from here on only
     # the writer thread uses the record store and the index
     digests = [text_digest(t) for t in texts]
-    known = lib.store.load_vectors(model, list(dict.fromkeys(digests)))
+    known = lib.context.store.load_vectors(model, list(dict.fromkeys(digests)))
     # a text of several skills is embedded once, in the first batch that has it
     repeated = {d for d, n in Counter(digests).items() if n > 1}
     writer = _Writer(lib, checker, model, verified, actor, advance)
@@ -199,7 +199,7 @@ class _Writer(threading.Thread):
 
         lib = self.lib
         if fresh:
-            lib.store.save_vectors(self.model, fresh)
+            lib.context.store.save_vectors(self.model, fresh)
         neighbours = index.query_many(vectors, min(2, index.count()))
         # Earlier batches are in the index already; this batch is checked in memory.
         accepted: list[tuple[Skill, list[float]]] = []
@@ -256,7 +256,7 @@ def add_one(
         raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
     check_addable(skill)
     if verified and skill.provenance.trace_ids:
-        check_verified(library.store, skill)
+        check_verified(library.context.store, skill)
     from skill_library.governance import workflow
 
     admin = workflow.caller_actor(library, actor)
@@ -327,7 +327,7 @@ def add_many_checked(
     if verified:
         for skill in skills:
             if skill.provenance.trace_ids:
-                check_verified(library.store, skill)
+                check_verified(library.context.store, skill)
     admin = workflow.caller_actor(library, actor)
     require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
     return add_many(library, skills, verified=verified, actor=admin, advance=advance)

@@ -200,14 +200,14 @@ class SkillLibrary:
             else:
                 assert self.path is not None
                 store = SQLRecordStore.in_folder(self.path, create=create)
-        self.store: RecordStore = store.for_tenant(tenant)
+        self._store: RecordStore = store.for_tenant(tenant)
         #: the tenant whose records and index every call of this library uses
         self.tenant: str = tenant
         #: where the index lives: a Chroma server (None: the folder's ``chroma``)
         self.index_server = server
         #: this tenant's record store, stored vectors (each text embedded once per model),
         #: synced index and canary routes (skill_library.context)
-        self.context = TenantContext.open(self.path, self.store, self.embedder, server=server)
+        self.context = TenantContext.open(self.path, self._store, self.embedder, server=server)
         self._sandbox: Sandbox | None = None
         self._procedures: Procedures | None = None
         self._patterns: Patterns | None = None
@@ -245,12 +245,12 @@ class SkillLibrary:
             return view
         view = object.__new__(SkillLibrary)
         view.__dict__.update(root.__dict__)
-        view.store = root.store.for_tenant(name)
+        view._store = root._store.for_tenant(name)
         view.tenant = name
         # the view's own context: its vectors, index, and canary routes (the canary cache
         # and the session memo: a generation number and a (session, skill) key mean nothing
         # across tenants)
-        view.context = TenantContext.open(root.path, view.store, root.embedder, server=root.index_server)
+        view.context = TenantContext.open(root.path, view._store, root.embedder, server=root.index_server)
         view._sandbox = None
         view._procedures = None
         view._patterns = None
@@ -296,7 +296,7 @@ class SkillLibrary:
             try:
                 self.context.index.close()
             finally:
-                self.store.close()
+                self._store.close()
 
     @property
     def index_path(self) -> Path | None:
@@ -309,11 +309,20 @@ class SkillLibrary:
     def location(self) -> str:
         """Where the library lives, for messages: its folder, or its records and index URLs
         (passwords masked; the index token is never shown)."""
-        records = str(getattr(self.store, "url", "")) if getattr(self.store, "shared", False) else None
+        records = str(getattr(self._store, "url", "")) if getattr(self._store, "shared", False) else None
         if records is None and self.index_server is None:
             return str(self.path)
         parts = [records or str(self.path), self.index_server.url if self.index_server else "its folder's index"]
         return f"records {parts[0]}, index {parts[1]}"
+
+    @property
+    def store(self) -> RecordStore:
+        """Deprecated (warns ``DeprecationWarning``; private in the next release): the record
+        store writes without governance's audit events. Read through the public calls
+        (:meth:`get`, :meth:`history`, :meth:`outcomes`, ...); the concept modules use
+        ``library.context.store`` (docs/architecture.md#deprecations)."""
+        deprecated("SkillLibrary.store", "the public calls (or library.context.store inside the package)")
+        return self._store
 
     @property
     def index(self) -> VectorIndex:
@@ -335,7 +344,7 @@ class SkillLibrary:
         if self._patterns is None:
             from skill_library.patterns import Patterns
 
-            self._patterns = Patterns(self.store, self.embedder)
+            self._patterns = Patterns(self._store, self.embedder)
         return self._patterns
 
     # -- governance: thin delegates to skill_library.governance --------------------------
@@ -378,7 +387,7 @@ class SkillLibrary:
         pointer's) was verified against."""
         from skill_library.governance import tool_schemas
 
-        return tool_schemas.digests(self, name, self.store.get(name, version).version)
+        return tool_schemas.digests(self, name, self._store.get(name, version).version)
 
     def resume(self, name: str, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
         """An approver returns the suspended version of ``name`` (a tool schema change it
@@ -493,7 +502,7 @@ class SkillLibrary:
         """Why a human must approve this version (empty: the policy may approve it)."""
         from skill_library.governance import rules
 
-        return rules.needs_human(self, self.store.get(name, version))
+        return rules.needs_human(self, self._store.get(name, version))
 
     def review_queue(self) -> builtins.list[Skill]:
         """The draft and evaluated versions waiting for a decision, oldest first."""
@@ -548,23 +557,23 @@ class SkillLibrary:
             raise ValueError(
                 f"status must be one of {', '.join(get_args(SkillStatus))}, got {status!r}"
             )
-        return self.store.list(status=status)
+        return self._store.list(status=status)
 
     def history(self, name: str) -> builtins.list[Skill]:
         """Every version of ``name``, oldest first, each with its own counts."""
-        return self.store.history(name)
+        return self._store.history(name)
 
     def outcomes(self, name: str) -> builtins.list[dict[str, Any]]:
         """The append-only outcome log of ``name`` (all versions), oldest first."""
-        return self.store.outcome_log(name)
+        return self._store.outcome_log(name)
 
     def traces(self, name: str) -> builtins.list[Trace]:
         """The stored traces of ``name``: learned from, run, or named by an outcome."""
-        return self.store.traces_for(name)
+        return self._store.traces_for(name)
 
     def trace(self, trace_id: str) -> Trace:
         """One stored trace by id (:class:`TraceNotFoundError` when unknown)."""
-        return self.store.get_trace(trace_id)
+        return self._store.get_trace(trace_id)
 
     def retire(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
         """Retire a skill (its active or quarantined version): it stays in the records but
@@ -583,7 +592,7 @@ class SkillLibrary:
         lack a task vector (a library learned before prototypes) are embedded first, so
         every skill with enough of them gets its prototype (skill_library.prototypes)."""
         with self.context.index.locked():
-            prototypes.backfill(self.store, self.embedder, [s.name for s in self.store.list(status="active")])
+            prototypes.backfill(self._store, self.embedder, [s.name for s in self._store.list(status="active")])
             with ProgressBar(progress, "embedding skills", len(self.context.index.expected_entries())) as bar:
                 return self.context.index.rebuild(progress=bar.advance, force=force)
 
@@ -747,7 +756,7 @@ class SkillLibrary:
     def outcome_counts(self, name: str, version: int | None = None) -> dict[str, int]:
         """How many outcomes of each kind (success, failure, misuse, not_applicable,
         wrong_skill) version ``version`` (default: the active one) of ``name`` has."""
-        return self.store.outcome_counts(name, version)
+        return self._store.outcome_counts(name, version)
 
     def retrieval_misses(self, name: str) -> int:
         """How many times ``name`` was reported fetched for a task it does not do
@@ -788,7 +797,7 @@ class SkillLibrary:
         """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0);
         an :class:`OutcomeKind` other than success/failure is logged and moves nothing."""
         self.procedures.record_outcome(name, positive)
-        return self.store.get(name)
+        return self._store.get(name)
 
     def build_system_prompt(
         self, base: str, *, task: str | None = None, threshold: float = PROMPT_THRESHOLD,
@@ -941,14 +950,14 @@ class SkillLibrary:
 
     def examples(self, name: str) -> builtins.list[Example]:
         """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""
-        self.store.get(name)  # raises for an unknown name
-        return self.store.examples([name])[name]
+        self._store.get(name)  # raises for an unknown name
+        return self._store.examples([name])[name]
 
     def prototype_traces(self, name: str) -> builtins.list[str]:
         """The trace ids whose task vectors' mean is ``name``'s prototype index entry
         (skill_library.prototypes); [] while it has fewer than a block of them."""
         examples = self.examples(name)
-        vectored = prototypes.vectored(self.store, self.embedder.model_name, {name: examples})
+        vectored = prototypes.vectored(self._store, self.embedder.model_name, {name: examples})
         return prototypes.traces_of(examples, vectored)
 
     # -- running ------------------------------------------------------------------------
@@ -1013,7 +1022,7 @@ class SkillLibrary:
         characters / 4): see :func:`skill_library.integrations.prompt_block.render`."""
         from skill_library.integrations import prompt_block
 
-        examples = prompt_block.recorded_examples(matches, self.store.get_trace)
+        examples = prompt_block.recorded_examples(matches, self._store.get_trace)
         return prompt_block.render(matches, max_tokens=max_tokens, examples=examples)
 
     def as_openai_tools(self, matches: Sequence[Match], *, api: str = "chat") -> builtins.list[dict[str, Any]]:

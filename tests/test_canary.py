@@ -112,7 +112,7 @@ def test_a_session_sticks_to_its_version_across_fetch_run_feedback_and_dispatch(
 def test_a_fetch_with_sessions_reads_the_canary_set_once_per_index_generation(library):
     library.add(Skill.from_function(V1, when=WHEN, tools=["restock"]), verified=True)
     statements: list[str] = []
-    engine = library.store.engine
+    engine = library.context.store.engine
     listener = lambda conn, cursor, statement, *rest: statements.append(statement)  # noqa: E731
     sa.event.listen(engine, "before_cursor_execute", listener)
     try:

@@ -19,6 +19,7 @@ from skill_library import (
     fetching,
     ingest,
     learning,
+    opening,
     prototypes,
     redaction,
     settings,
@@ -28,11 +29,7 @@ from skill_library import outcomes as honest_outcomes
 from skill_library import uplift as holdout
 from skill_library.context import TenantContext
 from skill_library.deprecation import deprecated
-from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
-from skill_library.errors import (
-    LibraryNotFoundError,
-    RecordStoreCorruptError,
-)
+from skill_library.embeddings import Embedder
 from skill_library.fetching import (  # noqa: F401  (settings named here before)
     ENTRIES_PER_SKILL_GUESS,
     FETCH_GROWTH,
@@ -58,8 +55,8 @@ from skill_library.models import (
 )
 from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
 from skill_library.progress import ProgressBar
-from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
-from skill_library.tenancy import DEFAULT_TENANT, check_tenant
+from skill_library.record_store import RecordStore
+from skill_library.tenancy import DEFAULT_TENANT
 from skill_library.text_vectors import StoredVectors
 from skill_library.vector_index import VectorIndex
 
@@ -145,6 +142,29 @@ class SkillLibrary:
     another tenant (docs/deployment.md#tenants).
     """
 
+    # the attributes skill_library.opening.open_library sets
+    default_actor: str | None
+    path: Path | None
+    min_reliability: float
+    min_similarity: float
+    trusted_output_tools: frozenset[str]
+    generalizer: "GeneralizerName | Generalizer"
+    embedder: Embedder
+    tenant: str
+    index_server: "IndexServer | None"
+    context: TenantContext
+    actors: ActorRegistry
+    _read_only_arg: frozenset[str]
+    _store: RecordStore
+    _sandbox: "Sandbox | None"
+    _procedures: "Procedures | None"
+    _patterns: "Patterns | None"
+    _closed: bool
+    _root: "SkillLibrary | None"
+    _views: "dict[str, SkillLibrary]"
+    _specs_cache: "dict[str, ToolSpec] | None"
+    _policy_option: Policy | None
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -164,71 +184,11 @@ class SkillLibrary:
         policy: Policy | None = None,
         actor: str | None = None,
     ) -> None:
-        check_tenant(tenant)
-        from skill_library.governance.actors import check_claimable
-
-        #: the actor of calls made without ``actor=`` (None: the local administrator, the OS user)
-        self.default_actor: str | None = check_claimable(actor)
-        if not 0.0 <= min_reliability <= 1.0:
-            raise ValueError(f"min_reliability must be within [0, 1], got {min_reliability}")
-        if isinstance(generalizer, str) and generalizer not in get_args(GeneralizerName):
-            raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
-        server = _index_server(index, index_token)
-        shared_records = records is not None and not _is_sqlite(records)
-        if path is None and (store is None and not shared_records or server is None):
-            raise ValueError(
-                "SkillLibrary needs a folder, or both records= (a database URL) and index= "
-                "(a Chroma server URL) for a shared deployment"
-            )
-        self.path: Path | None = Path(path) if path is not None else None
-        if self.path is not None:
-            if store is None and records is None:
-                _check_folder(self.path, create, index_in_folder=server is None)
-            self.path.mkdir(parents=True, exist_ok=True)
-        self.min_reliability = min_reliability
-        self.min_similarity = min_similarity
-        self._read_only_arg = frozenset(read_only_tools)
-        #: tools whose results and errors come from a system the operator controls and carry
-        #: no third-party text: they ground a learned skill's values as the task does
-        #: (skill_library.governance.grounding); none by default (not stored)
-        self.trusted_output_tools: frozenset[str] = frozenset(trusted_output_tools)
-        self.generalizer = generalizer
-        self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
-        if store is None:
-            if records is not None:
-                store = SQLRecordStore(records, create=create)
-            else:
-                assert self.path is not None
-                store = SQLRecordStore.in_folder(self.path, create=create)
-        self._store: RecordStore = store.for_tenant(tenant)
-        #: the tenant whose records and index every call of this library uses
-        self.tenant: str = tenant
-        #: where the index lives: a Chroma server (None: the folder's ``chroma``)
-        self.index_server = server
-        #: this tenant's record store, stored vectors (each text embedded once per model),
-        #: synced index and canary routes (skill_library.context)
-        self.context = TenantContext.open(self.path, self._store, self.embedder, server=server)
-        self._sandbox: Sandbox | None = None
-        self._procedures: Procedures | None = None
-        self._patterns: Patterns | None = None
-        self._closed = False
-        #: the library a tenant view was made from (None: this one opened the stores)
-        self._root: SkillLibrary | None = None
-        self._views: dict[str, SkillLibrary] = {}
-
-        #: the actors registered in this library's tenant
-        self.actors = ActorRegistry(self)
-        self._specs_cache: dict[str, ToolSpec] | None = None
-        #: the ``policy=`` given when opening: it also seeds tenants ``for_tenant`` creates
-        self._policy_option = policy
-        from skill_library.governance import workflow
-
-        try:
-            workflow.open_tenant(self, policy)
-        except BaseException:
-            self.close()
-            raise
-        telemetry.watch(self)  # the versions gauge (skill_library.telemetry)
+        opening.open_library(self, path, records=records, index=index, index_token=index_token, create=create,
+                             embedder=embedder, min_reliability=min_reliability, min_similarity=min_similarity,
+                             store=store, read_only_tools=read_only_tools,
+                             trusted_output_tools=trusted_output_tools, generalizer=generalizer,
+                             tenant=tenant, policy=policy, actor=actor)
 
     def for_tenant(self, name: str) -> "SkillLibrary":
         """This library for tenant ``name``: the same record engine, write lock, index
@@ -236,35 +196,7 @@ class SkillLibrary:
         index only. Views are kept per name (asking twice gives the same one) and are
         closed with the library they came from. A tenant seen for the first time gets its
         actors and the ``policy=`` this library was opened with (default: ``read_only``)."""
-        check_tenant(name)
-        root = self._root or self
-        if name == root.tenant:
-            return root
-        view = root._views.get(name)
-        if view is not None and not view._closed:
-            return view
-        view = object.__new__(SkillLibrary)
-        view.__dict__.update(root.__dict__)
-        view._store = root._store.for_tenant(name)
-        view.tenant = name
-        # the view's own context: its vectors, index, and canary routes (the canary cache
-        # and the session memo: a generation number and a (session, skill) key mean nothing
-        # across tenants)
-        view.context = TenantContext.open(root.path, view._store, root.embedder, server=root.index_server)
-        view._sandbox = None
-        view._procedures = None
-        view._patterns = None
-        view._closed = False
-        view._root = root
-        view._views = {}
-        view.actors = ActorRegistry(view)
-        view._specs_cache = None
-        from skill_library.governance import workflow
-
-        # a new tenant gets its actors, and the policy this library was opened with (or the default)
-        workflow.open_tenant(view, root._policy_option, check=False)
-        root._views[name] = view
-        return view
+        return opening.tenant_view(self, name)
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> "SkillLibrary":
@@ -276,27 +208,7 @@ class SkillLibrary:
     def close(self) -> None:
         """Stop the sandbox workers and release the stores (a tenant view releases only its
         own index client; the library it came from closes the rest)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._root is not None:
-            self._root._views.pop(self.tenant, None)
-            try:
-                if self._sandbox is not None:
-                    self._sandbox.close()  # the tenant's own sandbox
-            finally:
-                self.context.index.close()
-            return
-        for view in list(self._views.values()):
-            view.close()
-        try:
-            if self._sandbox is not None:
-                self._sandbox.close()
-        finally:
-            try:
-                self.context.index.close()
-            finally:
-                self._store.close()
+        opening.close_library(self)
 
     @property
     def index_path(self) -> Path | None:
@@ -1071,38 +983,10 @@ class SkillLibrary:
         return self.propose(skill, actor=actor, reason="imported")
 
 
-#: environment settings read when no token is passed
-INDEX_TOKEN_ENV = "SKILLS_INDEX_TOKEN"
-
-
-def _is_sqlite(url: str) -> bool:
-    return url.split(":", 1)[0].split("+", 1)[0] == "sqlite"
-
-
-def _index_server(url: str | None, token: str | None) -> "IndexServer | None":
-    """The Chroma server of an index URL; refused when it is not loopback and has no token."""
-    if url is None:
-        return None
-    from skill_library.vector_index import IndexServer, check_index_server
-
-    return check_index_server(IndexServer.parse(url, token or os.environ.get(INDEX_TOKEN_ENV) or None))
-
-
-def _check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> None:
-    """Refuse a folder that holds no library (unless ``create``) or lost its records."""
-    records = path / RECORDS_FILE
-    if records.exists():
-        return
-    if path.exists() and not path.is_dir():
-        raise LibraryNotFoundError(path, "it is a file, not a folder")
-    if index_in_folder and (path / "chroma").is_dir():
-        raise RecordStoreCorruptError(
-            records, "is missing while the folder still has its vector index (chroma/)"
-        )
-    if not create:
-        raise LibraryNotFoundError(
-            path, "no such folder" if not path.exists() else f"the folder has no {RECORDS_FILE}"
-        )
-
+# moved to skill_library.opening (the names kept here for code that imports them)
+INDEX_TOKEN_ENV = opening.INDEX_TOKEN_ENV
+_is_sqlite = opening.is_sqlite
+_index_server = opening.index_server
+_check_folder = opening.check_folder
 
 settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH", "DUPLICATE_SIMILARITY")

@@ -49,10 +49,10 @@ for n, line in enumerate(sys.stdin):
         lib.add(Skill.from_function(code, when=f"polish the extra brass lamps number {n}"), verified=True)
         print("added", flush=True)
     elif command in ("hold", "bump"):
-        lock = lib.store.write_lock()
+        lock = lib.context.store.write_lock()
         lock.acquire()
         if command == "bump":
-            lib.store.bump_index_generation()
+            lib.context.store.bump_index_generation()
         print("held", flush=True)
         time.sleep(hold)
         lock.release()

@@ -40,7 +40,7 @@ def measure(size: int, repeat: int) -> tuple[int, float, float]:
     with tempfile.TemporaryDirectory() as tmp, SkillLibrary(Path(tmp) / "lib") as lib:
         lib.add_many(skills, verified=True)
         lib.fetch("please " + whens[0])
-        synced, generation = lib._index, lib.store.index_generation()
+        synced, generation = lib._index, lib.context.store.index_generation()
         times: dict[str, list[float]] = {"full": [], "marked": []}
         current = synced.current()
         for _ in range(repeat):

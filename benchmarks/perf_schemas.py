@@ -48,7 +48,7 @@ def build(path: Path, skills: int, traces: int, embedder):  # type: ignore[no-un
                           calls=[ToolCall(name="lookup", arguments={"item": f"item{i}", "shelf": j},
                                           result={"found": True})],
                           result={"found": True}, outcome=Outcome(success=True, verifier="bench"))
-            library.store.save_trace(trace)
+            library.context.store.save_trace(trace)
             ids.append(trace.id)
         code = f"def skill_{i}(item: str, shelf: int):\n    return lookup(item=item, shelf=shelf)\n"
         made.append(Skill.from_function(code, when=when, tools=["lookup"],

@@ -160,7 +160,7 @@ _CACHE: "weakref.WeakKeyDictionary[Any, tuple[int | None, Calibration]]" = weakr
 
 def calibration(library: "SkillLibrary") -> Calibration:
     """The library's calibration, recomputed when its index generation changed."""
-    generation = library.store.index_generation()
+    generation = library.context.store.index_generation()
     cached = _CACHE.get(library)
     if cached is not None and cached[0] == generation:
         return cached[1]
@@ -196,10 +196,10 @@ def calibrate(library: "SkillLibrary", generation: int | None = None) -> Calibra
     matrix = np.array([vector for _, _, vector in entries], dtype=np.float64)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     position = {id_: i for i, id_ in enumerate(ids)}
-    examples = library.store.examples(names)
+    examples = library.context.store.examples(names)
     model = prototypes.model_key(library.embedder.model_name)
     trace_ids = [e.trace_id for name in names for e in examples.get(name, [])]
-    stored = library.store.load_task_vectors(model, trace_ids) if trace_ids else {}
+    stored = library.context.store.load_task_vectors(model, trace_ids) if trace_ids else {}
     # skill, vector, excluded entries, own prototype, whether it can be a positive
     queries: list[tuple[int, Any, set[int], Any, bool]] = []
     for s, name in enumerate(names):

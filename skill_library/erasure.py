@@ -221,7 +221,7 @@ def forgotten(library: "SkillLibrary", traces: "dict[int, Trace]") -> dict[int, 
     learn pipeline drops them before anything is generalized or stored."""
     if not traces:
         return {}
-    store = _tables(library.store)  # type: ignore[arg-type]
+    store = _tables(library.context.store)  # type: ignore[arg-type]
     with store.transaction(write=False) as conn:
         salt = _salt(conn, store.tenant, create=False)
         if salt is None:
@@ -327,7 +327,7 @@ def forget(library: "SkillLibrary", subject: str) -> ForgetReport:
     subject = _check_subject(subject)
     match = Matcher(subject)
     report = ForgetReport(subject=subject)
-    store = _tables(library.store)  # type: ignore[arg-type]
+    store = _tables(library.context.store)  # type: ignore[arg-type]
     patterns = library.patterns
     with library.context.index.writing() as index:
         with store.transaction(write=False) as conn:
@@ -429,7 +429,7 @@ def _audit(store: "SQLRecordStore", report: ForgetReport) -> None:
 def compact(library: "SkillLibrary", match: Matcher | None = None) -> None:
     """Make deleted rows unrecoverable from the files: SQLite WAL checkpoint and VACUUM (and
     a folder index's applied Chroma log purged and vacuumed); PostgreSQL VACUUM."""
-    store = library.store
+    store = library.context.store
     engine = store.engine  # type: ignore[attr-defined]
     with library.context.index.locked():
         if engine.dialect.name == "sqlite":

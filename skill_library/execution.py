@@ -164,9 +164,9 @@ def run(
         return run
     if subject is not None and session is not None:
         library.patterns.record_invocation(subject, skill.name, session=session)
-    library.store.save_trace(trace)
+    library.context.store.save_trace(trace)
     if outcome is not None:
-        stored = library.store.record_outcome(
+        stored = library.context.store.record_outcome(
             skill.name, outcome.success, version=skill.version, trace_id=trace.id,
             kind=outcome.kind, reason=outcome.reason, origin="run",
         )

@@ -1,11 +1,11 @@
 """Finding skills for a query vector: the index query, growing while filtering leaves too
 few, the per-skill best text, the status/reliability/confidence/tools filters, value-fit
 re-scoring and ranking; and next-skill prefetch from a subject's usage pattern.
-``SkillLibrary.fetch`` embeds the task and calls :func:`search`."""
+``SkillLibrary.fetch`` is :func:`fetch`, which embeds the task and calls :func:`search`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from skill_library import one_vs_every, prototypes, ranking, value_fit
 from skill_library.errors import SkillNotFoundError
@@ -13,6 +13,7 @@ from skill_library.models import Match, Skill, SkillKind
 from skill_library.vector_index import IndexHit, VectorIndex, best_per_skill
 
 if TYPE_CHECKING:
+    from skill_library.abstention import FetchResult
     from skill_library.library import SkillLibrary
 
 #: fetch asks the index for max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) skills' worth of
@@ -97,9 +98,9 @@ def search(
         ]
         keys = [(h.name, h.version) for h in hits]
         if synced is None:
-            records = library.store.get_many(keys)
+            records = library.context.store.get_many(keys)
         else:
-            records, generation = library.store.get_many_and_generation(keys)
+            records, generation = library.context.store.get_many_and_generation(keys)
             if generation != synced.seen_generation and refreshes < FETCH_REFRESHES:
                 refreshes += 1
                 index = synced.current()  # reopened and checked against the records
@@ -160,7 +161,7 @@ def tools_needed(
     need = set(skill.tools)
     for dep in skill.depends_on:
         try:
-            sub = tools_needed(library, library.store.get(dep), memo)
+            sub = tools_needed(library, library.context.store.get(dep), memo)
         except SkillNotFoundError:
             sub = None
         if sub is None:
@@ -179,10 +180,69 @@ def prefetch(library: "SkillLibrary", subject: str, state: str, matches: Sequenc
     if predicted is None or predicted in {m.skill.name for m in matches}:
         return []
     try:
-        skill = library.store.get(predicted)
+        skill = library.context.store.get(predicted)
     except SkillNotFoundError:
         return []  # a product state, not a skill
     if skill.kind != "code" or not ranking.qualifies(skill, threshold):
         return []
     match = ranking.make_match(skill, 0.0)
     return [match.model_copy(update={"prefetch": True})]
+
+
+def fetch(
+    library: "SkillLibrary",
+    task: str,
+    k: int = 2,
+    *,
+    min_reliability: float | None = None,
+    min_similarity: float | None = None,
+    tools: Iterable[str] | None = None,
+    kinds: Sequence[SkillKind] | None = None,
+    subject: str | None = None,
+    state: str | None = None,
+    session: str | None = None,
+    cohort: str | None = None,
+    args: Mapping[str, Any] | None = None,
+    explain: bool = False,
+    abstain: bool = True,
+    plan: bool = False,
+    read_tools: Mapping[str, Callable[..., Any]] | None = None,
+) -> "FetchResult":
+    """``SkillLibrary.fetch`` (its docstring says what each option does): check the
+    options, embed the task, :func:`search`, then prefetch, canary routing, abstention,
+    preconditions, the uplift holdout and the plan, in that order."""
+    from skill_library import abstention
+    from skill_library import uplift as holdout
+    from skill_library.induction import description, preconditions
+
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("task must be a non-empty string")
+    if isinstance(tools, str):
+        raise TypeError("tools must be a collection of tool names, not one string")
+    threshold = library.min_reliability if min_reliability is None else min_reliability
+    floor = library.min_similarity if min_similarity is None else min_similarity
+    embedding = library.embedder.embed([description.query_text(task)])[0]
+    if args is not None and not isinstance(args, Mapping):
+        raise TypeError("args must be a mapping of parameter name -> value")
+    matches = search(library, embedding, k, threshold, kinds, floor=floor,
+                     tools=None if tools is None else frozenset(tools),
+                     values=value_fit.TaskValues.of(task), args=args, explain=explain,
+                     extra=abstention.EXTRA_FOR_MARGIN if abstain else 0)
+    if subject is not None and state is not None:
+        matches.extend(prefetch(library, subject, state, matches, threshold))
+    if session is not None or cohort is not None:
+        from skill_library.governance import canary
+
+        matches = canary.route(library, matches, session=session, cohort=cohort,
+                               generation=library.context.index.seen_generation)
+    result = (abstention.unflagged(matches, k) if not abstain
+              else abstention.decide(matches, k, abstention.calibration(library)))
+    if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
+        result = preconditions.rank_applicable(library, result, args or {}, read_tools, abstain=abstain)
+    if session is not None:  # the uplift holdout (skill_library.uplift): held_back, abstains
+        result = holdout.hold_back(library, result, session, library.context.index.seen_generation)
+    if plan:  # a compound task: the skills that together cover it, in order
+        result.plan = library.plan(task, tools=tools, min_reliability=min_reliability)
+    return result

@@ -103,7 +103,7 @@ def add_many(
     # vectors the records already hold, read before the writer starts: from here on only
     # the writer thread uses the record store and the index
     digests = [text_digest(t) for t in texts]
-    known = lib.store.load_vectors(model, list(dict.fromkeys(digests)))
+    known = lib.context.store.load_vectors(model, list(dict.fromkeys(digests)))
     # a text of several skills is embedded once, in the first batch that has it
     repeated = {d for d, n in Counter(digests).items() if n > 1}
     writer = _Writer(lib, checker, model, verified, actor, advance)
@@ -199,7 +199,7 @@ class _Writer(threading.Thread):
 
         lib = self.lib
         if fresh:
-            lib.store.save_vectors(self.model, fresh)
+            lib.context.store.save_vectors(self.model, fresh)
         neighbours = index.query_many(vectors, min(2, index.count()))
         # Earlier batches are in the index already; this batch is checked in memory.
         accepted: list[tuple[Skill, list[float]]] = []
@@ -247,17 +247,19 @@ class _Writer(threading.Thread):
         self.advance(len(batch))
 
 
-def add_one(library: "SkillLibrary", skill: Skill, *, verified: bool) -> AddResult:
-    """``SkillLibrary.add``: check, refuse a duplicate, store as the local administrator
-    (audited) and index; see its docstring."""
+def add_one(
+    library: "SkillLibrary", skill: Skill, *, verified: bool, actor: "Actor | str | None" = None
+) -> AddResult:
+    """``SkillLibrary.add``: check, refuse a duplicate, store as ``actor`` (default: the
+    local administrator; it needs ``skill.admin``; audited) and index; see its docstring."""
     if not isinstance(skill, Skill):
         raise TypeError(f"add() takes a Skill, got {type(skill).__name__}")
     check_addable(skill)
     if verified and skill.provenance.trace_ids:
-        check_verified(library.store, skill)
+        check_verified(library.context.store, skill)
     from skill_library.governance import workflow
 
-    admin = library.resolve_actor(None)
+    admin = workflow.caller_actor(library, actor)
     embedding = library.context.vectors.embed([description.index_text(skill.when)])[0]
     with library.context.index.writing() as index:
         duplicate = duplicate_of(index, embedding, skill.name)
@@ -308,3 +310,24 @@ def duplicate_of(index: VectorIndex, embedding: Sequence[float], name: str) -> t
 
 
 settings.forward(__name__, "ADD_BATCH")
+
+
+
+def add_many_checked(
+    library: "SkillLibrary", skills: Sequence[Skill], *, verified: bool, advance: Callable[[int], None],
+    actor: "Actor | str | None" = None,
+) -> list[AddResult]:
+    """``SkillLibrary.add_many``: check every skill (types, verified traces) and that the
+    local administrator may add active versions, then :func:`add_many` (``advance``: the
+    progress bar's step)."""
+    from skill_library.governance import workflow
+    from skill_library.governance.actors import require
+
+    check_types(skills)
+    if verified:
+        for skill in skills:
+            if skill.provenance.trace_ids:
+                check_verified(library.context.store, skill)
+    admin = workflow.caller_actor(library, actor)
+    require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
+    return add_many(library, skills, verified=verified, actor=admin, advance=advance)

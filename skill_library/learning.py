@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skill_library import erasure, fetching, prototypes, settings
-from skill_library.errors import SkillNotFoundError
+from skill_library.errors import LLMError, SkillNotFoundError
 from skill_library.induction import describe, description
 from skill_library.models import LearnResult, Skill, Trace
 from skill_library.text_vectors import pack, text_digest, unpack
@@ -294,14 +294,14 @@ def learn_batch(
         texts[n] = description.index_text(examples[n].text, examples[n].params)
         digest = text_digest(texts[n])
         if digest not in stored:
-            stored.update(lib.store.load_vectors(model, [digest]))
+            stored.update(lib.context.store.load_vectors(model, [digest]))
         if digest not in stored:
             ahead.submit([texts[n]], (batch, 1))
     unique = list(dict.fromkeys(texts.values()))
     fresh = [t for t in unique if text_digest(t) not in stored]
     known: dict[str, Any] = dict(zip(fresh, ahead.get(fresh)))
     if fresh:
-        lib.store.save_vectors(model, {text_digest(t): pack(known[t]) for t in fresh})
+        lib.context.store.save_vectors(model, {text_digest(t): pack(known[t]) for t in fresh})
     known.update((t, unpack(stored[text_digest(t)])) for t in unique if t not in known)
     if prepared:
         with lib.context.index.writing() as index:
@@ -312,7 +312,7 @@ def learn_batch(
                                index, known, pending, docs=docs, vocabulary=vocabulary,
                                read_only=read_only, entries=entries, example=examples[n])
             # the task vectors of the traces kept as evidence: the skills' prototypes
-            prototypes.save(lib.store, lib.embedder.model_name, {
+            prototypes.save(lib.context.store, lib.embedder.model_name, {
                 checked[n].id: pack(vectors[n]) for n in prepared
                 if (r := out[n]) is not None and r.status in EVIDENCE_STATUSES
             })
@@ -331,12 +331,12 @@ def after_learning(lib: "SkillLibrary", results: Sequence[LearnResult]) -> None:
 def already_learned(lib: "SkillLibrary", traces: Mapping[int, Trace]) -> dict[int, LearnResult]:
     """The traces (by position) that are stored already or repeat an earlier one of the
     batch: each a ``duplicate`` naming the skill it is evidence of, where known."""
-    stored = lib.store.known_traces([t.id for t in traces.values()])
+    stored = lib.context.store.known_traces([t.id for t in traces.values()])
     seen: set[str] = set()
     found: dict[int, LearnResult] = {}
     for n, trace in traces.items():
         if trace.id in stored or trace.id in seen:
-            earlier = lib.store.trace_outcome(trace.id) if trace.id in stored else None
+            earlier = lib.context.store.trace_outcome(trace.id) if trace.id in stored else None
             found[n] = LearnResult(status="duplicate", duplicate_of=earlier["name"] if earlier else None, reasons=[
                 f"trace {trace.id} was learned before (same task, params, calls and outcome): nothing added"])
         seen.add(trace.id)
@@ -370,7 +370,7 @@ def admit(
 
     if read_only is None:
         read_only = lib.read_only_tools
-    names = lib.store.names(prefix=candidate.name)
+    names = lib.context.store.names(prefix=candidate.name)
     # the trace's task with its values masked, as it would be stored: what reads alike
     # is compared on what the workflow asks, not on who asked
     if example is None:
@@ -382,17 +382,17 @@ def admit(
         index.query(known[example_text], WORKFLOW_QUERY_ENTRIES)
     )[: admission.WORKFLOW_NEIGHBOURS]} if (index.count() > 0 if entries is None else entries) else {}
     wanted = list(dict.fromkeys([*admission.family(candidate.name, names), *near]))
-    found = lib.store.get_many_active(wanted)
+    found = lib.context.store.get_many_active(wanted)
     # a draft (imported, not yet verified) is no evidence of a workflow: never merged into
     neighbours = [found[n] for n in wanted if n in found and found[n].status != "draft"]
     # a held revision leaves the active version current: evidence merged meanwhile is its
-    evidence = lib.store.examples([s.name for s in neighbours])
+    evidence = lib.context.store.examples([s.name for s in neighbours])
 
     def example_traces(skill: Skill) -> builtins.list[Trace]:
         found = []
         for example in evidence[skill.name]:
             try:
-                found.append(lib.store.get_trace(example.trace_id))
+                found.append(lib.context.store.get_trace(example.trace_id))
             except KeyError:
                 continue
         return found
@@ -431,7 +431,7 @@ def admit(
         examples = admission.choose_indexed(
             [*examples, admission.example_for(trace, candidate, params, vocabulary=vocabulary)]
         )
-        stored = lib.store.save_evidence(
+        stored = lib.context.store.save_evidence(
             skill.name, version=skill.version, trace=trace, success=True, examples=examples,
         )
         pending.add(stored.name)
@@ -453,15 +453,15 @@ def admit(
     params = list((version.parameters or {}).get("properties", {}))
     examples = admission.choose_indexed(
         [*examples, admission.example_for(trace, new, params, vocabulary=vocabulary)])
-    lib.store.save_trace(trace)
+    lib.context.store.save_trace(trace)
     admitted = governed.admit_learned(lib, version, trace, decision.report)
     stored = admitted.skill
     if admitted.activated or not admitted.revision:
-        stored = lib.store.save_evidence(
+        stored = lib.context.store.save_evidence(
             stored.name, version=stored.version, trace=trace, success=True, examples=examples,
         )
     else:  # a held revision: the active version keeps its examples and its when
-        stored = lib.store.save_evidence(stored.name, version=stored.version, trace=trace, success=True)
+        stored = lib.context.store.save_evidence(stored.name, version=stored.version, trace=trace, success=True)
     pending.add(stored.name)
     if not admitted.activated:
         return LearnResult(status="held", skill=stored, report=decision.report,
@@ -488,7 +488,7 @@ def related_skills(
     for call in trace.calls:
         if call.kind == "skill" and call.name not in related:
             try:
-                related[call.name] = lib.store.get(call.name)
+                related[call.name] = lib.context.store.get(call.name)
             except SkillNotFoundError:
                 pass
     if index is not None:
@@ -499,7 +499,7 @@ def related_skills(
 
 def free_name(
     lib: "SkillLibrary", name: str, taken: Sequence[str] | None = None) -> str:
-    used = set(taken if taken is not None else [s.name for s in lib.store.list()])
+    used = set(taken if taken is not None else [s.name for s in lib.context.store.list()])
     suffix = 2
     while f"{name}_{suffix}" in used:
         suffix += 1
@@ -520,3 +520,25 @@ def _renamed(skill: Skill, new_name: str) -> Skill:
     data = skill.model_dump()
     data.update(name=new_name, code="".join(lines))
     return Skill.model_validate(data)
+
+
+def resolve_generalizer(generalizer: "str | Generalizer | None", default: "str | Generalizer") -> "Generalizer":
+    """A generalizer from a name (``"dataflow"``, ``"llm"``), an instance, or ``None``
+    (``default``, the library's setting); ``"llm"`` without an endpoint raises
+    :class:`LLMError` (``SkillLibrary.resolve_generalizer``)."""
+    from skill_library.induction import DataflowGeneralizer, LLMGeneralizer
+
+    if generalizer is None:
+        generalizer = default
+    if generalizer == "dataflow":
+        return DataflowGeneralizer()
+    if generalizer == "llm":
+        if not LLMGeneralizer.configured():
+            raise LLMError(
+                "the LLM generalizer needs an endpoint: set OPENAI_BASE_URL and/or "
+                "OPENAI_API_KEY (and SKILL_LIBRARY_MODEL)"
+            )
+        return LLMGeneralizer()
+    if isinstance(generalizer, str):
+        raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
+    return generalizer

@@ -19,21 +19,17 @@ from skill_library import (
     fetching,
     ingest,
     learning,
+    opening,
     prototypes,
     redaction,
     settings,
     telemetry,
-    value_fit,
 )
 from skill_library import outcomes as honest_outcomes
 from skill_library import uplift as holdout
 from skill_library.context import TenantContext
-from skill_library.embeddings import Embedder, SentenceTransformerEmbedder
-from skill_library.errors import (
-    LibraryNotFoundError,
-    LLMError,
-    RecordStoreCorruptError,
-)
+from skill_library.deprecation import deprecated
+from skill_library.embeddings import Embedder
 from skill_library.fetching import (  # noqa: F401  (settings named here before)
     ENTRIES_PER_SKILL_GUESS,
     FETCH_GROWTH,
@@ -44,7 +40,6 @@ from skill_library.fetching import (  # noqa: F401  (settings named here before)
 )
 from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
-from skill_library.induction import description, preconditions
 from skill_library.induction.validation import check_policy as check_policy  # its old home
 from skill_library.models import (
     AddResult,
@@ -60,8 +55,8 @@ from skill_library.models import (
 )
 from skill_library.procedures.core import DEFAULT_CONFIDENCE, PROMPT_LIMIT, PROMPT_THRESHOLD
 from skill_library.progress import ProgressBar
-from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
-from skill_library.tenancy import DEFAULT_TENANT, check_tenant
+from skill_library.record_store import RecordStore
+from skill_library.tenancy import DEFAULT_TENANT
 from skill_library.text_vectors import StoredVectors
 from skill_library.vector_index import VectorIndex
 
@@ -147,6 +142,29 @@ class SkillLibrary:
     another tenant (docs/deployment.md#tenants).
     """
 
+    # the attributes skill_library.opening.open_library sets
+    default_actor: str | None
+    path: Path | None
+    min_reliability: float
+    min_similarity: float
+    trusted_output_tools: frozenset[str]
+    generalizer: "GeneralizerName | Generalizer"
+    embedder: Embedder
+    tenant: str
+    index_server: "IndexServer | None"
+    context: TenantContext
+    actors: ActorRegistry
+    _read_only_arg: frozenset[str]
+    _store: RecordStore
+    _sandbox: "Sandbox | None"
+    _procedures: "Procedures | None"
+    _patterns: "Patterns | None"
+    _closed: bool
+    _root: "SkillLibrary | None"
+    _views: "dict[str, SkillLibrary]"
+    _specs_cache: "dict[str, ToolSpec] | None"
+    _policy_option: Policy | None
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -166,71 +184,11 @@ class SkillLibrary:
         policy: Policy | None = None,
         actor: str | None = None,
     ) -> None:
-        check_tenant(tenant)
-        from skill_library.governance.actors import check_claimable
-
-        #: the actor of calls made without ``actor=`` (None: the local administrator, the OS user)
-        self.default_actor: str | None = check_claimable(actor)
-        if not 0.0 <= min_reliability <= 1.0:
-            raise ValueError(f"min_reliability must be within [0, 1], got {min_reliability}")
-        if isinstance(generalizer, str) and generalizer not in get_args(GeneralizerName):
-            raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
-        server = _index_server(index, index_token)
-        shared_records = records is not None and not _is_sqlite(records)
-        if path is None and (store is None and not shared_records or server is None):
-            raise ValueError(
-                "SkillLibrary needs a folder, or both records= (a database URL) and index= "
-                "(a Chroma server URL) for a shared deployment"
-            )
-        self.path: Path | None = Path(path) if path is not None else None
-        if self.path is not None:
-            if store is None and records is None:
-                _check_folder(self.path, create, index_in_folder=server is None)
-            self.path.mkdir(parents=True, exist_ok=True)
-        self.min_reliability = min_reliability
-        self.min_similarity = min_similarity
-        self._read_only_arg = frozenset(read_only_tools)
-        #: tools whose results and errors come from a system the operator controls and carry
-        #: no third-party text: they ground a learned skill's values as the task does
-        #: (skill_library.governance.grounding); none by default (not stored)
-        self.trusted_output_tools: frozenset[str] = frozenset(trusted_output_tools)
-        self.generalizer = generalizer
-        self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
-        if store is None:
-            if records is not None:
-                store = SQLRecordStore(records, create=create)
-            else:
-                assert self.path is not None
-                store = SQLRecordStore.in_folder(self.path, create=create)
-        self.store: RecordStore = store.for_tenant(tenant)
-        #: the tenant whose records and index every call of this library uses
-        self.tenant: str = tenant
-        #: where the index lives: a Chroma server (None: the folder's ``chroma``)
-        self.index_server = server
-        #: this tenant's record store, stored vectors (each text embedded once per model),
-        #: synced index and canary routes (skill_library.context)
-        self.context = TenantContext.open(self.path, self.store, self.embedder, server=server)
-        self._sandbox: Sandbox | None = None
-        self._procedures: Procedures | None = None
-        self._patterns: Patterns | None = None
-        self._closed = False
-        #: the library a tenant view was made from (None: this one opened the stores)
-        self._root: SkillLibrary | None = None
-        self._views: dict[str, SkillLibrary] = {}
-
-        #: the actors registered in this library's tenant
-        self.actors = ActorRegistry(self)
-        self._specs_cache: dict[str, ToolSpec] | None = None
-        #: the ``policy=`` given when opening: it also seeds tenants ``for_tenant`` creates
-        self._policy_option = policy
-        from skill_library.governance import workflow
-
-        try:
-            workflow.open_tenant(self, policy)
-        except BaseException:
-            self.close()
-            raise
-        telemetry.watch(self)  # the versions gauge (skill_library.telemetry)
+        opening.open_library(self, path, records=records, index=index, index_token=index_token, create=create,
+                             embedder=embedder, min_reliability=min_reliability, min_similarity=min_similarity,
+                             store=store, read_only_tools=read_only_tools,
+                             trusted_output_tools=trusted_output_tools, generalizer=generalizer,
+                             tenant=tenant, policy=policy, actor=actor)
 
     def for_tenant(self, name: str) -> "SkillLibrary":
         """This library for tenant ``name``: the same record engine, write lock, index
@@ -238,35 +196,7 @@ class SkillLibrary:
         index only. Views are kept per name (asking twice gives the same one) and are
         closed with the library they came from. A tenant seen for the first time gets its
         actors and the ``policy=`` this library was opened with (default: ``read_only``)."""
-        check_tenant(name)
-        root = self._root or self
-        if name == root.tenant:
-            return root
-        view = root._views.get(name)
-        if view is not None and not view._closed:
-            return view
-        view = object.__new__(SkillLibrary)
-        view.__dict__.update(root.__dict__)
-        view.store = root.store.for_tenant(name)
-        view.tenant = name
-        # the view's own context: its vectors, index, and canary routes (the canary cache
-        # and the session memo: a generation number and a (session, skill) key mean nothing
-        # across tenants)
-        view.context = TenantContext.open(root.path, view.store, root.embedder, server=root.index_server)
-        view._sandbox = None
-        view._procedures = None
-        view._patterns = None
-        view._closed = False
-        view._root = root
-        view._views = {}
-        view.actors = ActorRegistry(view)
-        view._specs_cache = None
-        from skill_library.governance import workflow
-
-        # a new tenant gets its actors, and the policy this library was opened with (or the default)
-        workflow.open_tenant(view, root._policy_option, check=False)
-        root._views[name] = view
-        return view
+        return opening.tenant_view(self, name)
 
     # -- lifecycle ----------------------------------------------------------------------
     def __enter__(self) -> "SkillLibrary":
@@ -278,27 +208,7 @@ class SkillLibrary:
     def close(self) -> None:
         """Stop the sandbox workers and release the stores (a tenant view releases only its
         own index client; the library it came from closes the rest)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._root is not None:
-            self._root._views.pop(self.tenant, None)
-            try:
-                if self._sandbox is not None:
-                    self._sandbox.close()  # the tenant's own sandbox
-            finally:
-                self.context.index.close()
-            return
-        for view in list(self._views.values()):
-            view.close()
-        try:
-            if self._sandbox is not None:
-                self._sandbox.close()
-        finally:
-            try:
-                self.context.index.close()
-            finally:
-                self.store.close()
+        opening.close_library(self)
 
     @property
     def index_path(self) -> Path | None:
@@ -311,11 +221,20 @@ class SkillLibrary:
     def location(self) -> str:
         """Where the library lives, for messages: its folder, or its records and index URLs
         (passwords masked; the index token is never shown)."""
-        records = str(getattr(self.store, "url", "")) if getattr(self.store, "shared", False) else None
+        records = str(getattr(self._store, "url", "")) if getattr(self._store, "shared", False) else None
         if records is None and self.index_server is None:
             return str(self.path)
         parts = [records or str(self.path), self.index_server.url if self.index_server else "its folder's index"]
         return f"records {parts[0]}, index {parts[1]}"
+
+    @property
+    def store(self) -> RecordStore:
+        """Deprecated (warns ``DeprecationWarning``; private in the next release): the record
+        store writes without governance's audit events. Read through the public calls
+        (:meth:`get`, :meth:`history`, :meth:`outcomes`, ...); the concept modules use
+        ``library.context.store`` (docs/architecture.md#deprecations)."""
+        deprecated("SkillLibrary.store", "the public calls (or library.context.store inside the package)")
+        return self._store
 
     @property
     def index(self) -> VectorIndex:
@@ -337,7 +256,7 @@ class SkillLibrary:
         if self._patterns is None:
             from skill_library.patterns import Patterns
 
-            self._patterns = Patterns(self.store, self.embedder)
+            self._patterns = Patterns(self._store, self.embedder)
         return self._patterns
 
     # -- governance: thin delegates to skill_library.governance --------------------------
@@ -389,7 +308,7 @@ class SkillLibrary:
         pointer's) was verified against."""
         from skill_library.governance import tool_schemas
 
-        return tool_schemas.digests(self, name, self.store.get(name, version).version)
+        return tool_schemas.digests(self, name, self._store.get(name, version).version)
 
     def resume(self, name: str, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
         """An approver returns the suspended version of ``name`` (a tool schema change it
@@ -405,26 +324,26 @@ class SkillLibrary:
 
         return workflow.policy(self)
 
-    def set_policy(self, policy: Policy, *, actor: "Actor | str | None") -> Policy:
+    def set_policy(self, policy: Policy, *, actor: "Actor | str | None" = None) -> Policy:
         """Store ``policy`` as the tenant's (``skill.admin``; audited)."""
         from skill_library.governance import workflow
 
         return workflow.set_policy(self, policy, actor=actor)
 
-    def propose(self, skill: Skill, *, actor: "Actor | str | None", reason: str = "") -> Skill:
+    def propose(self, skill: Skill, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
         """Store ``skill`` as a draft, the next version of its name: never fetched until it
         is evaluated, approved and promoted (``skill.propose``)."""
         from skill_library.governance import workflow
 
         return workflow.propose(self, skill, actor=actor, reason=reason)
 
-    def reject(self, name: str, version: int, *, actor: "Actor | str | None", reason: str) -> Skill:
+    def reject(self, name: str, version: int, *, actor: "Actor | str | None" = None, reason: str) -> Skill:
         """Reject a draft or evaluated version: kept for audit, never fetched."""
         from skill_library.governance import workflow
 
         return workflow.reject(self, name, version, actor=actor, reason=reason)
 
-    def approve(self, name: str, version: int, *, actor: "Actor | str | None", reason: str = "") -> Skill:
+    def approve(self, name: str, version: int, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
         """Approve an evaluated version (``skill.approve``, a ``user`` actor, not its
         proposer, its latest evaluation passed)."""
         from skill_library.errors import LifecycleError
@@ -436,7 +355,7 @@ class SkillLibrary:
         return workflow.approve(self, name, version, actor=actor, reason=reason)
 
     def approve_many(self, items: "Sequence[str | tuple[str, int]] | None" = None, *,
-                     actor: "Actor | str | None", reason: str = "") -> "builtins.list[Decision]":
+                     actor: "Actor | str | None" = None, reason: str = "") -> "builtins.list[Decision]":
         """:meth:`approve` each version (a name alone: its version waiting for approval;
         ``None``: every evaluated version learning held); each refusal is kept on its own
         :class:`~skill_library.governance.bulk.Decision`, in order."""
@@ -445,28 +364,36 @@ class SkillLibrary:
         return bulk.approve_many(self, bulk.held(self) if items is None else items, actor=actor, reason=reason)
 
     def promote_many(self, items: "Sequence[str | tuple[str, int]]", *,
-                     actor: "Actor | str | None") -> "builtins.list[Decision]":
+                     actor: "Actor | str | None" = None) -> "builtins.list[Decision]":
         """:meth:`promote` each version (a name alone: its newest approved one); one
         :class:`~skill_library.governance.bulk.Decision` each, refusals included."""
         from skill_library.governance import bulk
 
         return bulk.promote_many(self, items, actor=actor)
 
-    def canary(self, name: str, version: int, *, actor: "Actor | str | None",
-               share: float | None = None, cohort: str | None = None) -> Skill:
-        """Start a canary of an approved version for ``share`` of sessions or a ``cohort``."""
+    def start_canary(self, name: str, version: int, *, actor: "Actor | str | None" = None,
+                     share: float | None = None, cohort: str | None = None) -> Skill:
+        """Start a canary of an approved version for ``share`` of sessions or a ``cohort``
+        (:meth:`canaries` lists the running ones)."""
         from skill_library.governance import workflow
 
         return workflow.canary(self, name, version, actor=actor, share=share, cohort=cohort)
 
-    def promote(self, name: str, version: int, *, actor: "Actor | str | None") -> Skill:
+    def canary(self, name: str, version: int, *, actor: "Actor | str | None" = None,
+               share: float | None = None, cohort: str | None = None) -> Skill:
+        """Deprecated alias of :meth:`start_canary` (warns ``DeprecationWarning``; removed
+        in the next release; docs/architecture.md#deprecations)."""
+        deprecated("canary()", "start_canary()")
+        return self.start_canary(name, version, actor=actor, share=share, cohort=cohort)
+
+    def promote(self, name: str, version: int, *, actor: "Actor | str | None" = None) -> Skill:
         """Make an approved (or canary) version the active one; the active one before it is
         superseded."""
         from skill_library.governance import workflow
 
         return workflow.promote(self, name, version, actor=actor)
 
-    def rollback(self, name: str, *, actor: "Actor | str | None", to_version: int | None = None) -> Skill:
+    def rollback(self, name: str, *, actor: "Actor | str | None" = None, to_version: int | None = None) -> Skill:
         """Flip the active pointer back to the previous released version (or
         ``to_version``) at once; the rolled-back version is retired."""
         from skill_library.governance import workflow
@@ -479,7 +406,7 @@ class SkillLibrary:
 
         return workflow.diff(self, name, v1, v2)
 
-    def delete(self, name: str, *, actor: "Actor | str | None") -> AuditEvent:
+    def delete(self, name: str, *, actor: "Actor | str | None" = None) -> AuditEvent:
         """Remove ``name`` entirely (versions, outcomes, traces, examples, index entries);
         admin only; leaves one audit event, which it returns."""
         from skill_library.governance import workflow
@@ -496,7 +423,7 @@ class SkillLibrary:
         """Why a human must approve this version (empty: the policy may approve it)."""
         from skill_library.governance import rules
 
-        return rules.needs_human(self, self.store.get(name, version))
+        return rules.needs_human(self, self._store.get(name, version))
 
     def review_queue(self) -> builtins.list[Skill]:
         """The draft and evaluated versions waiting for a decision, oldest first."""
@@ -505,7 +432,7 @@ class SkillLibrary:
         return workflow.review_queue(self)
 
     # -- skills -------------------------------------------------------------------------
-    def add(self, skill: Skill, *, verified: bool = False) -> AddResult:
+    def add(self, skill: Skill, *, verified: bool = False, actor: "Actor | str | None" = None) -> AddResult:
         """Store ``skill`` as a new active version (version 1 for a new name).
 
         The direct path of the library's local administrator (the OS user, an admin actor):
@@ -517,8 +444,10 @@ class SkillLibrary:
         local administrator's assertion, recorded as such in the audit event (the CLI's
         ``--verified`` always needs ``--trace``). When another active skill's ``when`` is more than 0.9
         cosine-similar, nothing is stored and the result names it in ``duplicate_of``.
+        ``actor`` (default: the library's ``actor=``, else the local administrator) must
+        hold ``skill.admin``.
         """
-        return ingest.add_one(self, skill, verified=verified)
+        return ingest.add_one(self, skill, verified=verified, actor=actor)
 
     def add_many(
         self,
@@ -526,6 +455,7 @@ class SkillLibrary:
         *,
         verified: bool = False,
         progress: bool = False,
+        actor: "Actor | str | None" = None,
     ) -> list[AddResult]:
         """:meth:`add` for many skills at once, with batched embedding and index writes.
 
@@ -534,17 +464,8 @@ class SkillLibrary:
         stored (a refused one stores nothing). Embedding overlaps the checks and the
         writes (:mod:`skill_library.ingest`).
         """
-        from skill_library.governance.actors import require
-
-        ingest.check_types(skills)
-        if verified:
-            for skill in skills:
-                if skill.provenance.trace_ids:
-                    ingest.check_verified(self.store, skill)
-        admin = self.resolve_actor(None)
-        require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
         with ProgressBar(progress, "adding skills", len(skills)) as bar:
-            return ingest.add_many(self, skills, verified=verified, actor=admin, advance=bar.advance)
+            return ingest.add_many_checked(self, skills, verified=verified, actor=actor, advance=bar.advance)
 
     def get(self, name: str, version: int | None = None) -> Skill:
         """A skill's active version (or ``version``) with its outcome counts (an old name of
@@ -557,23 +478,23 @@ class SkillLibrary:
             raise ValueError(
                 f"status must be one of {', '.join(get_args(SkillStatus))}, got {status!r}"
             )
-        return self.store.list(status=status)
+        return self._store.list(status=status)
 
     def history(self, name: str) -> builtins.list[Skill]:
         """Every version of ``name``, oldest first, each with its own counts."""
-        return self.store.history(name)
+        return self._store.history(name)
 
     def outcomes(self, name: str) -> builtins.list[dict[str, Any]]:
         """The append-only outcome log of ``name`` (all versions), oldest first."""
-        return self.store.outcome_log(name)
+        return self._store.outcome_log(name)
 
     def traces(self, name: str) -> builtins.list[Trace]:
         """The stored traces of ``name``: learned from, run, or named by an outcome."""
-        return self.store.traces_for(name)
+        return self._store.traces_for(name)
 
     def trace(self, trace_id: str) -> Trace:
         """One stored trace by id (:class:`TraceNotFoundError` when unknown)."""
-        return self.store.get_trace(trace_id)
+        return self._store.get_trace(trace_id)
 
     def retire(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
         """Retire a skill (its active or quarantined version): it stays in the records but
@@ -592,7 +513,7 @@ class SkillLibrary:
         lack a task vector (a library learned before prototypes) are embedded first, so
         every skill with enough of them gets its prototype (skill_library.prototypes)."""
         with self.context.index.locked():
-            prototypes.backfill(self.store, self.embedder, [s.name for s in self.store.list(status="active")])
+            prototypes.backfill(self._store, self.embedder, [s.name for s in self._store.list(status="active")])
             with ProgressBar(progress, "embedding skills", len(self.context.index.expected_entries())) as bar:
                 return self.context.index.rebuild(progress=bar.advance, force=force)
 
@@ -688,37 +609,10 @@ class SkillLibrary:
         candidates' preconditions are checked in the sandbox (read-only calls only) and the
         ones that do not apply move behind the rest (``Match.applies``; docs/learning.md).
         """
-        if not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        if not isinstance(task, str) or not task.strip():
-            raise ValueError("task must be a non-empty string")
-        if isinstance(tools, str):
-            raise TypeError("tools must be a collection of tool names, not one string")
-        threshold = self.min_reliability if min_reliability is None else min_reliability
-        floor = self.min_similarity if min_similarity is None else min_similarity
-        embedding = self.embedder.embed([description.query_text(task)])[0]
-        if args is not None and not isinstance(args, Mapping):
-            raise TypeError("args must be a mapping of parameter name -> value")
-        matches = fetching.search(self, embedding, k, threshold, kinds, floor=floor,
-                                  tools=None if tools is None else frozenset(tools),
-                                  values=value_fit.TaskValues.of(task), args=args, explain=explain,
-                                  extra=abstention.EXTRA_FOR_MARGIN if abstain else 0)
-        if subject is not None and state is not None:
-            matches.extend(fetching.prefetch(self, subject, state, matches, threshold))
-        if session is not None or cohort is not None:
-            from skill_library.governance import canary
-
-            matches = canary.route(self, matches, session=session, cohort=cohort,
-                                   generation=self.context.index.seen_generation)
-        result = (abstention.unflagged(matches, k) if not abstain
-                  else abstention.decide(matches, k, abstention.calibration(self)))
-        if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
-            result = preconditions.rank_applicable(self, result, args or {}, read_tools, abstain=abstain)
-        if session is not None:  # the uplift holdout (skill_library.uplift): held_back, abstains
-            result = holdout.hold_back(self, result, session, self.context.index.seen_generation)
-        if plan:  # a compound task: the skills that together cover it, in order
-            result.plan = self.plan(task, tools=tools, min_reliability=min_reliability)
-        return result
+        return fetching.fetch(self, task, k, min_reliability=min_reliability, min_similarity=min_similarity,
+                              tools=tools, kinds=kinds, subject=subject, state=state, session=session,
+                              cohort=cohort, args=args, explain=explain, abstain=abstain, plan=plan,
+                              read_tools=read_tools)
 
     def calibration(self) -> "Calibration":
         """fetch's abstention calibration for this library: the similarity floor and
@@ -783,7 +677,7 @@ class SkillLibrary:
     def outcome_counts(self, name: str, version: int | None = None) -> dict[str, int]:
         """How many outcomes of each kind (success, failure, misuse, not_applicable,
         wrong_skill) version ``version`` (default: the active one) of ``name`` has."""
-        return self.store.outcome_counts(name, version)
+        return self._store.outcome_counts(name, version)
 
     def retrieval_misses(self, name: str) -> int:
         """How many times ``name`` was reported fetched for a task it does not do
@@ -824,7 +718,7 @@ class SkillLibrary:
         """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0);
         an :class:`OutcomeKind` other than success/failure is logged and moves nothing."""
         self.procedures.record_outcome(name, positive)
-        return self.store.get(name)
+        return self._store.get(name)
 
     def build_system_prompt(
         self, base: str, *, task: str | None = None, threshold: float = PROMPT_THRESHOLD,
@@ -890,22 +784,7 @@ class SkillLibrary:
         ``"llm"`` needs an endpoint from the ``OPENAI_*`` settings (else :class:`LLMError`);
         environment variables alone never select it.
         """
-        from skill_library.induction import DataflowGeneralizer, LLMGeneralizer
-
-        if generalizer is None:
-            generalizer = self.generalizer
-        if generalizer == "dataflow":
-            return DataflowGeneralizer()
-        if generalizer == "llm":
-            if not LLMGeneralizer.configured():
-                raise LLMError(
-                    "the LLM generalizer needs an endpoint: set OPENAI_BASE_URL and/or "
-                    "OPENAI_API_KEY (and SKILL_LIBRARY_MODEL)"
-                )
-            return LLMGeneralizer()
-        if isinstance(generalizer, str):
-            raise ValueError(f"generalizer must be 'dataflow' or 'llm', got {generalizer!r}")
-        return generalizer
+        return learning.resolve_generalizer(generalizer, self.generalizer)
 
     @telemetry.traced("learn")
     def learn(
@@ -992,14 +871,14 @@ class SkillLibrary:
 
     def examples(self, name: str) -> builtins.list[Example]:
         """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""
-        self.store.get(name)  # raises for an unknown name
-        return self.store.examples([name])[name]
+        self._store.get(name)  # raises for an unknown name
+        return self._store.examples([name])[name]
 
     def prototype_traces(self, name: str) -> builtins.list[str]:
         """The trace ids whose task vectors' mean is ``name``'s prototype index entry
         (skill_library.prototypes); [] while it has fewer than a block of them."""
         examples = self.examples(name)
-        vectored = prototypes.vectored(self.store, self.embedder.model_name, {name: examples})
+        vectored = prototypes.vectored(self._store, self.embedder.model_name, {name: examples})
         return prototypes.traces_of(examples, vectored)
 
     # -- running ------------------------------------------------------------------------
@@ -1064,7 +943,7 @@ class SkillLibrary:
         characters / 4): see :func:`skill_library.integrations.prompt_block.render`."""
         from skill_library.integrations import prompt_block
 
-        examples = prompt_block.recorded_examples(matches, self.store.get_trace)
+        examples = prompt_block.recorded_examples(matches, self._store.get_trace)
         return prompt_block.render(matches, max_tokens=max_tokens, examples=examples)
 
     def as_openai_tools(self, matches: Sequence[Match], *, api: str = "chat") -> builtins.list[dict[str, Any]]:
@@ -1084,7 +963,7 @@ class SkillLibrary:
     # -- evaluation and canaries: delegates to skill_library.governance ----------------
     def evaluate(
         self, name: str, version: int, suite: "Suite | str | os.PathLike[str]", tools: "ToolsFactory", *,
-        actor: "Actor | str | None",
+        actor: "Actor | str | None" = None,
     ) -> "Evaluation":
         """Run ``version`` and the active version side by side on ``suite`` (a fresh world
         per task from ``tools``); store and return the :class:`Evaluation`. A pass moves a
@@ -1113,38 +992,10 @@ class SkillLibrary:
         return self.propose(skill, actor=actor, reason="imported")
 
 
-#: environment settings read when no token is passed
-INDEX_TOKEN_ENV = "SKILLS_INDEX_TOKEN"
-
-
-def _is_sqlite(url: str) -> bool:
-    return url.split(":", 1)[0].split("+", 1)[0] == "sqlite"
-
-
-def _index_server(url: str | None, token: str | None) -> "IndexServer | None":
-    """The Chroma server of an index URL; refused when it is not loopback and has no token."""
-    if url is None:
-        return None
-    from skill_library.vector_index import IndexServer, check_index_server
-
-    return check_index_server(IndexServer.parse(url, token or os.environ.get(INDEX_TOKEN_ENV) or None))
-
-
-def _check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> None:
-    """Refuse a folder that holds no library (unless ``create``) or lost its records."""
-    records = path / RECORDS_FILE
-    if records.exists():
-        return
-    if path.exists() and not path.is_dir():
-        raise LibraryNotFoundError(path, "it is a file, not a folder")
-    if index_in_folder and (path / "chroma").is_dir():
-        raise RecordStoreCorruptError(
-            records, "is missing while the folder still has its vector index (chroma/)"
-        )
-    if not create:
-        raise LibraryNotFoundError(
-            path, "no such folder" if not path.exists() else f"the folder has no {RECORDS_FILE}"
-        )
-
+# moved to skill_library.opening (the names kept here for code that imports them)
+INDEX_TOKEN_ENV = opening.INDEX_TOKEN_ENV
+_is_sqlite = opening.is_sqlite
+_index_server = opening.index_server
+_check_folder = opening.check_folder
 
 settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH", "DUPLICATE_SIMILARITY")

@@ -123,15 +123,15 @@ def feedback(
         from skill_library.governance import canary
 
         version = canary.session_version(library, name, session=session, cohort=cohort)
-    if version is None and trace_id is None and library.store.get(name).kind == "instruction":
+    if version is None and trace_id is None and library.context.store.get(name).kind == "instruction":
         library.procedures.record_outcome(name, kind, reason=reason)
-        return library.store.get(name)
+        return library.context.store.get(name)
     if kind is OutcomeKind.WRONG_SKILL and trace_id is not None:
-        earlier = library.store.trace_outcome(trace_id)
+        earlier = library.context.store.trace_outcome(trace_id)
         if earlier is not None and earlier["kind"] in ("success", "failure") and _run_of(library, trace_id, name):
             # the run's own verdict came from the wrong task: it moves to retrieval's count
-            return library.store.reclassify_outcome(trace_id, name, kind, reason)
-    skill = library.store.record_outcome(name, kind is OutcomeKind.SUCCESS, version=version, trace_id=trace_id,
+            return library.context.store.reclassify_outcome(trace_id, name, kind, reason)
+    skill = library.context.store.record_outcome(name, kind is OutcomeKind.SUCCESS, version=version, trace_id=trace_id,
                                          kind=kind, reason=reason, origin=origin)
     if kind is OutcomeKind.FAILURE:
         skill = check_quarantine(library, skill)
@@ -147,8 +147,8 @@ def check_quarantine(library: "SkillLibrary", skill: Skill) -> Skill:
     from skill_library.governance import lifecycle
     from skill_library.patterns.reliability import quarantine_problem, record_event
 
-    current = library.store.get(skill.name)
-    problem = quarantine_problem(library.store, current) if current.version == skill.version else None
+    current = library.context.store.get(skill.name)
+    problem = quarantine_problem(library.context.store, current) if current.version == skill.version else None
     if problem is None:
         return skill
     try:
@@ -157,8 +157,8 @@ def check_quarantine(library: "SkillLibrary", skill: Skill) -> Skill:
             actor=library.resolve_actor("system"), reason=problem,
         )
     except LifecycleError:  # another process moved it first
-        return library.store.get(skill.name, skill.version)
-    record_event(library.store, quarantined, "quarantined", problem, None)
+        return library.context.store.get(skill.name, skill.version)
+    record_event(library.context.store, quarantined, "quarantined", problem, None)
     return quarantined
 
 
@@ -182,7 +182,7 @@ def reverify(library: "SkillLibrary", name: str, args: Mapping[str, Any] | None,
              actor: "Actor | str | None" = None, **run_options: Any) -> SkillRun:
     """``SkillLibrary.reverify``: run a quarantined skill once under ``verifier``; a pass
     lifts the quarantine (as ``actor``, default the system actor)."""
-    skill = library.store.get(name)
+    skill = library.context.store.get(name)
     if skill.status != "quarantined":
         raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
     run = library.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
@@ -199,18 +199,18 @@ def _lift(library: "SkillLibrary", name: str, actor: "Actor", reason: str) -> Sk
     from skill_library.governance import lifecycle
     from skill_library.patterns.reliability import record_event
 
-    skill = library.store.get(name)
+    skill = library.context.store.get(name)
     if skill.status != "quarantined":
         raise SkillLibraryError(f"skill {name!r} is {skill.status}, not quarantined")
     lifted = lifecycle.library_transition(library, name, skill.version, "active", actor=actor, reason=reason)
-    record_event(library.store, lifted, "lifted", reason, None if actor.kind == "system" else actor.id)
+    record_event(library.context.store, lifted, "lifted", reason, None if actor.kind == "system" else actor.id)
     return lifted
 
 
 def _run_of(library: "SkillLibrary", trace_id: str, name: str) -> int | None:
     """The version whose recorded run trace ``trace_id`` is (None: no run of ``name``)."""
     try:
-        trace = library.store.get_trace(trace_id)
+        trace = library.context.store.get_trace(trace_id)
     except KeyError:
         return None
     match = re.fullmatch(rf"skill:{re.escape(name)}@(\d+)", trace.source)
@@ -238,7 +238,7 @@ def record_external(
     count in reliability but not toward a quarantine (which counts only outcomes of
     recorded runs). Refusals are :class:`SkillLibraryError` with one line saying what to do.
     """
-    library.store.get(name)  # an unknown name: "no skill named ..."
+    library.context.store.get(name)  # an unknown name: "no skill named ..."
     if trace_id is None and session is None:
         raise SkillLibraryError(
             f"an outcome of {name!r} from outside must name the run it reports on (trace_id from "
@@ -252,7 +252,7 @@ def record_external(
             )
         if version is not None and version != ran:
             raise SkillLibraryError(f"trace {trace_id!r} ran v{ran} of {name!r}, not v{version}")
-        earlier = library.store.trace_outcome(trace_id)
+        earlier = library.context.store.trace_outcome(trace_id)
         if earlier is not None and (not wrong_skill or earlier["kind"] == OutcomeKind.WRONG_SKILL.value):
             raise SkillLibraryError(f"the run {trace_id!r} of {name!r} already has its outcome; one per run")
         credited = ran
@@ -266,7 +266,7 @@ def record_external(
         if version is not None and version != given:
             raise SkillLibraryError(f"session {session!r} was given v{given} of {name!r}, not v{version}")
         credited = given
-    skill = library.store.get(name, credited)
+    skill = library.context.store.get(name, credited)
     if skill.status not in RELEASED_STATUSES:
         raise SkillLibraryError(
             f"v{credited} of {name!r} is {skill.status} (never released): it takes no outcomes"
@@ -279,5 +279,5 @@ def record_external(
 
 def retrieval_misses(library: "SkillLibrary", name: str) -> int:
     """How many times ``name`` (any version) was reported fetched for the wrong task."""
-    return sum(library.store.outcome_counts(name, v.version)[OutcomeKind.WRONG_SKILL.value]
-               for v in library.store.history(name))
+    return sum(library.context.store.outcome_counts(name, v.version)[OutcomeKind.WRONG_SKILL.value]
+               for v in library.context.store.history(name))

@@ -109,7 +109,7 @@ def _has_aliases(store: "SQLRecordStore", conn: sa.Connection) -> bool:
 
 def resolve(library: "SkillLibrary", name: str) -> str:
     """``name``, or the skill an alias of it names (with a ``DeprecationWarning``)."""
-    store: "SQLRecordStore" = library.store  # type: ignore[assignment]
+    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
         if not _has_aliases(store, conn):
             return name
@@ -126,7 +126,7 @@ def resolve(library: "SkillLibrary", name: str) -> str:
 
 def aliases(library: "SkillLibrary") -> dict[str, str]:
     """Every alias of the tenant: old name -> new name."""
-    store: "SQLRecordStore" = library.store  # type: ignore[assignment]
+    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
         if not _has_aliases(store, conn):
             return {}
@@ -283,7 +283,7 @@ def redact_stored(library: "SkillLibrary") -> RedactionReport:
     from skill_library.learning import _renamed, free_name
     from skill_library.text_vectors import text_digest
 
-    store = _tables(library.store)  # type: ignore[arg-type]
+    store = _tables(library.context.store)  # type: ignore[arg-type]
     t = store.tenant_filter
     report = RedactionReport()
     vocabulary = {w for n in library.read_only_tools or () for w in str(n).split("_")}
@@ -407,13 +407,13 @@ def get(library: "SkillLibrary", name: str, version: int | None = None) -> Skill
     versions retired by the rename) warns and gives the new skill (``version`` then counts
     in the new skill's versions). A live name costs no alias lookup."""
     try:
-        skill = library.store.get(name, version)
+        skill = library.context.store.get(name, version)
     except SkillNotFoundError:
         resolved = resolve(library, name)
         if resolved == name:
             raise
-        return library.store.get(resolved)
+        return library.context.store.get(resolved)
     if skill.status != "retired":
         return skill
     resolved = resolve(library, name)
-    return skill if resolved == name else library.store.get(resolved)
+    return skill if resolved == name else library.context.store.get(resolved)

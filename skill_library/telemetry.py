@@ -164,7 +164,7 @@ def version_counts(library: "SkillLibrary") -> dict[str, int]:
     from skill_library.record_store import SQLRecordStore, versions_table
 
     counts = dict.fromkeys(GAUGED, 0)
-    store = library.store
+    store = library.context.store
     if not isinstance(store, SQLRecordStore):
         return counts
     with store.transaction(write=False) as conn:

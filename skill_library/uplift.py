@@ -270,7 +270,7 @@ def configure(
                     evidence={"from": old.to_json(), "to": new.to_json()})
 
     sql_of(library).retrying(work)
-    library.store.bump_index_generation()  # fetch rereads the setting at the next generation
+    library.context.store.bump_index_generation()  # fetch rereads the setting at the next generation
     _SETTINGS.pop(library, None)
     return new
 
@@ -293,7 +293,7 @@ def settings(library: "SkillLibrary", generation: int | None = None) -> UpliftSe
     from skill_library.governance.lifecycle import sql_of
 
     if generation is None:
-        generation = library.store.index_generation()
+        generation = library.context.store.index_generation()
     cached = _SETTINGS.get(library)
     if cached is not None and cached[0] == generation:
         return cached[1]
@@ -458,7 +458,7 @@ def record_session_outcome(
             if name in seen:
                 targets[name] = seen[name]
                 continue
-            skill = library.store.get(name)  # unknown name: "no skill named ..."
+            skill = library.context.store.get(name)  # unknown name: "no skill named ..."
             arm: Arm = "held_back" if held(library, skill, session, found) else "served"
             targets[name] = (arm, skill.version)
     digest = session_digest(session)
@@ -529,7 +529,7 @@ def uplift(library: "SkillLibrary", name: str, version: int | None = None, *,
     ``since``: only outcomes recorded after it (``skill``, ``events``: the version and its
     audit events, when the caller read them)."""
     if skill is None:
-        skill = library.store.get(name, version)
+        skill = library.context.store.get(name, version)
     if events is None:
         events = _events(library, name, skill.version)
     rows = _rows(library, name, skill.version, since)
@@ -595,7 +595,7 @@ def after_outcome(library: "SkillLibrary", name: str) -> Uplift | None:
     from skill_library.governance.lifecycle import library_transition, sql_of
 
     try:
-        skill = library.store.get(name)
+        skill = library.context.store.get(name)
     except SkillNotFoundError:
         return None
     if skill.status != "active":

@@ -39,7 +39,7 @@ def with_canary(library, *, share=0.1, cohort=None, code=V3):
     draft = library.propose(Skill.from_function(code, when=WHEN, tools=["restock"]), actor=proposer)
     assert library.evaluate("stock_item", draft.version, RELAXED, factory, actor=proposer).passed
     library.approve("stock_item", draft.version, actor=approver)
-    library.canary("stock_item", draft.version, actor=approver, share=share, cohort=cohort)
+    library.start_canary("stock_item", draft.version, actor=approver, share=share, cohort=cohort)
     return draft.version
 
 
@@ -112,7 +112,7 @@ def test_a_session_sticks_to_its_version_across_fetch_run_feedback_and_dispatch(
 def test_a_fetch_with_sessions_reads_the_canary_set_once_per_index_generation(library):
     library.add(Skill.from_function(V1, when=WHEN, tools=["restock"]), verified=True)
     statements: list[str] = []
-    engine = library.store.engine
+    engine = library.context.store.engine
     listener = lambda conn, cursor, statement, *rest: statements.append(statement)  # noqa: E731
     sa.event.listen(engine, "before_cursor_execute", listener)
     try:
@@ -245,3 +245,16 @@ def test_four_processes_failing_one_canary_roll_it_back_once_and_lose_no_outcome
     rollbacks = [e for e in library.audit("stock_item") if e.to_status == "approved" and e.actor == "system"]
     assert len(rollbacks) == 1, rollbacks
     assert library.canaries() == []
+
+
+def test_canary_is_a_deprecated_alias_of_start_canary(library):
+    proposer, approver = actors(library)
+    library.add(Skill.from_function(V1, when=WHEN, tools=["restock"]), verified=True)
+    draft = library.propose(Skill.from_function(V3, when=WHEN, tools=["restock"]), actor=proposer)
+    assert library.evaluate("stock_item", draft.version, RELAXED, factory, actor=proposer).passed
+    library.approve("stock_item", draft.version, actor=approver)
+    with pytest.warns(DeprecationWarning, match=r"canary\(\) is deprecated .* use start_canary\(\)") as seen:
+        started = library.canary("stock_item", draft.version, actor=approver, share=0.5)
+    assert seen[0].filename == __file__  # the warning points at the caller
+    assert started.status == "canary"
+    assert [(s.name, s.version) for s in library.canaries()] == [("stock_item", draft.version)]

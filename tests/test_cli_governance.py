@@ -122,8 +122,8 @@ def test_add_verified_grants_a_success_only_on_a_stored_verified_trace(tmp_path)
     with SkillLibrary(lib) as library:
         unjudged = Trace(task="count the votes", outcome=Outcome(success=True))
         proven = Trace(task="count the votes", outcome=Outcome(success=True, verifier="returning-officer"))
-        library.store.save_trace(unjudged)
-        library.store.save_trace(proven)
+        library.context.store.save_trace(unjudged)
+        library.context.store.save_trace(proven)
     for trace_id, why in (("nope", "no stored trace 'nope'"), (unjudged.id, "not a success judged by a named verifier")):
         code, out = invoke("add", str(source), "--when", when, "--verified", "--trace", trace_id, env_dir=lib)
         assert code == 1 and why in " ".join(out.split())

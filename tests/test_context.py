@@ -24,7 +24,7 @@ def test_a_tenant_view_gets_a_context_of_its_own(library):
     acme = library.for_tenant("acme")
     assert acme.context is not library.context
     assert (library.context.tenant, acme.context.tenant) == ("default", "acme")
-    assert acme.context.store is acme.store and acme.context.index.tenant == "acme"
+    assert acme.context.store is acme.context.store and acme.context.index.tenant == "acme"
     assert acme.context.routes is not library.context.routes
     library.context.routes.sessions[("s1", "greet")] = 2
     library.context.routes.cache = (1, {})

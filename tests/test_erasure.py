@@ -83,7 +83,7 @@ def build(library):
     library.patterns.record_transition("dave", "browsing", "support", session="d1")
     library.procedures.add("Offer express shipping", f"When {EMAIL} asks about delivery",
                            "Offer express shipping first.", subject=EMAIL)
-    [name] = [n for n in library.store.names() if n != "offer_express_shipping"]
+    [name] = [n for n in library.context.store.names() if n != "offer_express_shipping"]
     # a run for the subject: its trace and outcome are recorded, the invocation in patterns
     tools = {"find_user": lambda email: {"user_id": "u9", "email": email},
              "list_orders": lambda user_id: [{"order_id": "W91"}],
@@ -97,7 +97,7 @@ def test_forget_an_email_in_4_traces_and_6_pattern_cells_leaves_it_nowhere(deplo
     library = deployment.open(embedder)
     try:
         name = build(library)
-        engine = library.store.engine
+        engine = library.context.store.engine
         before = rows_mentioning(engine, EMAIL)
         # issue 23 item 7's case: 4 learned traces (and one run) and 6 pattern cells
         assert before["traces"] == 5 and before["pattern_transitions"] == 6
@@ -150,11 +150,11 @@ def test_forget_an_email_in_4_traces_and_6_pattern_cells_leaves_it_nowhere(deplo
 
 def test_forget_of_an_unknown_subject_says_so_and_removes_nothing(library):
     build(library)
-    counts = row_counts(library.store.engine)
+    counts = row_counts(library.context.store.engine)
     entries = library.index.entries()
     report = library.forget("nobody@example.com")
     assert report["found"] is False and report["traces"] == 0 and report["procedures"] == []
-    assert row_counts(library.store.engine) == counts
+    assert row_counts(library.context.store.engine) == counts
     assert library.index.entries() == entries
 
 
@@ -172,7 +172,7 @@ def test_an_opt_out_outlives_forget_without_the_value(library):
     library.opt_out(EMAIL)
     report = library.forget(EMAIL)
     assert report["found"] and report["opt_out_kept"] and report["transitions"] == 1
-    assert rows_mentioning(library.store.engine, EMAIL) == {}
+    assert rows_mentioning(library.context.store.engine, EMAIL) == {}
     assert library.patterns.opted_out(EMAIL)
     assert not library.patterns.record_transition(EMAIL, "browsing", "checkout", session="s1").recorded
 
@@ -207,12 +207,12 @@ def test_forget_stays_in_its_tenant(library):
             assert lib.learn(t).status in {"saved", "merged"}
     report = acme.forget(EMAIL)
     assert report["traces"] == 2 and report["examples"] == 2
-    with library.store.engine.connect() as conn:
+    with library.context.store.engine.connect() as conn:
         left = conn.execute(sa.text("SELECT tenant, COUNT(*) FROM traces GROUP BY tenant")).all()
     assert left == [("default", 2)]  # the other tenant's records are its own to forget
     assert acme.learn(zoe_traces()[0]).status == "forgotten"
     assert library.learn(zoe_traces()[0]).status == "duplicate"  # tombstones are per tenant
-    assert len(library.examples(library.store.names()[0])) == 2
+    assert len(library.examples(library.context.store.names()[0])) == 2
 
 
 def test_an_actor_with_the_subject_s_id_is_a_governance_record_and_stays(library):

@@ -23,11 +23,11 @@ def test_frozen_view_runs_without_recording(library):
     skill = library.get("boom")
     assert (skill.successes, skill.failures) == (1, 0)  # unchanged: nothing recorded
     with pytest.raises(KeyError):
-        library.store.get_trace(run.trace.id)
+        library.context.store.get_trace(run.trace.id)
     for write in (frozen.learn, frozen.feedback, frozen.add, frozen.retire, frozen.reindex):
         with pytest.raises(FrozenLibraryError, match="frozen"):
             write("boom")
     # the same run through the library itself records the failure and the trace
     recorded = library.run("boom", {"n": 4}, {"explode": explode})
     assert library.get("boom").failures == 1
-    assert library.store.get_trace(recorded.trace.id).outcome.success is False
+    assert library.context.store.get_trace(recorded.trace.id).outcome.success is False

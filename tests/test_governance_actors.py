@@ -59,8 +59,36 @@ def test_the_librarys_own_actors_are_refused_on_every_per_call_actor(gov, who):
                                                 when="count ballots"), actor=who),
         lambda: gov.set_policy(gov.policy, actor=who),
         lambda: gov.actors.add(Actor(id="eve", kind="user"), by=who),
+        lambda: gov.add(Skill.from_function(CODE.replace("tally_votes", "count_ballots"),
+                                            when="count ballots"), actor=who),
+        lambda: gov.add_many([Skill.from_function(CODE.replace("tally_votes", "count_ballots"),
+                                                  when="count ballots")], actor=who),
     ]
     for call in calls:
         with pytest.raises(PermissionDenied, match=refused):
             call()
     assert gov.get(skill.name, skill.version).status == "draft"
+
+
+def test_add_takes_actor_and_a_viewer_may_not_add_an_active_version(gov):
+    ballots = Skill.from_function(CODE.replace("tally_votes", "count_ballots"), when="count ballots")
+    for call in (lambda: gov.add(ballots, actor="viewer"), lambda: gov.add_many([ballots], actor="viewer")):
+        with pytest.raises(PermissionDenied, match="skill.admin"):
+            call()
+    assert [s.name for s in gov.list()] == []
+    added = gov.add(ballots, actor=gov.resolve_actor(None).id)
+    assert added.status == "added"
+    assert [e.actor for e in gov.audit("count_ballots")] == [gov.resolve_actor(None).id]
+
+
+def test_actor_is_an_optional_keyword_on_every_governed_call():
+    import inspect
+
+    governed = ["add", "add_many", "set_policy", "propose", "reject", "approve", "approve_many",
+                "promote_many", "start_canary", "canary", "promote", "rollback", "delete", "retire",
+                "resume", "register_tools", "configure_uplift", "lift_quarantine", "evaluate",
+                "import_draft"]
+    for name in governed:
+        parameter = inspect.signature(getattr(SkillLibrary, name)).parameters["actor"]
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert parameter.default is None, name

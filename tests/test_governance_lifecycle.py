@@ -46,7 +46,7 @@ def evaluated(lib: SkillLibrary, name: str, version: int, passed: bool = True) -
     if passed:
         return library_transition(lib, name, version, "evaluated", actor=system_actor(),
                           reason="evaluation passed", evidence={"passed": True, "suite": "votes"})
-    return lib.store.get(name, version)
+    return lib.context.store.get(name, version)
 
 
 def fetched(lib: SkillLibrary) -> list[tuple[str, int]]:
@@ -77,9 +77,9 @@ def test_every_transition_is_audited_from_proposal_to_rollback(gov):
     assert gov.history("tally_votes")[1].status == "draft"  # and never inherits approval
     evaluated(gov, "tally_votes", 2)
     gov.approve("tally_votes", 2, actor="bob")
-    canary = gov.canary("tally_votes", 2, actor="bob", share=0.25)
+    canary = gov.start_canary("tally_votes", 2, actor="bob", share=0.25)
     assert canary.status == "canary"
-    with gov.store.transaction(write=False) as conn:
+    with gov.context.store.transaction(write=False) as conn:
         row = conn.execute(sa.text("SELECT version, share, cohort FROM canaries")).one()
     assert tuple(row) == (2, 0.25, None)
     assert gov.promote("tally_votes", 2, actor="bob").status == "active"
@@ -99,7 +99,7 @@ def test_every_transition_is_audited_from_proposal_to_rollback(gov):
         (2, "active", "retired", "bob"), (1, "superseded", "active", "bob"),
     ]
     assert all(e.at.tzinfo is not None and e.tenant == "default" for e in gov.audit("tally_votes"))
-    with gov.store.transaction(write=False) as conn:  # the canary's row went with its promotion
+    with gov.context.store.transaction(write=False) as conn:  # the canary's row went with its promotion
         assert conn.execute(sa.text("SELECT count(*) FROM canaries")).scalar() == 0
 
 
@@ -110,7 +110,7 @@ def test_a_canary_rolled_back_returns_to_approved_and_rollback_to_a_version(gov)
                 actor="alice")
     evaluated(gov, "tally_votes", 3)
     gov.approve("tally_votes", 3, actor="bob")
-    gov.canary("tally_votes", 3, actor="bob", cohort="beta")
+    gov.start_canary("tally_votes", 3, actor="bob", cohort="beta")
     assert library_transition(gov, "tally_votes", 3, "approved", actor=system_actor(),
                       reason="canary failed").status == "approved"
     assert gov.rollback("tally_votes", actor="bob", to_version=1).version == 1
@@ -246,7 +246,7 @@ def test_review_queue_lists_drafts_and_evaluated_versions_oldest_first(gov):
 
 def _rows(lib: SkillLibrary, name: str) -> dict[str, int]:
     counts = {}
-    with lib.store.transaction(write=False) as conn:
+    with lib.context.store.transaction(write=False) as conn:
         for table in ("skills", "skill_versions", "outcomes", "skill_examples", "skill_profiles"):
             counts[table] = conn.execute(sa.text(f"SELECT count(*) FROM {table} WHERE name = :n"), {"n": name}).scalar()
         counts["traces"] = conn.execute(sa.text("SELECT count(*) FROM traces")).scalar()

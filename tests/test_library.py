@@ -140,9 +140,9 @@ def test_fetch_over_fetches_past_unreliable_neighbours(library):
 
 
 def test_ties_break_by_reliability_then_name(library):
-    library.store.add_version(make_skill("beta", "water the plants in the garden"), initial_success=True)
-    library.store.add_version(make_skill("alpha", "water the plants in the garden"), initial_success=True)
-    library.store.add_version(make_skill("gamma", "water the plants in the garden"), initial_success=True)
+    library.context.store.add_version(make_skill("beta", "water the plants in the garden"), initial_success=True)
+    library.context.store.add_version(make_skill("alpha", "water the plants in the garden"), initial_success=True)
+    library.context.store.add_version(make_skill("gamma", "water the plants in the garden"), initial_success=True)
     library.feedback("gamma", True)
     library.reindex()
     names = [m.skill.name for m in library.fetch("water the plants in the garden", k=3)]
@@ -228,7 +228,7 @@ def test_index_out_of_step_with_records_is_rebuilt(tmp_path, embedder):
     with _reopen(path, embedder) as lib:
         lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
         # A writer that updated the records but died before touching the index:
-        lib.store.add_version(make_skill("book_flight", WORKFLOWS["book_flight"]), initial_success=True)
+        lib.context.store.add_version(make_skill("book_flight", WORKFLOWS["book_flight"]), initial_success=True)
     with _reopen(path, embedder) as lib:
         with pytest.warns(IndexRebuiltWarning, match="out of step"):
             assert [m.skill.name for m in lib.fetch("book a flight", k=1)] == ["book_flight"]
@@ -295,7 +295,7 @@ def test_run_task_text_fills_placeholders_and_tolerates_any_braces(library):
     assert run.trace.task == (
         "count the 3 items in the red box ({count[0]} {count.__class__} {missing})"
     )
-    assert library.store.get_trace(run.trace.id).task == run.trace.task
+    assert library.context.store.get_trace(run.trace.id).task == run.trace.task
 
 
 def test_add_many_with_two_versions_of_one_name_indexes_the_newest(library):
@@ -336,7 +336,7 @@ def test_reindex_reads_the_records_under_the_write_lock(tmp_path, embedder):
     path = tmp_path / "lib"
     with _reopen(path, embedder) as lib, _reopen(path, embedder) as other:
         lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]), verified=True)
-        real_list = lib.store.list
+        real_list = lib.context.store.list
         writer = threading.Thread(
             target=lambda: other.add(make_skill("book_flight", WORKFLOWS["book_flight"]),
                                      verified=True)
@@ -349,10 +349,10 @@ def test_reindex_reads_the_records_under_the_write_lock(tmp_path, embedder):
                 writer.join(timeout=3)  # done unless reindex holds the write lock
             return found
 
-        lib.store.list = list_while_another_writer_adds
+        lib.context.store.list = list_while_another_writer_adds
         lib.reindex()
         writer.join(timeout=60)
-        lib.store.list = real_list
+        lib.context.store.list = real_list
         assert lib.index.entries() == {"water_plants": 1, "book_flight": 1}
 
 
@@ -396,7 +396,7 @@ def test_learn_accepts_an_openai_transcript(library):
     )
     assert result.status == "saved", result.reasons
     assert result.skill.tools == ["pour"] and result.skill.successes == 1
-    assert library.store.get_trace(result.skill.provenance.trace_ids[0]).calls[0].name == "pour"
+    assert library.context.store.get_trace(result.skill.provenance.trace_ids[0]).calls[0].name == "pour"
 
 
 def _add_in_other_process(path: str, name: str, when: str) -> None:

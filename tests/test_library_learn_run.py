@@ -46,7 +46,7 @@ def test_learned_skill_runs_with_new_arguments_and_records_its_trace(library):
     assert run.ok and run.value == {"item": "apple", "stock": 5}
     assert run.trace.task == "Restock (apple). Needs the count. Arguments: count=5."
     assert [(c.name, c.arguments) for c in run.trace.calls] == [("restock", {"item": "apple", "count": 5})]
-    assert library.store.get_trace(run.trace.id).calls == run.trace.calls
+    assert library.context.store.get_trace(run.trace.id).calls == run.trace.calls
     assert library.get(skill.name).outcomes == 1  # no verdict yet: success comes from feedback
 
 
@@ -61,7 +61,7 @@ def test_run_verifier_records_the_outcome(library):
     run = library.run(name, {"count": 1}, TOOLS, verifier=broken)
     skill = library.get(name)
     assert (skill.successes, skill.failures) == (2, 2)
-    stored = library.store.get_trace(run.trace.id)
+    stored = library.context.store.get_trace(run.trace.id)
     assert stored.outcome.success is False and "audit service down" in stored.outcome.evidence
 
 

@@ -61,7 +61,7 @@ def test_learn_uses_the_llm_when_asked_and_records_usage(library, llm_env):
     assert skill.provenance.generalizer == "llm" and skill.provenance.model == "scripted-model"
     assert skill.provenance.usage["total_tokens"] > 0
     assert skill.provenance.trace_ids == [TRACE.id]
-    assert library.store.get_trace(TRACE.id).task == TRACE.task
+    assert library.context.store.get_trace(TRACE.id).task == TRACE.task
     assert len(llm_env.requests) == 1
 
 

@@ -269,7 +269,7 @@ def test_a_store_without_outcome_kinds_upgrades_in_place(tmp_path, embedder):
 
 def test_refused_feedback_names_the_problem(lib):
     with pytest.raises(SkillLibraryError, match="no outcome of 'reset_user_password' to change"):
-        lib.store.reclassify_outcome("nope", "reset_user_password", "wrong_skill", None)
+        lib.context.store.reclassify_outcome("nope", "reset_user_password", "wrong_skill", None)
 
 
 # -- the CLI -------------------------------------------------------------------------------------

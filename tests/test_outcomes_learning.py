@@ -49,7 +49,7 @@ def test_learning_the_same_file_twice_adds_nothing_and_says_duplicate(library, t
     after = library.get(name)
     assert (after.version, after.successes, after.failures) == (before.version, before.successes, 0) == (1, 3, 0)
     assert len(library.traces(name)) == traces_before == 3
-    assert len(library.store.examples([name])[name]) == 3
+    assert len(library.context.store.examples([name])[name]) == 3
 
 
 def test_a_trace_repeated_within_one_batch_counts_once(library):

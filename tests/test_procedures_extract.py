@@ -89,7 +89,7 @@ def test_a_fact_dressed_as_a_procedure_is_refused(library, client):
     assert [d.name for d in result.drafts] == ["quantify_the_worst_case"]
     [(item, reason)] = result.refused
     assert item["title"] == "Investor profile" and "states a fact about the user" in reason
-    assert "investor_profile" not in library.store.names()
+    assert "investor_profile" not in library.context.store.names()
 
 
 @pytest.mark.parametrize("text, is_fact", [

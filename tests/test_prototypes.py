@@ -66,10 +66,10 @@ def _index_vectors(lib, ids):
 
 def _check_prototype(lib, name: str, model: str) -> None:
     """The prototype entry of ``name`` is the normalized mean of its traces' stored vectors."""
-    ids = prototypes.traces_of(lib.examples(name), lib.store.task_vector_ids(prototypes.model_key(model),
+    ids = prototypes.traces_of(lib.examples(name), lib.context.store.task_vector_ids(prototypes.model_key(model),
                                                                               [e.trace_id for e in lib.examples(name)]))
     assert ids, name
-    stored = lib.store.load_task_vectors(prototypes.model_key(model), ids)
+    stored = lib.context.store.load_task_vectors(prototypes.model_key(model), ids)
     document, vector = _index_vectors(lib, [prototypes.key(name)])[prototypes.key(name)]
     expected = prototypes.mean(unpack(stored[i]) for i in ids)
     assert document == prototypes.document(ids)
@@ -82,9 +82,9 @@ def test_each_skill_with_enough_traces_has_a_prototype_the_mean_of_its_task_vect
     for skill in lib.list():
         examples = lib.examples(skill.name)
         every = [e.trace_id for e in examples]
-        stored = lib.store.load_task_vectors(model, every)
+        stored = lib.context.store.load_task_vectors(model, every)
         assert set(stored) == set(every)  # every evidence trace's task vector is kept
-        trace = lib.store.get_trace(every[0])
+        trace = lib.context.store.get_trace(every[0])
         again = embedder.embed([description.query_text(trace.task)])[0]
         assert max(abs(a - b) for a, b in zip(unpack(stored[every[0]]), again)) < 1e-5
         ids = prototypes.traces_of(examples, set(every))
@@ -172,8 +172,8 @@ def test_rebuild_needs_no_model_and_a_lost_vector_is_backfilled(suite, learned, 
     # a library learned before prototypes: its traces lack task vectors until reindex
     from skill_library.record_store import task_vectors_table
 
-    with lib.store.transaction(write=True) as conn:
-        conn.execute(task_vectors_table.delete().where(lib.store.tenant_filter(task_vectors_table)))
+    with lib.context.store.transaction(write=True) as conn:
+        conn.execute(task_vectors_table.delete().where(lib.context.store.tenant_filter(task_vectors_table)))
     assert lib.reindex() == len(names)
     for name in names:
         _check_prototype(lib, name, embedder.model_name)
@@ -231,16 +231,16 @@ def test_task_vectors_are_the_tenants_own_and_go_with_a_deleted_skill(library, e
     ids = [e.trace_id for e in library.examples(results[0].skill.name)]
     assert len(ids) == 6
     model = prototypes.model_key(embedder.model_name)
-    assert library.store.task_vector_ids(model, ids) == set(ids)
+    assert library.context.store.task_vector_ids(model, ids) == set(ids)
     # the same traces (same ids) learned in another tenant: its own rows
     other = library.for_tenant("acme")
-    assert other.store.task_vector_ids(model, ids) == set()
+    assert other.context.store.task_vector_ids(model, ids) == set()
     other.learn_many(traces)
-    assert other.store.task_vector_ids(model, ids) == set(ids)
+    assert other.context.store.task_vector_ids(model, ids) == set(ids)
     library.delete(results[0].skill.name, actor=None)
-    assert library.store.task_vector_ids(model, ids) == set()
-    assert library.store.load_task_vectors(model, ids) == {}
-    assert set(other.store.load_task_vectors(model, ids)) == set(ids)  # untouched by the other's delete
+    assert library.context.store.task_vector_ids(model, ids) == set()
+    assert library.context.store.load_task_vectors(model, ids) == {}
+    assert set(other.context.store.load_task_vectors(model, ids)) == set(ids)  # untouched by the other's delete
     _check_prototype(other, results[0].skill.name, embedder.model_name)
 
 

@@ -62,9 +62,9 @@ def test_a_failure_burst_quarantines_and_a_passing_reverification_lifts(library)
     assert library.get(name).status == "quarantined"
     run = library.reverify(name, {"count": 2}, TOOLS, verifier=lambda r: r.value["stock"] >= 2)
     assert run.ok and library.get(name).status == "active"
-    assert [(e["event"], e["actor"]) for e in events(library.store, name)] == [
+    assert [(e["event"], e["actor"]) for e in events(library.context.store, name)] == [
         ("quarantined", "library"), ("lifted", "library")]
-    assert "5 of its last 6 outcomes failed" in events(library.store, name)[0]["reason"]
+    assert "5 of its last 6 outcomes failed" in events(library.context.store, name)[0]["reason"]
     assert [m.skill.name for m in library.fetch("restock 5 pears on the fruit shelf")] == [name]
 
 
@@ -78,7 +78,7 @@ def test_an_approver_lifts_a_quarantine(library):
         library.lift_quarantine(name, actor="viewer")
     library.actors.add(Actor(id="approver", kind="user", permissions=frozenset({"skill.approve"})))
     assert library.lift_quarantine(name, actor="approver").status == "active"
-    assert [(e["event"], e["actor"]) for e in events(library.store, name)][-1] == ("lifted", "approver")
+    assert [(e["event"], e["actor"]) for e in events(library.context.store, name)][-1] == ("lifted", "approver")
     assert [m.skill.name for m in library.fetch("restock 5 pears on the fruit shelf")] == [name]
     with pytest.raises(SkillLibraryError, match="is active, not quarantined"):
         library.lift_quarantine(name)
@@ -113,7 +113,7 @@ def test_the_rule_reads_only_the_recent_window_of_the_active_version(library):
     for ok in pattern:
         library.feedback(name, ok)
     version = library.get(name).version
-    assert library.store.recent_outcomes(name, version, 3) == pattern[-3:]
-    assert library.store.recent_outcomes(name, version, 100) == [True, *pattern]  # the learned trace first
-    assert library.store.recent_outcomes(name, version + 1, 5) == []
-    assert library.for_tenant("acme").store.recent_outcomes(name, version, 5) == []
+    assert library.context.store.recent_outcomes(name, version, 3) == pattern[-3:]
+    assert library.context.store.recent_outcomes(name, version, 100) == [True, *pattern]  # the learned trace first
+    assert library.context.store.recent_outcomes(name, version + 1, 5) == []
+    assert library.for_tenant("acme").context.store.recent_outcomes(name, version, 5) == []

@@ -50,7 +50,7 @@ def write_old_rows(library) -> None:
     """Rows as a version of the library before the masking pass wrote them."""
     now = utc_now()
     trace = old_trace()
-    with library.store.transaction(write=True) as conn:
+    with library.context.store.transaction(write=True) as conn:
         for name, when, code, params, tools, ids in (
             (OLD, WHEN, CODE, PARAMS, ["find_user", "send_message"], [trace.id]),
             ("count_orders", "Count the orders of a user (looks the user up by email).", CLEAN,
@@ -94,7 +94,7 @@ def library(deployment, embedder):
 
 def test_redact_stored_writes_a_redacted_version_erases_the_old_and_keeps_an_alias(library):
     write_old_rows(library)
-    assert rows_with(library.store.engine, EMAIL)["skill_versions"] == 1
+    assert rows_with(library.context.store.engine, EMAIL)["skill_versions"] == 1
     docs = library.index.documents(list(library.index.entries()))
     assert any(NAME in d for d in docs.values())
 
@@ -106,13 +106,13 @@ def test_redact_stored_writes_a_redacted_version_erases_the_old_and_keeps_an_ali
     assert report.examples == 1 and done.constants == 1  # signature='Zoe Quill' (the docstring is not counted)
     # the values stay only in the trace (the subject's own record, erased by forget)
     for value in (EMAIL, NAME, "u77"):
-        assert rows_with(library.store.engine, value) == {"traces": 1}, value
+        assert rows_with(library.context.store.engine, value) == {"traces": 1}, value
     docs = library.index.documents(list(library.index.entries()))
     assert not any(NAME.lower() in d.lower() or EMAIL in d for d in docs.values())
-    new = library.store.get("send_note")
+    new = library.context.store.get("send_note")
     assert new.status == "active" and (new.successes, new.failures) == (7, 1)  # the aggregate stays
     assert new.code.startswith("def send_note(email: str, body: str):") and "signature='(a name)'" in new.code
-    [old] = library.store.history(OLD)
+    [old] = library.context.store.history(OLD)
     assert old.status == "retired" and old.when.startswith("(erased: this version held personal data")
     [event] = [e for e in library.audit("send_note") if e.to_status == "redacted"]
     assert event.evidence["erased_versions"] == [1] and event.evidence["renamed"] is True

@@ -51,13 +51,13 @@ def test_in_query_batch_is_one_setting_read_at_use(library, monkeypatch):
         if "IN (" in statement and "skill_versions" in statement:
             statements.append(statement)
 
-    engine = library.store.engine
+    engine = library.context.store.engine
     sa.event.listen(engine, "before_cursor_execute", seen)
     try:
         monkeypatch.setattr(record_store, "IN_QUERY_BATCH", 2)
         for module in (settings, dialects, bulk, record_store):
             assert module.IN_QUERY_BATCH == 2  # one value under every name
-        found = library.store.get_many([(n, 1) for n in WHENS])
+        found = library.context.store.get_many([(n, 1) for n in WHENS])
         assert sorted(n for n, _ in found) == sorted(WHENS)
         assert len(statements) == 2  # 3 names, 2 per query
     finally:

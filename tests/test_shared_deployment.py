@@ -89,7 +89,7 @@ def test_a_writer_killed_mid_transaction_leaves_consistent_records_and_a_repaire
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IndexRebuiltWarning)  # a kill between records and index
         with deployment.open(embedder) as lib:
-            lib.store.check_integrity()
+            lib.context.store.check_integrity()
             history = lib.history("water_plants")
             assert [s.version for s in history] == list(range(1, len(history) + 1))
             assert [s.status for s in history] == ["superseded"] * (len(history) - 1) + ["active"]

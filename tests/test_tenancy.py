@@ -62,7 +62,7 @@ def test_for_tenant_is_a_cached_view_on_the_same_stores(library):
     acme = library.for_tenant("acme")
     assert acme.tenant == "acme" and library.tenant == DEFAULT_TENANT
     assert library.for_tenant("acme") is acme and acme.for_tenant("default") is library
-    assert acme.store.engine is library.store.engine and acme.embedder is library.embedder
+    assert acme.context.store.engine is library.context.store.engine and acme.embedder is library.embedder
     assert acme.sandbox is not library.sandbox  # each tenant runs in its own sandbox (issue 23)
     with pytest.raises(InvalidTenantError):
         library.for_tenant("Not Valid")
@@ -149,8 +149,8 @@ def test_quarantine_and_its_events_stay_in_their_tenant(tenants):
         acme.feedback("water_plants", False)
     assert acme.get("water_plants").status == "quarantined"
     assert home.get("water_plants").status == "active"
-    assert [e["event"] for e in events(acme.store, "water_plants")] == ["quarantined"]
-    assert events(home.store, "water_plants") == []
+    assert [e["event"] for e in events(acme.context.store, "water_plants")] == ["quarantined"]
+    assert events(home.context.store, "water_plants") == []
     assert home.fetch(HOME_WHEN)[0].skill.name == "water_plants"
 
 
@@ -345,7 +345,7 @@ def test_text_vectors_are_each_tenants_own(tenants):
     home, acme = tenants
 
     def stored() -> int:
-        with home.store.transaction(write=False) as conn:
+        with home.context.store.transaction(write=False) as conn:
             return int(conn.execute(sa.text("SELECT COUNT(*) FROM text_vectors")).scalar())
 
     before = stored()
@@ -484,7 +484,7 @@ def test_a_schema_3_folder_keeps_its_index_through_the_upgrade(tmp_path, embedde
     folder.mkdir()
     make_v3_store(f"sqlite:///{folder / 'records.db'}")
     with SkillLibrary(folder, embedder=embedder, create=False) as lib:  # what the index holds
-        wanted = entries_for(lib.list(status="active"), lib.store.examples(["water_plants"]))
+        wanted = entries_for(lib.list(status="active"), lib.context.store.examples(["water_plants"]))
     shutil.rmtree(folder)
     folder.mkdir()
     make_v3_store(f"sqlite:///{folder / 'records.db'}")  # schema 3 again, with its index beside it

@@ -55,16 +55,16 @@ def test_a_tenant_view_does_not_inherit_the_roots_canary_cache(tmp_path, embedde
         draft = root.propose(Skill.from_function(V3, when=WHEN, tools=["restock"]), actor=proposer)
         assert root.evaluate("stock_item", draft.version, RELAXED, factory, actor=proposer).passed
         root.approve("stock_item", draft.version, actor=approver)
-        root.canary("stock_item", draft.version, actor=approver, share=0.5)
-        generation = root.store.index_generation()
+        root.start_canary("stock_item", draft.version, actor=approver, share=0.5)
+        generation = root.context.store.index_generation()
         assert [c.name for c in root.canaries()] == ["stock_item"]  # the root's cache is filled
         acme = root.for_tenant("acme")
         acme.add(Skill.from_function(V1, when=WHEN, tools=["restock"]), verified=True)
         filler = 0
-        while acme.store.index_generation() < generation:  # the same generation number as the root's
+        while acme.context.store.index_generation() < generation:  # the same generation number as the root's
             acme.add(skill(f"filler_{filler}", f"filler task number {filler}", "acme"), verified=True)
             filler += 1
-        assert acme.store.index_generation() == generation
+        assert acme.context.store.index_generation() == generation
         before = acme.get("stock_item").successes
         acme.feedback("stock_item", True)  # was: recorded, then SkillNotFoundError (root's canary v2)
         assert acme.get("stock_item").successes == before + 1
@@ -78,3 +78,21 @@ def library(tmp_path, embedder):
     lib = SkillLibrary(tmp_path / "lib", embedder=embedder, policy=Policy(auto_approve="all"))
     yield lib
     lib.close()
+
+
+def test_library_store_is_deprecated_and_the_package_does_not_use_it(tmp_path, embedder):
+    import warnings
+
+    with SkillLibrary(tmp_path / "lib", embedder=embedder) as lib:
+        with pytest.warns(DeprecationWarning, match=r"SkillLibrary.store is deprecated") as seen:
+            store = lib.store
+        assert seen[0].filename == __file__ and store is lib.context.store
+        with warnings.catch_warnings():
+            # no internal caller reads lib.store
+            warnings.filterwarnings("error", message=r"SkillLibrary\.store", category=DeprecationWarning)
+            acme = lib.for_tenant("acme")
+            acme.add(Skill.from_function("def hello(name: str) -> str:\n    return 'hi ' + name\n",
+                                         when="say hello to someone"))
+            assert [m.skill.name for m in acme.fetch("say hello to Ada", k=1, abstain=False, min_reliability=0)] == ["hello"]
+            assert acme.feedback("hello", True).successes == 1
+            assert lib.list() == [] and acme.context.store.tenant == "acme"

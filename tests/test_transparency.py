@@ -29,7 +29,7 @@ def extracted(library, subject: str) -> str:
 def rows_mentioning(library, text: str) -> list[str]:
     """Every table row (in the records file) with ``text`` in any column."""
     found = []
-    with library.store.engine.connect() as conn:
+    with library.context.store.engine.connect() as conn:
         for table in sa.inspect(conn).get_table_names():
             for row in conn.execute(sa.text(f'SELECT * FROM "{table}"')):
                 if any(text in str(v) for v in row):

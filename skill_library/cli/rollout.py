@@ -103,9 +103,9 @@ def canary(
     directory: Optional[Path] = DirOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Start a canary of an approved version: SkillLibrary.canary(name, version, actor=, share=, cohort=)."""
+    """Start a canary of an approved version: SkillLibrary.start_canary(name, version, actor=, share=, cohort=)."""
     with open_library(directory) as lib:
-        skill = lib.canary(name, version, actor=actor, share=share, cohort=cohort)
+        skill = lib.start_canary(name, version, actor=actor, share=share, cohort=cohort)
     if as_json:
         emit({"name": skill.name, "version": skill.version, "status": skill.status,
               "share": share if share is not None or cohort is not None else None, "cohort": cohort})

@@ -87,7 +87,7 @@ class Console:
     def known_tenants(self) -> list[str]:
         """Tenants holding at least one skill in which the console's actor is registered
         (suggestions for the tenant box: other tenants' names are not shown)."""
-        tenants = getattr(self.library.store, "tenants", None)
+        tenants = getattr(self.library.context.store, "tenants", None)
         found = sorted({self.home_tenant, *(tenants() if tenants is not None else ())})
         readable = []
         for tenant in found:

@@ -109,7 +109,7 @@ def reject(console: Console, request: Request, session: Session) -> Response:
 @page(write=True)
 def release(console: Console, request: Request, session: Session) -> Response:
     """``POST /review/{name}/{version}/release``: ``library.promote(...)``, or with
-    ``share`` (a percentage) ``library.canary(..., share=)``."""
+    ``share`` (a percentage) ``library.start_canary(..., share=)``."""
     form = request.state.form
     tenant = console.tenant_of(request, form)
     library = console.view(tenant)
@@ -120,7 +120,7 @@ def release(console: Console, request: Request, session: Session) -> Response:
             share = float(share_text) / 100 if share_text else None
         except ValueError:
             raise ValueError(f"share must be a percentage, got {share_text!r}") from None
-        library.canary(name, version, actor=console.actor_id, share=share)
+        library.start_canary(name, version, actor=console.actor_id, share=share)
         return redirect(session, "/canaries", tenant=tenant, notice=f"{name} v{version} is a canary")
     skill = library.promote(name, version, actor=console.actor_id)
     return redirect(session, "/review", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")

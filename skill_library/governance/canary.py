@@ -130,7 +130,7 @@ def running(library: "SkillLibrary", generation: int | None = None) -> dict[str,
     """The tenant's canaries by skill name, read once per index ``generation`` (default:
     the store's current one)."""
     if generation is None:
-        generation = library.store.index_generation()
+        generation = library.context.store.index_generation()
     routes = library.context.routes
     cached = routes.cache
     if cached is not None and cached[0] == generation:
@@ -181,7 +181,7 @@ def route(library: "SkillLibrary", matches: Sequence[Match], *, session: str | N
         for m in matches
         if m.skill.name in canaries and canaries[m.skill.name].serves(m.skill.name, session, cohort)
     ]
-    records = library.store.get_many(wanted) if wanted else {}
+    records = library.context.store.get_many(wanted) if wanted else {}
     out = []
     for m in matches:
         canary = canaries.get(m.skill.name)
@@ -214,8 +214,8 @@ def session_version(library: "SkillLibrary", name: str, *, session: str | None,
 def state(library: "SkillLibrary", canary: Canary) -> CanaryState:
     """The canary's counts, p-value and decision now."""
     min_outcomes, alpha = policy_settings(library)
-    candidate = library.store.get(canary.name, canary.version)
-    active = library.store.get(canary.name)
+    candidate = library.context.store.get(canary.name, canary.version)
+    active = library.context.store.get(canary.name)
     if active.status != "active" or active.version == candidate.version:
         active_successes = active_failures = 0
         active_version = None
@@ -261,7 +261,7 @@ def roll_back(library: "SkillLibrary", current: CanaryState) -> None:
     from skill_library.governance.actors import system_actor
     from skill_library.governance.lifecycle import library_transition
 
-    skill = library.store.get(current.name, current.version)
+    skill = library.context.store.get(current.name, current.version)
     if skill.status == "canary":
         reason = (
             f"automatic canary rollback: failure rate {current.canary_failures}/"
@@ -280,5 +280,5 @@ def roll_back(library: "SkillLibrary", current: CanaryState) -> None:
             library_transition(library, current.name, current.version, "approved",
                                actor=system_actor(), reason=reason, evidence=evidence)
         except LifecycleError:  # another process rolled it back or promoted it first
-            if library.store.get(current.name, current.version).status == "canary":
+            if library.context.store.get(current.name, current.version).status == "canary":
                 raise

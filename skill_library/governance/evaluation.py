@@ -139,10 +139,10 @@ def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | s
     require(actor, "skill.propose", f"evaluate {name!r} v{version}")
     if not isinstance(suite, Suite):
         suite = Suite.load(suite)
-    candidate = library.store.get(name, version)
+    candidate = library.context.store.get(name, version)
     if candidate.kind != "code" or not candidate.code:
         raise SkillLibraryError(f"skill {name!r} v{version} is an instruction skill: only code skills are evaluated")
-    current = library.store.get(name)
+    current = library.context.store.get(name)
     if current.version == candidate.version and current.status == "active":
         raise SkillLibraryError(
             f"skill {name!r} v{version} is the active version; evaluate a candidate version against it"

@@ -71,9 +71,9 @@ def sql_of(library: "SkillLibrary") -> "SQLRecordStore":
     from skill_library.errors import SkillLibraryError
     from skill_library.record_store import SQLRecordStore
 
-    if not isinstance(library.store, SQLRecordStore):
-        raise SkillLibraryError(f"governance needs a SQL record store, not {type(library.store).__name__}")
-    return library.store
+    if not isinstance(library.context.store, SQLRecordStore):
+        raise SkillLibraryError(f"governance needs a SQL record store, not {type(library.context.store).__name__}")
+    return library.context.store
 
 
 def transition_problem(skill: Skill, to_status: SkillStatus) -> str | None:
@@ -192,7 +192,7 @@ def write(library: "SkillLibrary", name: str | None, work: Callable[[sa.Connecti
         result: T = sql_of(library).retrying(work)
         if name is not None:
             try:
-                current = library.store.get(name)
+                current = library.context.store.get(name)
             except KeyError:
                 index.delete(name)
             else:

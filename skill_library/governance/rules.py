@@ -118,7 +118,7 @@ def _closure_tools(library: "SkillLibrary", skill: Skill) -> list[str]:
     tools = list(skill.tools)
     for dep in skill.depends_on:
         try:
-            tools.extend(t for t in library.store.get(dep).tools if t not in tools)
+            tools.extend(t for t in library.context.store.get(dep).tools if t not in tools)
         except KeyError:
             continue
     return tools
@@ -127,7 +127,7 @@ def _closure_tools(library: "SkillLibrary", skill: Skill) -> list[str]:
 def _released_before(library: "SkillLibrary", skill: Skill) -> Skill | None:
     """The newest version of the skill before ``skill`` that was released."""
     try:
-        history = library.store.history(skill.name)
+        history = library.context.store.history(skill.name)
     except KeyError:
         return None
     released = [s for s in history if s.version < skill.version

@@ -540,7 +540,7 @@ def resume(library: "SkillLibrary", name: str, *, actor: Any, reason: str) -> Sk
     from skill_library.errors import SkillLibraryError
     from skill_library.governance.lifecycle import sql_of, transition
 
-    suspended = [s for s in library.store.history(name) if s.status == SUSPENDED]
+    suspended = [s for s in library.context.store.history(name) if s.status == SUSPENDED]
     if not suspended:
         raise SkillLibraryError(f"skill {name!r} has no suspended version; nothing to resume")
     version = suspended[-1].version

@@ -37,7 +37,7 @@ def open_tenant(library: "SkillLibrary", policy: Policy | None, *, check: bool =
     made by ``for_tenant``, where ``policy`` only seeds a new tenant)."""
     from skill_library.record_store import SQLRecordStore
 
-    if not isinstance(library.store, SQLRecordStore):
+    if not isinstance(library.context.store, SQLRecordStore):
         return
     tenant = tenant_of(library)
     sql = sql_of(library)
@@ -256,7 +256,7 @@ def approve(library: "SkillLibrary", name: str, version: int, *, actor: Actor | 
     if who.kind != "user":
         raise PermissionDenied(
             f"actor {who.id!r} is a {who.kind}: approvals need a user actor holding 'skill.approve'")
-    skill = library.store.get(name, version)
+    skill = library.context.store.get(name, version)
     if skill.status == "draft" and skill.kind == "instruction":
         # a procedure has no code to run against a suite: the approver's review is its evaluation
         transition(library, name, version, "evaluated", actor=who,
@@ -346,7 +346,7 @@ def rollback(library: "SkillLibrary", name: str, *, actor: Actor | str | None,
 
 def retire(library: "SkillLibrary", name: str, *, actor: Actor | str | None = None) -> Skill:
     """The pointer's version (active or quarantined) becomes ``retired``."""
-    current = library.store.get(name)
+    current = library.context.store.get(name)
     return transition(library, name, current.version, "retired",
                       actor=caller_actor(library, actor), reason="retired")
 
@@ -354,7 +354,7 @@ def retire(library: "SkillLibrary", name: str, *, actor: Actor | str | None = No
 # -- reading ---------------------------------------------------------------------------------
 def diff(library: "SkillLibrary", name: str, v1: int, v2: int) -> str:
     """A readable diff of two versions: ``when``, tools, parameters, then the code."""
-    a, b = library.store.get(name, v1), library.store.get(name, v2)
+    a, b = library.context.store.get(name, v1), library.context.store.get(name, v2)
     lines = [f"--- {name} v{v1} ({a.status})", f"+++ {name} v{v2} ({b.status})"]
     lines.append(f"when: {a.when!r}" if a.when == b.when else f"when: {a.when!r} -> {b.when!r}")
     added = [t for t in b.tools if t not in a.tools]
@@ -395,7 +395,7 @@ def review_queue(library: "SkillLibrary") -> list[Skill]:
             .where(versions_table.c.status.in_(("draft", "evaluated", tool_schemas.SUSPENDED)))
             .order_by(versions_table.c.created_at, versions_table.c.name, versions_table.c.version)
         )]
-    found = library.store.get_many(keys)
+    found = library.context.store.get_many(keys)
     return [found[k] for k in keys if k in found]
 
 
@@ -407,8 +407,8 @@ def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> 
     who = caller_actor(library, actor)
     require(who, "skill.admin", f"delete {name!r}")
     store = sql_of(library)
-    history = library.store.history(name)  # raises for an unknown name
-    traces = {t.id for t in library.store.traces_for(name)}
+    history = library.context.store.history(name)  # raises for an unknown name
+    traces = {t.id for t in library.context.store.traces_for(name)}
     traces.update(i for s in history for i in s.provenance.trace_ids)
     tenant = tenant_of(library)
 

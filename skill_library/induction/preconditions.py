@@ -441,15 +441,15 @@ def sentence(conditions: Sequence[Condition]) -> str:
 def _evidence(lib: "SkillLibrary") -> dict[str, list[Trace]]:
     """The verified traces of each code skill (its examples' and provenance's): an active
     skill's are its own evidence; a held or quarantined one's still show a look-alike."""
-    skills = [s for s in lib.store.list() if s.kind == "code" and s.status not in ("rejected", "retired")]
-    examples = lib.store.examples([s.name for s in skills])
+    skills = [s for s in lib.context.store.list() if s.kind == "code" and s.status not in ("rejected", "retired")]
+    examples = lib.context.store.examples([s.name for s in skills])
     out: dict[str, list[Trace]] = {}
     for skill in skills:
         ids = list(dict.fromkeys([*skill.provenance.trace_ids, *(e.trace_id for e in examples[skill.name])]))
         traces: list[Trace] = []
         for trace_id in ids[-MAX_TRACES_PER_SKILL:]:
             try:
-                trace = lib.store.get_trace(trace_id)
+                trace = lib.context.store.get_trace(trace_id)
             except KeyError:
                 continue
             if trace.outcome is None or trace.outcome.success:
@@ -468,7 +468,7 @@ def refresh(lib: "SkillLibrary") -> list[str]:
     if not lib.read_only_tools:
         return []
     traces = _evidence(lib)
-    active = [s for s in lib.store.list(status="active") if s.kind == "code"]
+    active = [s for s in lib.context.store.list(status="active") if s.kind == "code"]
     mined = mine(traces, lib.read_only_tools, only=[s.name for s in active])
     changed: list[str] = []
     for skill in active:
@@ -476,7 +476,7 @@ def refresh(lib: "SkillLibrary") -> list[str]:
         if list(skill.provenance.preconditions) == wanted:
             continue
         when = with_conditions(skill.when, sentence(wanted))
-        lib.store.set_preconditions(skill.name, skill.version, wanted, when if when != skill.when else None)
+        lib.context.store.set_preconditions(skill.name, skill.version, wanted, when if when != skill.when else None)
         changed.append(skill.name)
     if changed:
         with lib._index.writing() as index:

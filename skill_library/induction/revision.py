@@ -255,15 +255,15 @@ def verify_all(lib: "SkillLibrary", names: Sequence[str] | None = None) -> list[
     from skill_library.induction.admission import as_candidate
 
     if names is None:
-        skills = [s for s in lib.store.list() if s.status == "active"]
+        skills = [s for s in lib.context.store.list() if s.status == "active"]
     else:
-        found = lib.store.get_many_active(list(names))
+        found = lib.context.store.get_many_active(list(names))
         unknown = [n for n in names if n not in found]
         if unknown:
             raise SkillNotFoundError(unknown[0])
         skills = [found[n] for n in names]
     skills = [s for s in skills if s.kind == "code" and s.code]
-    examples = lib.store.examples([s.name for s in skills])
+    examples = lib.context.store.examples([s.name for s in skills])
     checks = []
     for skill in sorted(skills, key=lambda s: s.name):
         ids = list(dict.fromkeys([*skill.provenance.trace_ids, *(e.trace_id for e in examples[skill.name])]))
@@ -272,7 +272,7 @@ def verify_all(lib: "SkillLibrary", names: Sequence[str] | None = None) -> list[
         related = []
         for name in skill.depends_on:
             try:
-                related.append(lib.store.get(name))
+                related.append(lib.context.store.get(name))
             except SkillNotFoundError:
                 pass
         broken: list[tuple[str, str]] = []
@@ -280,7 +280,7 @@ def verify_all(lib: "SkillLibrary", names: Sequence[str] | None = None) -> list[
         base = as_candidate(skill, {})
         for trace_id in ids:
             try:
-                trace = lib.store.get_trace(trace_id)
+                trace = lib.context.store.get_trace(trace_id)
             except (KeyError, TraceNotFoundError):
                 missing.append(trace_id)
                 continue

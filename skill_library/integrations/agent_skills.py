@@ -443,11 +443,11 @@ def import_folders(library: "SkillLibrary", root: str | Path) -> list[ImportResu
             if same is not None:
                 results.append(ImportResult(folder=folder, status="duplicate", skill=same))
                 continue
-            new_name = skill.name not in library.store.names(prefix=skill.name)
+            new_name = skill.name not in library.context.store.names(prefix=skill.name)
             stored = library.import_draft(skill)
             restored = 0
             if examples and new_name:  # a name the library holds keeps its own examples
-                library.store.save_evidence(stored.name, version=stored.version, examples=examples)
+                library.context.store.save_evidence(stored.name, version=stored.version, examples=examples)
                 restored = len(examples)
             results.append(ImportResult(folder=folder, status="draft", skill=stored, examples=restored))
         except SkillFolderError as exc:
@@ -485,6 +485,6 @@ def export_library(library: "SkillLibrary", out: str | Path, *, license: str | N
     """:func:`export_skills` for every active skill of ``library``, with its example tasks
     and the digests of the tool schemas each was verified against."""
     skills = library.list(status="active")
-    examples = library.store.examples([s.name for s in skills]) if skills else {}
+    examples = library.context.store.examples([s.name for s in skills]) if skills else {}
     return export_skills(skills, out, license=license, examples=examples, tool_schemas={
         (s.name, s.version): library.tool_schema_digests(s.name, s.version) for s in skills if s.tools})

@@ -248,7 +248,7 @@ class SkillServer:
         Every change of the active skills bumps the store's index generation first, so an
         unchanged generation (one small query) means there is nothing to re-read.
         """
-        generation = self.library.store.index_generation()
+        generation = self.library.context.store.index_generation()
         if generation == self._synced_generation:
             return None
         wanted = {

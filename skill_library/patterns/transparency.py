@@ -31,7 +31,7 @@ def explain(library: "SkillLibrary", subject: str) -> dict[str, Any]:
         influences = "nothing"
         if not opted_out and predicted is not None and pattern["transitions"] >= PREFETCH_MIN_N:
             try:
-                influences = "prefetch" if library.store.get(predicted).kind == "code" else "nothing"
+                influences = "prefetch" if library.context.store.get(predicted).kind == "code" else "nothing"
             except SkillNotFoundError:
                 influences = "nothing"
         patterns.append({**pattern, "influences": influences})

@@ -92,7 +92,7 @@ class Procedures:
 
     def __init__(self, library: "SkillLibrary") -> None:
         self._library = library
-        self._store = sql_store(library.store)
+        self._store = sql_store(library.context.store)
         #: the condition selecting this library's tenant's rows of a table
         self._t = self._store.tenant_filter
         self._templates = jinja2.Environment(

@@ -49,7 +49,7 @@ def test_the_queue_is_one_row_per_version_with_its_decision_and_its_example_task
     from skill_library.models import Example
 
     name, version = held(governed)
-    governed.store.save_evidence(name, examples=[
+    governed.context.store.save_evidence(name, examples=[
         Example(trace_id="t1", text="restock {item} by {count}", params={"item": "pear", "count": 2})])
     html = client.get("/review").text
     section = html[html.index(f'id="review-{name}-{version}"'):html.index("<h2>Approved")]

@@ -123,7 +123,7 @@ def test_the_example_tasks_travel_masked_and_are_restored(desk, tmp_path, embedd
     examples = [Example(trace_id="t1", text="cancel every order of {email}", params={"email": "ann@corp.example"}),
                 Example(trace_id="t2", text="please cancel all the orders of {email}",
                         params={"email": "bo@mail.example"}, indexed=False)]
-    desk.store.save_evidence("cancel_every_order", examples=examples)  # as learning keeps them
+    desk.context.store.save_evidence("cancel_every_order", examples=examples)  # as learning keeps them
     export_library(desk, tmp_path / "out")
     evidence = json.loads((tmp_path / "out" / "cancel-every-order" / "references" / "evidence.json").read_text())
     assert evidence["format"] == "skill-library evidence 1" and evidence["skill"] == "cancel_every_order"

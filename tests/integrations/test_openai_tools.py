@@ -52,7 +52,7 @@ def test_dispatch_runs_the_skill_and_answers_with_a_tool_message(desk):
     message = desk.dispatch(_call("cancel_every_order", {"email": "bob@example.com"}), TOOLS)
     assert dict(message) == {"role": "tool", "tool_call_id": "call_1", "content": '["W7", "W8", "W9"]'}
     assert CANCELLED == ["W7", "W8", "W9"]
-    assert message.run.ok and desk.store.get_trace(message.run.trace.id).calls[0].name == "find_user"
+    assert message.run.ok and desk.context.store.get_trace(message.run.trace.id).calls[0].name == "find_user"
     item = {"type": "function_call", "call_id": "fc_9", "name": "count_orders",
             "arguments": '{"email": "alice@example.com"}'}
     assert dict(desk.dispatch(item, TOOLS)) == {

@@ -46,7 +46,7 @@ def test_no_iban_health_detail_or_recipient_reaches_a_shared_text(library, tmp_p
                for e in events) or any("recipient=" in r for r in result.reasons), (result.reasons, events)
     docstring = (skill.code or "").split('"""')[1] if '"""' in (skill.code or "") else ""
     texts = {"when": skill.when, "description": skill.description or "", "docstring": docstring}
-    for n, example in enumerate(library.store.examples([skill.name])[skill.name]):
+    for n, example in enumerate(library.context.store.examples([skill.name])[skill.name]):
         texts[f"example {n}"] = example.text
         texts[f"example {n} params"] = repr(example.params)
     export_library(library, tmp_path / "out")  # active skills only: this one is not among them

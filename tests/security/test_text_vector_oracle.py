@@ -38,7 +38,7 @@ class Counting:
 
 
 def _rows(library) -> int:
-    with library.store.transaction(write=False) as conn:
+    with library.context.store.transaction(write=False) as conn:
         return int(conn.execute(sa.text("SELECT COUNT(*) FROM text_vectors")).scalar())
 
 
@@ -50,12 +50,12 @@ def test_a_tenant_cannot_confirm_another_tenants_exact_when(library, embedder):
     from skill_library.induction.description import index_text
 
     indexed = text_digest(index_text(SECRET_WHEN))
-    assert set(victim.store.load_vectors(model, [digest, indexed])) == {indexed}  # the victim's own
+    assert set(victim.context.store.load_vectors(model, [digest, indexed])) == {indexed}  # the victim's own
     attacker = library.for_tenant("attacker")
     # by the text's digest, or by the victim's own salted key: nothing answers
     guesses = [digest, indexed, tenant_key("victim", indexed), tenant_key("victim", digest)]
-    assert attacker.store.load_vectors(model, guesses) == {}
-    assert library.store.load_vectors(model, guesses) == {}  # nor the default tenant
+    assert attacker.context.store.load_vectors(model, guesses) == {}
+    assert library.context.store.load_vectors(model, guesses) == {}  # nor the default tenant
     # and through the public API: the attacker's own embed of the same text asks the model
     counting = Counting(embedder)
     attacker._text_vectors.embedder = counting
@@ -73,7 +73,7 @@ def test_delete_removes_every_embedded_form(library):
     name = result.skill.name
     from skill_library.induction.description import index_text
 
-    [example] = library.store.examples([name])[name]
+    [example] = library.context.store.examples([name])[name]
     assert _rows(library) > before
     # the example's embedded form with its params is not its bare form: the one delete missed
     assert index_text(example.text, example.params) != index_text(example.text), example

@@ -353,13 +353,13 @@ _CACHE: "weakref.WeakKeyDictionary[Any, Scope]" = weakref.WeakKeyDictionary()
 def scope(library: "SkillLibrary") -> Scope:
     """``library``'s scope, rebuilt when its index generation changed (a skill learned,
     revised, retired or quarantined)."""
-    generation = library.store.index_generation()
+    generation = library.context.store.index_generation()
     cached = _CACHE.get(library)
     if cached is not None and cached.generation == generation:
         return cached
-    skills = [s for s in library.store.list(status="active") if s.kind == "code" and s.code]
+    skills = [s for s in library.context.store.list(status="active") if s.kind == "code" and s.code]
     pairs = find_pairs(skills)
     names = sorted({n for every, one, _ in pairs for n in (every.name, one.name)})
-    built = build(skills, library.store.examples(names) if names else {}, generation, pairs)
+    built = build(skills, library.context.store.examples(names) if names else {}, generation, pairs)
     _CACHE[library] = built
     return built

@@ -633,7 +633,7 @@ def reverify_named(library: "SkillLibrary", name: str,
     from skill_library.errors import SkillLibraryError
     from skill_library.governance.workflow import tool_specs
 
-    keys = [(s.name, s.version) for s in library.store.history(name) if s.status == SUSPENDED]
+    keys = [(s.name, s.version) for s in library.context.store.history(name) if s.status == SUSPENDED]
     if not keys:
         raise SkillLibraryError(f"skill {name!r} has no suspended version; nothing to re-verify")
     return reverify(library, keys, tool_specs(library), tools)

@@ -243,7 +243,9 @@ def review(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) ->
         emit([{**skill_json(s), "needs_human": why, "decision": DECISIONS.get(s.status, ""), "reason": reason}
               for s, why, reason in queue])
         return
-    table = Table("name", "v", "status", "tools", "decision", "why")
+    table = Table("name", "v", "status", "tools")
+    table.add_column("decision", no_wrap=True)
+    table.add_column("why")
     for s, why, reason in queue:
         table.add_row(s.name, str(s.version), s.status, ", ".join(s.tools), DECISIONS.get(s.status, ""),
                       reason or "; ".join(why) or "-")

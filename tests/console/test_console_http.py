@@ -358,3 +358,26 @@ def test_retiring_a_quarantined_version_from_the_console(client, library, skill_
     assert done.status_code == 200 and f"retired {skill_name} v{version}" in done.text
     assert library.get(skill_name, version).status == "retired"
     assert library.audit(skill_name)[-1].actor == ACTOR
+
+
+def test_a_suspended_row_offers_resume_and_retire_and_resume_works(client, library, skill_name):
+    from skill_library.governance import Actor, ToolSpec
+
+    library.actors.add(Actor(id=ACTOR, kind="user", permissions=["skill.approve"]))
+    stricter = {"type": "object", "required": ["item", "count", "aisle"],
+                "properties": {"item": {"type": "string"}, "count": {"type": "integer"}, "aisle": {"type": "string"}}}
+    library.register_tools({"restock": ToolSpec(schema=stricter, side_effects=True)})
+    assert library.get(skill_name).status == "suspended"
+    version = library.get(skill_name).version
+    page = client.get("/review")
+    row = _row(page.text, skill_name, version)
+    assert f'action="/review/{skill_name}/{version}/resume"' in row
+    assert f'action="/review/{skill_name}/{version}/retire"' in row
+    assert "/approve" not in row and "/lift" not in row and "resume or retire" in row
+    assert "held for a person" in row
+    done = client.post(f"/review/{skill_name}/{version}/resume",
+                       data={"csrf": csrf_of(page.text), "reason": "aisle has a default"})
+    assert done.status_code == 200, message_of(done.text)
+    assert f"resumed {skill_name} v{version}: now active" in done.text
+    event = library.audit(skill_name)[-1]
+    assert (event.to_status, event.actor, event.reason) == ("active", ACTOR, "aisle has a default")

@@ -426,7 +426,10 @@ class SkillLibrary:
         return rules.needs_human(self, self._store.get(name, version))
 
     def review_queue(self) -> builtins.list[Skill]:
-        """The draft and evaluated versions waiting for a decision, oldest first."""
+        """The versions waiting for a person's decision, oldest first: draft and evaluated
+        (approve or reject), quarantined by ``system`` (a failure burst or a reliably
+        negative uplift: lift the quarantine or retire) and suspended by a tool schema
+        change (resume or retire)."""
         from skill_library.governance import workflow
 
         return workflow.review_queue(self)

@@ -169,3 +169,25 @@ def test_every_command_acts_as_the_actor_it_is_given(tmp_path):
     assert invoke("add", str(skill_file), "--when", "count the votes of ballots", env_dir=lib)[0] == 0
     code, out = invoke("audit", "tally_votes", "--json", env_dir=lib)
     assert code == 0 and [e["to_status"] for e in json.loads(out)] == ["active"]
+
+
+def test_review_names_each_rows_decision_and_a_quarantines_evidence(tmp_path, embedder):
+    from skill_library import Skill, SkillLibrary
+    from skill_library.patterns.reliability import QUARANTINE_FAILURES, QUARANTINE_MIN_OUTCOMES
+
+    lib_dir = tmp_path / "lib"
+    with SkillLibrary(lib_dir, embedder=embedder) as lib:
+        lib.add(Skill.from_function("def add_up(xs: list) -> int:\n    return sum(xs)\n", when="add up numbers"))
+        lib.propose(Skill.from_function(CODE, when="count the votes of ballots"), actor=None)
+        for ok in [True] * QUARANTINE_MIN_OUTCOMES + [False] * QUARANTINE_FAILURES:
+            lib.feedback("add_up", ok)
+        assert lib.get("add_up").status == "quarantined"
+        reason = lib.audit("add_up")[-1].reason
+    code, out = invoke("review", "--json", env_dir=lib_dir)
+    assert code == 0
+    rows = {q["name"]: q for q in json.loads(out)}
+    assert (rows["add_up"]["status"], rows["add_up"]["decision"]) == ("quarantined", "lift the quarantine or retire")
+    assert rows["add_up"]["reason"] == reason != ""
+    assert (rows["tally_votes"]["decision"], rows["tally_votes"]["reason"]) == ("approve or reject", "")
+    code, out = invoke("review", env_dir=lib_dir)
+    assert code == 0 and "lift the quarantine" in out and "approve or reject" in out

@@ -244,6 +244,32 @@ def test_review_queue_lists_drafts_and_evaluated_versions_oldest_first(gov):
     assert [s.name for s in gov.review_queue()] == ["add_up"]
 
 
+def quarantine_by_a_burst(lib: SkillLibrary, name: str) -> None:
+    """A long success record, then failures until the failure-burst rule quarantines it."""
+    from skill_library.patterns.reliability import QUARANTINE_FAILURES, QUARANTINE_MIN_OUTCOMES
+
+    for _ in range(QUARANTINE_MIN_OUTCOMES):
+        lib.feedback(name, True)
+    for _ in range(QUARANTINE_FAILURES):
+        lib.feedback(name, False)
+    assert lib.get(name).status == "quarantined"
+
+
+def test_review_queue_lists_quarantined_versions_with_the_decision_and_the_evidence(gov):
+    from skill_library.governance.workflow import DECISIONS, queue_reason
+
+    gov.add(Skill.from_function("def add_up(xs: list) -> int:\n    return sum(xs)\n", when="add up numbers"))
+    gov.propose(skill(), actor="alice")
+    assert [s.name for s in gov.review_queue()] == ["tally_votes"]
+    quarantine_by_a_burst(gov, "add_up")
+    queue = gov.review_queue()
+    assert [(s.name, s.status) for s in queue] == [("add_up", "quarantined"), ("tally_votes", "draft")]
+    assert [DECISIONS[s.status] for s in queue] == ["lift the quarantine or retire", "approve or reject"]
+    assert queue_reason(gov, queue[0]) == gov.audit("add_up")[-1].reason != ""
+    gov.lift_quarantine("add_up", actor="bob")
+    assert [s.name for s in gov.review_queue()] == ["tally_votes"]
+
+
 def _rows(lib: SkillLibrary, name: str) -> dict[str, int]:
     counts = {}
     with lib.context.store.transaction(write=False) as conn:

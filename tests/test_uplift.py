@@ -202,6 +202,13 @@ def test_a_reliably_harmful_skill_leaves_fetch_for_review_with_the_evidence(lib)
     found = lib.uplift(name)
     assert found.suppressed and "taken out of fetch" in found.describe()
     assert name not in {m.skill.name for m in lib.fetch(TASK, k=3)}
+    # it waits in the review queue, the uplift interval as its reason
+    from skill_library.governance.workflow import DECISIONS, queue_reason
+
+    waiting = [s for s in lib.review_queue() if s.name == name]
+    assert [s.status for s in waiting] == ["quarantined"]
+    assert DECISIONS["quarantined"] == "lift the quarantine or retire"
+    assert queue_reason(lib, waiting[0]) == event.reason
     # a person who lifts it judged that evidence: it is not suppressed again on it
     lib.lift_quarantine(name)
     extra = sessions_in(lib, name, "served", 41)[-1]

@@ -229,15 +229,26 @@ def delete(
 
 @command
 def review(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
-    """Draft and evaluated versions waiting for a decision: SkillLibrary.review_queue()."""
+    """Versions waiting for a person's decision: SkillLibrary.review_queue(). Each row says
+    the decision (draft/evaluated: approve or reject; quarantined: lift the quarantine or
+    retire; suspended: resume or retire) and, for a quarantined or suspended version, the
+    latest audit event's reason (the evidence, e.g. the uplift interval)."""
+    from skill_library.governance.workflow import DECISIONS, queue_reason
+
     with open_library(directory) as lib:
-        queue = [(s, lib.needs_human(s.name, s.version)) for s in lib.review_queue()]
+        queue = [(s, lib.needs_human(s.name, s.version),
+                  queue_reason(lib, s) if s.status not in ("draft", "evaluated") else "")
+                 for s in lib.review_queue()]
     if as_json:
-        emit([{**skill_json(s), "needs_human": why} for s, why in queue])
+        emit([{**skill_json(s), "needs_human": why, "decision": DECISIONS.get(s.status, ""), "reason": reason}
+              for s, why, reason in queue])
         return
-    table = Table("name", "v", "status", "tools", "needs a human because")
-    for s, why in queue:
-        table.add_row(s.name, str(s.version), s.status, ", ".join(s.tools), "; ".join(why) or "-")
+    table = Table("name", "v", "status", "tools")
+    table.add_column("decision", no_wrap=True)
+    table.add_column("why")
+    for s, why, reason in queue:
+        table.add_row(s.name, str(s.version), s.status, ", ".join(s.tools), DECISIONS.get(s.status, ""),
+                      reason or "; ".join(why) or "-")
     console.print(table)
 
 

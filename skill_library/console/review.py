@@ -1,4 +1,8 @@
-"""The Review queue: versions awaiting approval, with their evidence; approve or reject.
+"""The Review queue: versions awaiting a decision, with their evidence. Draft and
+evaluated versions: approve or reject; quarantined ones (a failure burst or a reliably
+negative uplift): lift the quarantine or retire; suspended ones (a tool schema change they
+failed): resume or retire. A quarantined or suspended row shows the latest audit event's
+reason (why it left fetch).
 
 Each entry shows the diff against the active version (``library.diff``), its latest
 evaluation side by side with the active version per task (critical tasks marked), and why
@@ -17,7 +21,8 @@ from starlette.routing import Route
 
 from skill_library.console.app import Console, page, redirect
 from skill_library.console.auth import Session
-from skill_library.errors import SkillNotFoundError
+from skill_library.errors import SkillLibraryError, SkillNotFoundError
+from skill_library.governance.workflow import DECISIONS, queue_reason
 
 __all__ = ["routes"]
 
@@ -40,6 +45,8 @@ def entry(library: Any, skill: Any) -> dict[str, Any]:
         "evaluation": evaluations[-1] if evaluations else None,
         "needs_human": library.needs_human(skill.name, skill.version),
         "examples": library.examples(skill.name),
+        "decision": DECISIONS.get(skill.status, ""),
+        "reason": queue_reason(library, skill) if skill.status not in ("draft", "evaluated") else "",
     }
 
 
@@ -126,10 +133,61 @@ def release(console: Console, request: Request, session: Session) -> Response:
     return redirect(session, "/review", tenant=tenant, notice=f"promoted {name} v{version}: now {skill.status}")
 
 
+def _require_status(library: Any, name: str, version: int, statuses: tuple[str, ...]) -> None:
+    """Refuse a decision on a version that is no longer in the state the button was for."""
+    status = library.get(name, version).status
+    if status not in statuses:
+        raise SkillLibraryError(f"{name} v{version} is {status}, not {' or '.join(statuses)}: reload the queue")
+
+
+@page(write=True)
+def lift(console: Console, request: Request, session: Session) -> Response:
+    """``POST /review/{name}/{version}/lift``: ``library.lift_quarantine(name, actor=)``."""
+    form = request.state.form
+    tenant = console.tenant_of(request, form)
+    library = console.view(tenant)
+    name, version = _target(request)
+    _require_status(library, name, version, ("quarantined",))
+    skill = library.lift_quarantine(name, actor=console.actor_id)
+    return redirect(session, "/review", tenant=tenant,
+                    notice=f"lifted the quarantine of {name} v{version}: now {skill.status}")
+
+
+@page(write=True)
+def resume(console: Console, request: Request, session: Session) -> Response:
+    """``POST /review/{name}/{version}/resume``: ``library.resume(name, actor=, reason=)``."""
+    form = request.state.form
+    tenant = console.tenant_of(request, form)
+    library = console.view(tenant)
+    name, version = _target(request)
+    _require_status(library, name, version, ("suspended",))
+    skill = library.resume(name, actor=console.actor_id, reason=str(form.get("reason", "")).strip())
+    return redirect(session, "/review", tenant=tenant, notice=f"resumed {name} v{version}: now {skill.status}")
+
+
+@page(write=True)
+def retire(console: Console, request: Request, session: Session) -> Response:
+    """``POST /review/{name}/{version}/retire``: ``library.retire(name, actor=)`` of a
+    quarantined or suspended version (the skill's current one)."""
+    form = request.state.form
+    tenant = console.tenant_of(request, form)
+    library = console.view(tenant)
+    name, version = _target(request)
+    _require_status(library, name, version, ("quarantined", "suspended"))
+    if library.get(name).version != version:
+        raise SkillLibraryError(f"{name} v{version} is not the skill's current version: "
+                                f"retire it with skills retire after resolving the newer one")
+    library.retire(name, actor=console.actor_id)
+    return redirect(session, "/review", tenant=tenant, notice=f"retired {name} v{version}")
+
+
 def routes() -> list[Route]:
     return [
         Route("/review", review_page),
         Route("/review/{name}/{version:int}/approve", approve, methods=["POST"]),
         Route("/review/{name}/{version:int}/reject", reject, methods=["POST"]),
         Route("/review/{name}/{version:int}/release", release, methods=["POST"]),
+        Route("/review/{name}/{version:int}/lift", lift, methods=["POST"]),
+        Route("/review/{name}/{version:int}/resume", resume, methods=["POST"]),
+        Route("/review/{name}/{version:int}/retire", retire, methods=["POST"]),
     ]

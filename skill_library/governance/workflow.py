@@ -384,19 +384,39 @@ def audit_events(library: "SkillLibrary", name: str | None = None) -> list[audit
 audit_log = audit_events
 
 
+#: What a person decides for a version in the review queue, by its status.
+DECISIONS: dict[str, str] = {
+    "draft": "approve or reject",
+    "evaluated": "approve or reject",
+    "quarantined": "lift the quarantine or retire",
+    tool_schemas.SUSPENDED: "resume or retire",
+}
+
+
 def review_queue(library: "SkillLibrary") -> list[Skill]:
-    """Every draft, evaluated and suspended (a tool schema change it failed) version, oldest first."""
+    """Every version taken out of fetch or not yet in it that waits for a person, oldest
+    first: draft and evaluated versions (approve or reject), quarantined ones (by
+    ``system``: a failure burst or a reliably negative uplift; lift the quarantine or
+    retire) and suspended ones (a tool schema change it failed; resume or retire).
+    :data:`DECISIONS` names each status's decision, :func:`queue_reason` its evidence."""
     from skill_library.record_store import versions_table
 
     with sql_of(library).transaction(write=False) as conn:
         keys = [(r[0], int(r[1])) for r in conn.execute(
             sa.select(versions_table.c.name, versions_table.c.version)
             .where(sql_of(library).tenant_filter(versions_table))
-            .where(versions_table.c.status.in_(("draft", "evaluated", tool_schemas.SUSPENDED)))
+            .where(versions_table.c.status.in_(tuple(DECISIONS)))
             .order_by(versions_table.c.created_at, versions_table.c.name, versions_table.c.version)
         )]
     found = library.context.store.get_many(keys)
     return [found[k] for k in keys if k in found]
+
+
+def queue_reason(library: "SkillLibrary", skill: Skill) -> str:
+    """The reason of the latest audit event of ``skill``'s version (for a quarantined or
+    suspended version: why it left fetch, e.g. the uplift interval); empty when none."""
+    events = [e for e in library.audit(skill.name) if e.version == skill.version]
+    return events[-1].reason if events else ""
 
 
 def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> audit.AuditEvent:

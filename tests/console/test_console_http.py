@@ -301,3 +301,83 @@ def test_a_notice_is_shown_once_and_never_taken_from_the_url(client, carol):
     done = client.post("/subjects/opt-out", data={"subject": carol, "csrf": csrf_of(page.text)})
     assert '<p class="notice" role="status">carol is opted out' in done.text
     assert 'class="notice"' not in client.get("/subjects", params={"subject": carol}).text
+
+
+# -- quarantined versions in the review queue ----------------------------------------------
+def _quarantine(library, name: str) -> None:
+    """A failure burst quarantines ``name``; the console's actor is registered as an approver."""
+    from skill_library.governance import Actor
+    from skill_library.patterns.reliability import QUARANTINE_FAILURES, QUARANTINE_MIN_OUTCOMES
+
+    library.actors.add(Actor(id=ACTOR, kind="user", permissions=["skill.approve"]))
+
+    for ok in [True] * QUARANTINE_MIN_OUTCOMES + [False] * QUARANTINE_FAILURES:
+        library.feedback(name, ok)
+    assert library.get(name).status == "quarantined"
+
+
+def _row(html: str, name: str, version: int) -> str:
+    start = html.index(f'id="review-{name}-{version}"')
+    return html[start:html.index('<tr class="details">', start)]
+
+
+def test_a_quarantined_row_offers_lift_and_retire_with_its_reason_not_approve(client, library, skill_name):
+    _quarantine(library, skill_name)
+    version = library.get(skill_name).version
+    row = _row(client.get("/review").text, skill_name, version)
+    assert f'action="/review/{skill_name}/{version}/lift"' in row
+    assert f'action="/review/{skill_name}/{version}/retire"' in row
+    assert "/approve" not in row and "/reject" not in row and "/resume" not in row
+    assert "lift the quarantine or retire" in row
+    reason = library.audit(skill_name)[-1].reason
+    assert reason and f'class="reason">{reason}<' in row.replace("&#39;", "'").replace("&quot;", '"')
+
+
+def test_lifting_a_quarantine_from_the_console_needs_csrf_and_is_audited(client, library, skill_name):
+    _quarantine(library, skill_name)
+    version = library.get(skill_name).version
+    page = client.get("/review")
+    refused = client.post(f"/review/{skill_name}/{version}/lift", data={})
+    assert refused.status_code == 403 and library.get(skill_name).status == "quarantined"
+    wrong = client.post(f"/review/{skill_name}/{version}/resume", data={"csrf": csrf_of(page.text)})
+    assert wrong.status_code == 400 and "is quarantined, not suspended" in message_of(wrong.text)
+    done = client.post(f"/review/{skill_name}/{version}/lift", data={"csrf": csrf_of(page.text)})
+    assert done.status_code == 200, message_of(done.text)
+    assert f"lifted the quarantine of {skill_name} v{version}: now active" in done.text
+    assert library.get(skill_name).status == "active"
+    event = library.audit(skill_name)[-1]
+    assert (event.from_status, event.to_status, event.actor) == ("quarantined", "active", ACTOR)
+    assert f'id="review-{skill_name}-{version}"' not in done.text
+
+
+def test_retiring_a_quarantined_version_from_the_console(client, library, skill_name):
+    _quarantine(library, skill_name)
+    version = library.get(skill_name).version
+    page = client.get("/review")
+    done = client.post(f"/review/{skill_name}/{version}/retire", data={"csrf": csrf_of(page.text)})
+    assert done.status_code == 200 and f"retired {skill_name} v{version}" in done.text
+    assert library.get(skill_name, version).status == "retired"
+    assert library.audit(skill_name)[-1].actor == ACTOR
+
+
+def test_a_suspended_row_offers_resume_and_retire_and_resume_works(client, library, skill_name):
+    from skill_library.governance import Actor, ToolSpec
+
+    library.actors.add(Actor(id=ACTOR, kind="user", permissions=["skill.approve"]))
+    stricter = {"type": "object", "required": ["item", "count", "aisle"],
+                "properties": {"item": {"type": "string"}, "count": {"type": "integer"}, "aisle": {"type": "string"}}}
+    library.register_tools({"restock": ToolSpec(schema=stricter, side_effects=True)})
+    assert library.get(skill_name).status == "suspended"
+    version = library.get(skill_name).version
+    page = client.get("/review")
+    row = _row(page.text, skill_name, version)
+    assert f'action="/review/{skill_name}/{version}/resume"' in row
+    assert f'action="/review/{skill_name}/{version}/retire"' in row
+    assert "/approve" not in row and "/lift" not in row and "resume or retire" in row
+    assert "held for a person" in row
+    done = client.post(f"/review/{skill_name}/{version}/resume",
+                       data={"csrf": csrf_of(page.text), "reason": "aisle has a default"})
+    assert done.status_code == 200, message_of(done.text)
+    assert f"resumed {skill_name} v{version}: now active" in done.text
+    event = library.audit(skill_name)[-1]
+    assert (event.to_status, event.actor, event.reason) == ("active", ACTOR, "aisle has a default")

@@ -193,7 +193,7 @@ def canaried(tmp_path, embedder):
         trace = Trace(task=TASK, params={"item": "pear"}, outcome=VERIFIED, calls=[
             ToolCall(name="aisle_of", arguments={"item": "pear"}, result={"item": "pear", "aisle": "fruit"}),
             ToolCall(name="check", arguments={"item": "pear"}, result={"item": "pear", "stock": 4})])
-        library.store.save_trace(trace)
+        library.context.store.save_trace(trace)
         skill = Skill.from_function(AISLE_CODE, when=WHEN_STOCK, tools=["check", "aisle_of"])
         skill = skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"trace_ids": [trace.id]})})
         draft = library.propose(skill, actor=proposer)
@@ -283,7 +283,7 @@ def reader(tmp_path, embedder):
         trace = Trace(task=TASK, params={"item": "pear"}, outcome=VERIFIED, result=4, calls=[
             ToolCall(name="check", arguments={"item": "pear"}, result={"item": "pear", "stock": 4}),
             ToolCall(name="reserve", arguments={"item": "pear", "count": 1}, result={"ok": True})])
-        library.store.save_trace(trace)
+        library.context.store.save_trace(trace)
         skill = Skill.from_function(RESERVE_CODE, when=WHEN_STOCK, tools=["check", "reserve"])
         skill = skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"trace_ids": [trace.id]})})
         library.add(skill, verified=True)
@@ -353,7 +353,7 @@ def check_stock(item: str):
         trace = Trace(task=TASK, params={"item": "pear"}, outcome=VERIFIED, calls=[
             ToolCall(name="check", arguments={"item": "pear"}, result={"item": "pear", "stock": 4}),
             ToolCall(name="reserve", arguments={"item": "pear", "count": 4}, result={"ok": True})])
-        lib.store.save_trace(trace)
+        lib.context.store.save_trace(trace)
         skill = Skill.from_function(code, when=WHEN_STOCK, tools=["check", "reserve"])
         lib.add(skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"trace_ids": [trace.id]})}),
                 verified=True)

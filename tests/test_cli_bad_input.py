@@ -58,12 +58,11 @@ def test_every_command_is_covered():
     assert len(COMMANDS) > 40 and {"fetch", "approve", "procedures add", "tools register"} <= set(COMMANDS)
 
 
-@pytest.mark.parametrize("name", sorted(COMMANDS))
+# (a command that takes no argument and needs no option has no empty argument to give)
+@pytest.mark.parametrize("name", sorted(n for n, c in COMMANDS.items() if _arguments(c) or _required_options(c)))
 def test_a_command_with_empty_arguments_says_what_to_do(folder, name):
     command = COMMANDS[name]
     arguments, options = _arguments(command), _required_options(command)
-    if not arguments and not options:
-        pytest.skip("takes no argument and needs no option")
     argv = [*name.split(), *("" for _ in arguments), *(x for o in options for x in (o.opts[0], ""))]
     result = run(folder, argv)
     assert result.exit_code != 0, (argv, result.output)

@@ -182,3 +182,20 @@ def test_learning_a_compound_trace_stores_its_parts_and_a_plan_composes_them(sho
     assert not stopped.ok and stopped.stopped_at == 0 and len(stopped.runs) == 1
     with pytest.raises(ValueError, match="one argument mapping per step"):
         shop.run_plan(plan, args[:1], tools)
+
+
+def test_a_long_recipe_keeps_its_first_step_and_its_last_and_names_stay_within_openais_64_characters():
+    from skill_library.induction.description import MAX_NAME_CHARS, behaviour_name
+
+    steps = ["mine_log", "craft_planks", "craft_crafting_table", "craft_sticks", "craft_wooden_pickaxe",
+             "smelt_iron_ingot"]
+    calls = [(tool, {}, False) for tool in steps]
+    name = behaviour_name(calls)
+    assert name == "mine_log_and_craft_planks_and_smelt_iron_ingot"
+    taken: list[str] = []
+    for _ in range(12):  # look-alikes of the same steps get counters: every one still fits
+        taken.append(behaviour_name(calls, taken=taken))
+    assert len(set(taken)) == 12 and max(len(n) for n in taken) <= 64
+    long_tool = [("record_the_quarterly_inventory_reconciliation_for_the_regional_warehouse", {}, False)]
+    assert len(behaviour_name(long_tool, taken=["record_the_quarterly_inventory_reconciliation_for_the"])) <= 64
+    assert MAX_NAME_CHARS + len("_999") <= 64

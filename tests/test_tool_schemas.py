@@ -200,7 +200,7 @@ def canaried(tmp_path, embedder):
         suite = Suite(id="shop", tasks=[{"id": "pear", "instruction": TASK, "params": {"item": "pear"}}])
         assert library.evaluate("check_stock", draft.version, suite, _shop, actor=proposer).passed
         library.approve("check_stock", draft.version, actor=approver)
-        library.canary("check_stock", draft.version, actor=approver, cohort="beta")
+        library.start_canary("check_stock", draft.version, actor=approver, cohort="beta")
         assert library.get("check_stock", 2).status == "canary"
         yield library
 

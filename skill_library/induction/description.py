@@ -35,8 +35,9 @@ LOOKUP_VERBS = frozenset(
     """get find list search lookup look read fetch query check show describe view count
     inventory inspect peek status""".split()
 )
-#: Longest name a generated skill gets.
-MAX_NAME_CHARS = 64
+#: Longest name a generated skill gets before a look-alike's ``_NN``: OpenAI's tool names (and
+#: MCP clients') allow 64 characters, so the counter must fit too.
+MAX_NAME_CHARS = 56
 #: At most this many words of constant object text go into a name.
 MAX_OBJECT_WORDS = 4
 #: Argument names whose constant value names the object a call acts on.
@@ -82,6 +83,14 @@ def _plural(word: str) -> str:
     return word + "s"
 
 
+def _and(phrases: Sequence[Sequence[str]]) -> list[str]:
+    """The phrases' words joined by ``and``."""
+    words: list[str] = []
+    for part in phrases:
+        words += (["and"] if words else []) + list(part)
+    return words
+
+
 def behaviour_name(
     calls: Sequence[tuple[str, Mapping[str, Any], bool]],
     *,
@@ -113,7 +122,7 @@ def behaviour_name(
         shown.append(i)
     if len({calls[i][0] for i in shown}) < len(shown):
         shown = shown[-1:]  # a tool comes back: a recipe, named by what its last step makes
-    words: list[str] = []
+    phrases: list[list[str]] = []
     for i in shown:
         tool, _arguments, looped = calls[i]
         part = _words(tool)
@@ -130,7 +139,10 @@ def behaviour_name(
             if obj and "_".join(obj) not in "_".join(part):
                 part += obj
                 break
-        words += (["and"] if words else []) + part
+        phrases.append(part)
+    while len(phrases) > 2 and len("_".join(_and(phrases))) > MAX_NAME_CHARS:
+        del phrases[-2]  # a long recipe keeps its first step and what its last one makes
+    words = _and(phrases)
     first = shown[0] if acting else main
     lookups = [c[0] for i, c in enumerate(calls) if i < first and is_lookup(c[0], read_only)]
     by = next((t for t in lookups if "_by_" in t), None)

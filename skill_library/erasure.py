@@ -455,7 +455,7 @@ def compact(library: "SkillLibrary", match: Matcher | None = None) -> None:
                     if name in present:
                         conn.exec_driver_sql(f'VACUUM "{name}"')
         if library.index_path is not None:
-            compact_chroma_folder(library.index_path, match, library._index.collection)
+            compact_chroma_folder(library.index_path, match, library.context.index.collection)
 
 
 def compact_chroma_folder(folder: Path, match: Matcher | None = None, collection: str | None = None) -> None:
@@ -467,18 +467,8 @@ def compact_chroma_folder(folder: Path, match: Matcher | None = None, collection
     path = Path(folder).resolve() / "chroma.sqlite3"
     if not path.exists():
         return
-    with vector_index._FOLDERS_LOCK:
-        shared = vector_index._FOLDERS.get(str(Path(folder).resolve()))
-    if shared is None:
+    with vector_index.closed_for_maintenance(folder):
         _purge_chroma_file(path, match, collection)
-        return
-    with shared._lock.writing():
-        shared._close_client()
-        vector_index._forget_chroma_system(shared.path)
-        try:
-            _purge_chroma_file(path, match, collection)
-        finally:
-            shared.epoch += 1
 
 
 def _purge_chroma_file(path: Path, match: Matcher | None, collection: str | None) -> None:

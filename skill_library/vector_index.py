@@ -271,6 +271,25 @@ def release_folder_client(shared: FolderClient) -> None:
         shared._close_client()
 
 
+@contextmanager
+def closed_for_maintenance(folder: Path) -> Iterator[None]:
+    """Run the block with this process's client of ``folder`` closed and no other thread using
+    it (erasure rewrites Chroma's own file); the next call through the client opens a fresh
+    one. With no client of the folder open here, the block just runs."""
+    with _FOLDERS_LOCK:
+        shared = _FOLDERS.get(str(Path(folder).resolve()))
+    if shared is None:
+        yield
+        return
+    with shared._lock.writing():
+        shared._close_client()
+        _forget_chroma_system(shared.path)
+        try:
+            yield
+        finally:
+            shared.epoch += 1
+
+
 @dataclass(frozen=True)
 class IndexEntry:
     """One embedded text of a skill: its ``when`` (``key == name``), an example task, or

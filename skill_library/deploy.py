@@ -5,9 +5,9 @@ which must hold no skill yet; outcome ids are renumbered in their original order
 index is not copied: it is rebuilt on the destination from the records, with the stored
 vectors of the index texts (:mod:`skill_library.text_vectors`), so no model is loaded
 unless a text has no stored vector. Every tenant's rows are copied, and each tenant's
-index is built. The tables of procedures and usage patterns (their own metadata, created on
-first use: :mod:`skill_library.patterns.tables`) are copied too, ids kept (a pattern's marks
-name transition ids).
+index is built. The tables of procedures and usage patterns
+(:mod:`skill_library.storage.pattern_tables`) are copied too, ids kept (a pattern's marks
+name transition ids), and so are erasure's tombstones and redaction's aliases.
 """
 
 from __future__ import annotations
@@ -45,20 +45,17 @@ def copy_records(source: SQLRecordStore, destination: SQLRecordStore) -> dict[st
         )
     from skill_library.governance.tables import ALL_TABLES, audit_table
     from skill_library.migrations import migrations_table
-    from skill_library.patterns import tables as memory
+    from skill_library.storage.pattern_tables import TENANT_TABLES as memory_tables
 
     copied: dict[str, int] = {}
     with source._read() as src, destination._write() as dst:
-        memory.metadata.create_all(dst)  # skips the tables that exist
-        for table in memory.metadata.sorted_tables:
+        for table in memory_tables:
             if dst.execute(sa.select(sa.func.count()).select_from(table)).scalar():
                 raise DestinationNotEmptyError(
                     f"the record store {destination.url} already holds {table.name} rows: migrate copies "
                     "only into an empty one"
                 )
-        present = set(sa.inspect(src).get_table_names())  # a source that never used patterns lacks them
-        tables = [*metadata.sorted_tables, *(t for t in memory.metadata.sorted_tables if t.name in present)]
-        for table in tables:
+        for table in metadata.sorted_tables:
             if table is migrations_table:
                 continue
             if table in ALL_TABLES:  # an empty destination's actors and policy are its defaults

@@ -37,9 +37,7 @@ import hashlib
 import json
 import re
 import secrets
-import threading
 import time
-import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,13 +48,13 @@ import sqlalchemy as sa
 from skill_library.errors import SkillLibraryError
 from skill_library.models import LearnResult, Trace, utc_now
 from skill_library.privacy import _norm
+from skill_library.storage.privacy_tables import aliases_table, tombstones_table
 from skill_library.storage.tables import (
     examples_table,
     meta_table,
     outcomes_table,
     profiles_table,
     task_vectors_table,
-    tenant_column,
     traces_table,
     vectors_table,
     versions_table,
@@ -77,21 +75,6 @@ SCAN_BATCH = 500
 #: Tries of the final WAL checkpoint (another reader may hold it back), and the pause between.
 CHECKPOINT_TRIES = 50
 CHECKPOINT_PAUSE_SECONDS = 0.1
-
-metadata = sa.MetaData()
-
-#: one row per erased trace identity: sha256(salt + identity), never the trace itself
-tombstones_table = sa.Table(
-    "forgotten_traces",
-    metadata,
-    tenant_column(),
-    sa.Column("digest", sa.String(64), primary_key=True),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-)
-
-_created: "weakref.WeakSet[sa.engine.Engine]" = weakref.WeakSet()
-_lock = threading.Lock()
-
 
 class ForgetError(SkillLibraryError, ValueError):
     """A forget call was wrong: an empty or too short subject."""
@@ -177,15 +160,6 @@ class Matcher:
 
 
 # -- tombstones -------------------------------------------------------------------------
-def _tables(store: "SQLRecordStore") -> "SQLRecordStore":
-    with _lock:
-        if store.engine not in _created:
-            with store.transaction(write=True) as conn:
-                metadata.create_all(conn)
-            _created.add(store.engine)
-    return store
-
-
 def _salt(conn: sa.Connection, tenant: str, *, create: bool) -> str | None:
     found = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.tenant == tenant)
                          .where(meta_table.c.key == SALT_KEY)).scalar()
@@ -221,7 +195,7 @@ def forgotten(library: "SkillLibrary", traces: "dict[int, Trace]") -> dict[int, 
     learn pipeline drops them before anything is generalized or stored."""
     if not traces:
         return {}
-    store = _tables(library.context.store)  # type: ignore[arg-type]
+    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
         salt = _salt(conn, store.tenant, create=False)
         if salt is None:
@@ -271,13 +245,12 @@ def _in(column: Any, values: Sequence[str]) -> Iterator[Any]:
 def _record_tables() -> list[sa.Table]:
     """Every table with a tenant column the library writes (records, governance, patterns,
     procedures), for the sweep that scrubs what the specific steps left."""
-    from skill_library import record_store as rs
-    from skill_library.governance import evaluation  # noqa: F401  (registers its table)
-    from skill_library.patterns import tables as pattern_tables
+    from skill_library import migrations  # noqa: F401  (registers every table the steps create)
+    from skill_library.storage.tables import metadata
 
-    tables = [t for t in [*rs.metadata.sorted_tables, *pattern_tables.metadata.sorted_tables]
-              if "tenant" in t.c and t.name not in {traces_table.name, tombstones_table.name}]
-    return list({t.name: t for t in tables}.values())
+    # the tombstones and the aliases of renamed skills are the erasure's own rows
+    own = {traces_table.name, tombstones_table.name, aliases_table.name}
+    return [t for t in metadata.sorted_tables if "tenant" in t.c and t.name not in own]
 
 
 #: governance records of who did what (accountability, not a subject's data): never scrubbed
@@ -327,7 +300,7 @@ def forget(library: "SkillLibrary", subject: str) -> ForgetReport:
     subject = _check_subject(subject)
     match = Matcher(subject)
     report = ForgetReport(subject=subject)
-    store = _tables(library.context.store)  # type: ignore[arg-type]
+    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     patterns = library.patterns
     with library.context.index.writing() as index:
         with store.transaction(write=False) as conn:

@@ -25,6 +25,8 @@ from skill_library.storage import governance_tables
 from skill_library.storage.feature_tables import UPLIFT_TABLES as uplift_tables
 from skill_library.storage.feature_tables import tool_bindings_table
 from skill_library.storage.governance_tables import evaluations_table
+from skill_library.storage.pattern_tables import TENANT_TABLES as pattern_tenant_tables
+from skill_library.storage.privacy_tables import PRIVACY_TABLES
 from skill_library.tenancy import DEFAULT_TENANT
 
 #: key of the PostgreSQL advisory lock held while migrations run (any constant 64-bit int)
@@ -78,11 +80,9 @@ def _add_tenants(conn: Connection) -> None:
     each pattern/procedure table alone. Tables already in the tenant form (a store created
     by this code, whose earlier steps made the current tables) are left as they are.
     """
-    from skill_library.patterns import tables as pattern_tables
-
     inspector = sa.inspect(conn)
     present = set(inspector.get_table_names())
-    groups = [list(rs.TENANT_TABLES), *([t] for t in pattern_tables.TENANT_TABLES)]
+    groups = [list(rs.TENANT_TABLES), *([t] for t in pattern_tenant_tables)]
     for group in groups:
         found = [t for t in group if t.name in present]
         columns = {t.name: [c["name"] for c in inspector.get_columns(t.name)] for t in found}
@@ -200,6 +200,8 @@ MIGRATIONS: list[Migration] = [
     Migration("uplift: uplift_settings, session_outcomes (the holdout arm)", _create(*uplift_tables)),
     Migration("tool bindings: the digest of every tool schema a version was verified against",
               _tool_bindings),
+    Migration("memory and privacy: pattern, reliability and procedure tables; forgotten_traces, skill_aliases",
+              _create(*pattern_tenant_tables, *PRIVACY_TABLES)),
 ]
 
 

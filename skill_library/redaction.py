@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import ast
 import re
-import threading
 import warnings
-import weakref
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,11 +39,11 @@ import sqlalchemy as sa
 from skill_library import privacy
 from skill_library.errors import SkillNotFoundError
 from skill_library.models import Skill, Trace, utc_now
+from skill_library.storage.privacy_tables import aliases_table
 from skill_library.storage.tables import (
     examples_table,
     profiles_table,
     skills_table,
-    tenant_column,
     traces_table,
     vectors_table,
     versions_table,
@@ -60,32 +58,6 @@ ALIAS_RELEASES = 1
 #: The ``when`` and description of an erased version (``{name}``/``{version}``: the redacted one).
 ERASED_TEXT = "(erased: this version held personal data; redacted as {name} v{version})"
 
-metadata = sa.MetaData()
-
-#: old name -> new name of a skill renamed by redaction, with the release that made it
-aliases_table = sa.Table(
-    "skill_aliases",
-    metadata,
-    tenant_column(),
-    sa.Column("alias", sa.String(200), primary_key=True),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("made_in", sa.String(40), nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-_created: "weakref.WeakSet[sa.engine.Engine]" = weakref.WeakSet()
-_lock = threading.Lock()
-
-
-def _tables(store: "SQLRecordStore") -> "SQLRecordStore":
-    with _lock:
-        if store.engine not in _created:
-            with store.transaction(write=True) as conn:
-                metadata.create_all(conn)
-            _created.add(store.engine)
-    return store
-
-
 def _release() -> str:
     from importlib import metadata as meta
 
@@ -96,23 +68,10 @@ def _release() -> str:
 
 
 # -- aliases ------------------------------------------------------------------------------
-def _has_aliases(store: "SQLRecordStore", conn: sa.Connection) -> bool:
-    """Whether the alias table exists (never created by a read: a read-only library stays so)."""
-    if store.engine in _created:
-        return True
-    if sa.inspect(conn).has_table(aliases_table.name):
-        with _lock:
-            _created.add(store.engine)
-        return True
-    return False
-
-
 def resolve(library: "SkillLibrary", name: str) -> str:
     """``name``, or the skill an alias of it names (with a ``DeprecationWarning``)."""
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
-        if not _has_aliases(store, conn):
-            return name
         row = conn.execute(sa.select(aliases_table.c.name, aliases_table.c.made_in)
                            .where(aliases_table.c.tenant == store.tenant)
                            .where(aliases_table.c.alias == name)).first()
@@ -128,8 +87,6 @@ def aliases(library: "SkillLibrary") -> dict[str, str]:
     """Every alias of the tenant: old name -> new name."""
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
-        if not _has_aliases(store, conn):
-            return {}
         return {str(a): str(n) for a, n in conn.execute(
             sa.select(aliases_table.c.alias, aliases_table.c.name).where(aliases_table.c.tenant == store.tenant))}
 
@@ -283,7 +240,7 @@ def redact_stored(library: "SkillLibrary") -> RedactionReport:
     from skill_library.learning import _renamed, free_name
     from skill_library.text_vectors import text_digest
 
-    store = _tables(library.context.store)  # type: ignore[arg-type]
+    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     t = store.tenant_filter
     report = RedactionReport()
     vocabulary = {w for n in library.read_only_tools or () for w in str(n).split("_")}

@@ -266,7 +266,7 @@ def test_skills_migrate_copies_a_folder_into_the_shared_deployment(tmp_path, sha
 
 
 def test_migrate_copies_procedures_and_usage_patterns(tmp_path, shared, embedder):
-    """The procedure and pattern tables (their own metadata, created on first use) move with
+    """The procedure and pattern tables (schema step 11) move with
     the skills; transition ids are kept (the drift marks name them) and numbering goes on."""
     from skill_library.deploy import copy_folder_library
 
@@ -287,6 +287,30 @@ def test_migrate_copies_procedures_and_usage_patterns(tmp_path, shared, embedder
         assert recorded.recorded and recorded.id == 9  # the id sequence continues after the copy
     with pytest.raises(Exception, match="already holds"):
         copy_folder_library(folder, shared.spec["records"])
+
+
+def test_migrate_copies_the_tombstones_and_the_aliases(tmp_path, shared, embedder):
+    """Erasure's tombstones and redaction's aliases (schema step 11, on the records' metadata)
+    move with the rest: a forgotten trace stays forgotten, an old name still resolves."""
+    from skill_library import redaction
+    from skill_library.deploy import copy_folder_library
+    from skill_library.models import utc_now
+    from skill_library.storage.privacy_tables import aliases_table, tombstones_table
+
+    folder = tmp_path / "lib"
+    with SkillLibrary(folder, embedder=embedder) as lib:
+        lib.add(make_skill("water_plants", "water the plants in the garden"), verified=True)
+        with lib.context.store.transaction(write=True) as conn:  # what forget and redact_stored write
+            conn.execute(tombstones_table.insert().values(tenant="default", digest="f" * 64, at=utc_now()))
+            conn.execute(aliases_table.insert().values(tenant="default", alias="water_anns_plants",
+                                                       name="water_plants", made_in="0", created_at=utc_now()))
+    report = copy_folder_library(folder, shared.spec["records"])
+    assert report.rows["forgotten_traces"] == 1 and report.rows["skill_aliases"] == 1
+    with shared.open(embedder, policy=None) as lib:
+        with pytest.warns(DeprecationWarning, match="renamed to 'water_plants'"):
+            assert redaction.resolve(lib, "water_anns_plants") == "water_plants"
+        with lib.context.store.transaction(write=False) as conn:
+            assert conn.execute(sa.select(tombstones_table.c.digest)).scalars().all() == ["f" * 64]
 
 
 def _store_of(spec: dict):

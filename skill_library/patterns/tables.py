@@ -1,133 +1,46 @@
-"""The tables of usage-pattern memory and instruction procedures, on the record store's engine.
-
-They have a metadata of their own, created on first use (``create_all`` skips tables that
-exist), so a library folder written before these features opens unchanged. Every row
-belongs to a tenant (the ``tenant`` column, first in each key); a store bound to a tenant
-gives the condition selecting its rows (``store._t(table)``).
-"""
+"""The tables of usage-pattern memory and instruction procedures: defined in the storage
+layer (:mod:`skill_library.storage.pattern_tables`, created by schema step 11) and
+re-exported here for the code written against this module."""
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-
 from skill_library.errors import SkillLibraryError
-from skill_library.storage.tables import tenant_column
+from skill_library.storage.pattern_tables import (
+    TENANT_TABLES,
+    marks_table,
+    opt_outs_table,
+    procedures_table,
+    reliability_events_table,
+    sessions_table,
+    states_table,
+    transitions_table,
+)
 
 if TYPE_CHECKING:
     from skill_library.record_store import RecordStore, SQLRecordStore
 
-metadata = sa.MetaData()
-
-
-#: the product-defined state space (define_states)
-states_table = sa.Table(
-    "pattern_states",
-    metadata,
-    tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("description", sa.Text, nullable=False),
-    sa.Column("examples", sa.JSON, nullable=False),
-)
-
-#: one observed transition of a subject: from_state -> to_state in a session
-transitions_table = sa.Table(
-    "pattern_transitions",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    tenant_column(primary_key=False),
-    sa.Column("subject", sa.String(200), nullable=False),
-    sa.Column("from_state", sa.String(200), nullable=False),
-    sa.Column("to_state", sa.String(200), nullable=False),
-    sa.Column("session", sa.String(200), nullable=False),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-    sa.Index("ix_pattern_transitions", "tenant", "subject", "from_state", "id"),
-)
-
-#: where the stable distribution of (subject, from_state) starts, and an emerging one
-marks_table = sa.Table(
-    "pattern_marks",
-    metadata,
-    tenant_column(),
-    sa.Column("subject", sa.String(200), primary_key=True),
-    sa.Column("from_state", sa.String(200), primary_key=True),
-    sa.Column("stable_since", sa.Integer, nullable=False),
-    sa.Column("emerging_since", sa.Integer),
-)
-
-#: the last state of each open session (record_invocation chains a session's skills)
-sessions_table = sa.Table(
-    "pattern_sessions",
-    metadata,
-    tenant_column(),
-    sa.Column("subject", sa.String(200), primary_key=True),
-    sa.Column("session", sa.String(200), primary_key=True),
-    sa.Column("last_state", sa.String(200), nullable=False),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-)
-
-#: subjects who opted out: nothing about them is recorded or used
-opt_outs_table = sa.Table(
-    "pattern_opt_outs",
-    metadata,
-    tenant_column(),
-    sa.Column("subject", sa.String(200), primary_key=True),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-)
-
-#: quarantines and lifts: which version, who acted (``library`` for the rule itself) and why
-reliability_events_table = sa.Table(
-    "reliability_events",
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    tenant_column(primary_key=False),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("version", sa.Integer, nullable=False),
-    sa.Column("event", sa.String(20), nullable=False),
-    sa.Column("actor", sa.String(200)),
-    sa.Column("reason", sa.Text, nullable=False),
-    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
-)
-
-#: per procedure version: its title, confidence and who added it (for which subject)
-procedures_table = sa.Table(
-    "procedures",
-    metadata,
-    tenant_column(),
-    sa.Column("name", sa.String(200), primary_key=True),
-    sa.Column("version", sa.Integer, primary_key=True),
-    sa.Column("title", sa.Text, nullable=False),
-    sa.Column("initial_confidence", sa.Float, nullable=False),
-    sa.Column("confidence", sa.Float, nullable=False),
-    sa.Column("actor", sa.String(200)),
-    sa.Column("subject", sa.String(200)),
-    sa.Column("source", sa.String(20), nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-)
-
-#: every table above (each holds rows of many tenants)
-TENANT_TABLES = (states_table, transitions_table, marks_table, sessions_table, opt_outs_table,
-                 reliability_events_table, procedures_table)
-
-#: the engines these tables were created on (tenant views of one store share its engine)
-_created: "weakref.WeakSet[sa.engine.Engine]" = weakref.WeakSet()
-_lock = threading.Lock()
+__all__ = [
+    "TENANT_TABLES",
+    "marks_table",
+    "opt_outs_table",
+    "procedures_table",
+    "reliability_events_table",
+    "sessions_table",
+    "sql_store",
+    "states_table",
+    "transitions_table",
+]
 
 
 def sql_store(store: "RecordStore") -> "SQLRecordStore":
-    """``store`` as a :class:`SQLRecordStore` with these tables created on its engine."""
+    """``store`` as a :class:`SQLRecordStore` (the tables exist: every store is migrated
+    when it opens)."""
     from skill_library.record_store import SQLRecordStore
 
     if not isinstance(store, SQLRecordStore):
         raise SkillLibraryError(
             f"procedures and usage patterns need a SQL record store, not {type(store).__name__}"
         )
-    with _lock:
-        if store.engine not in _created:
-            with store.transaction(write=True) as conn:
-                metadata.create_all(conn)
-            _created.add(store.engine)
     return store

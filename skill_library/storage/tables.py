@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH
 
 #: the schema version this code writes: len(skill_library.migrations.MIGRATIONS)
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 metadata = sa.MetaData()
 

@@ -33,10 +33,8 @@ of them), and one audit event saying that a subject was forgotten, with counts, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import secrets
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -48,10 +46,14 @@ import sqlalchemy as sa
 from skill_library.errors import SkillLibraryError
 from skill_library.models import LearnResult, Trace, utc_now
 from skill_library.privacy import _norm
+from skill_library.storage.privacy_rows import SALT_KEY as SALT_KEY
+from skill_library.storage.privacy_rows import digest as _digest
+from skill_library.storage.privacy_rows import opt_out_key as opt_out_key
+from skill_library.storage.privacy_rows import opt_out_keys as opt_out_keys
+from skill_library.storage.privacy_rows import salt as _salt
 from skill_library.storage.privacy_tables import aliases_table, tombstones_table
 from skill_library.storage.tables import (
     examples_table,
-    meta_table,
     outcomes_table,
     profiles_table,
     task_vectors_table,
@@ -68,8 +70,6 @@ if TYPE_CHECKING:
 MIN_SUBJECT_CHARS = 2
 #: What a value left in a row that cannot be deleted is replaced by.
 FORGOTTEN_MARK = "(forgotten)"
-#: The ``library_meta`` key of the tenant's tombstone salt.
-SALT_KEY = "erasure_salt"
 #: Traces read per batch while looking for a subject's.
 SCAN_BATCH = 500
 #: Tries of the final WAL checkpoint (another reader may hold it back), and the pause between.
@@ -160,32 +160,6 @@ class Matcher:
 
 
 # -- tombstones -------------------------------------------------------------------------
-def _salt(conn: sa.Connection, tenant: str, *, create: bool) -> str | None:
-    found = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.tenant == tenant)
-                         .where(meta_table.c.key == SALT_KEY)).scalar()
-    if found is None and create:
-        found = secrets.token_hex(16)
-        conn.execute(meta_table.insert().values(tenant=tenant, key=SALT_KEY, value=found))
-    return found
-
-
-def _digest(salt: str, identity: str) -> str:
-    return hashlib.sha256(f"{salt}:{identity}".encode()).hexdigest()
-
-
-def opt_out_key(conn: sa.Connection, tenant: str, subject: str) -> str:
-    """How an opt-out kept through ``forget`` names its subject: a salted hash."""
-    salt = _salt(conn, tenant, create=True)
-    assert salt is not None
-    return "forgotten:" + _digest(salt, _norm(subject).strip().casefold())[:40]
-
-
-def opt_out_keys(conn: sa.Connection, tenant: str, subject: str) -> list[str]:
-    """The hashed opt-out key of ``subject`` when the tenant has a salt (else none)."""
-    salt = _salt(conn, tenant, create=False)
-    return [] if salt is None else ["forgotten:" + _digest(salt, _norm(subject).strip().casefold())[:40]]
-
-
 def _identities(trace: Trace) -> set[str]:
     return {trace.id, trace.content_id()}
 

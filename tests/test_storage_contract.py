@@ -309,3 +309,172 @@ def test_canary_rows_are_the_tenants_own(store):
                                                         cohort=None, actor="ada", started_at=utc_now()))
     assert [(r["name"], r["version"], r["share"]) for r in canary_rows(store)] == [("greet", 2, 0.1), ("wave", 2, 0.1)]
     assert [r["name"] for r in canary_rows(store.for_tenant("acme"))] == ["greet"]
+
+
+# -- the usage-pattern rows (skill_library.storage.patterns) -----------------------------
+def test_pattern_rows_keep_states_transitions_sessions_and_marks_per_tenant(store):
+    from skill_library.storage.patterns import PatternRows
+
+    rows, acme = PatternRows(store), PatternRows(store.for_tenant("acme"))
+    assert rows.states() == [] and rows.marks("ann", "a") == (0, None)
+    rows.replace_states([{"name": "b", "description": "", "examples": ["x"]},
+                         {"name": "a", "description": "first", "examples": []}])
+    assert [s["name"] for s in rows.states()] == ["a", "b"] and rows.states()[1]["examples"] == ["x"]
+    rows.replace_states([{"name": "c", "description": "", "examples": []}])
+    assert [s["name"] for s in rows.states()] == ["c"] and acme.states() == []
+    first = rows.add_transition("ann", "a", "b", session="s1")
+    second = rows.add_transition("ann", "a", "c", session="s1")
+    rows.add_transition("bob", "a", "b", session="s2")
+    acme.add_transition("ann", "a", "z", session="s1")
+    assert first is not None and second is not None and second > first
+    assert rows.sequence("ann", "a") == [(first, "b"), (second, "c")]
+    assert rows.sequence("ann", "a", since=second) == [(second, "c")] and rows.sequence("ann", "z") == []
+    assert rows.pooled("a") == {"b": 2, "c": 1} and acme.pooled("a") == {"z": 1}
+    assert rows.from_states("ann") == ["a"] and rows.from_states("nobody") == []
+    assert rows.advance_session("ann", "s1", "greet") is None  # the session's first
+    assert rows.advance_session("ann", "s1", "wave") == "greet"
+    assert acme.advance_session("ann", "s1", "x") is None  # another tenant's session
+    rows.set_marks("ann", "a", 0, second)
+    rows.set_marks("ann", "a", first, None)  # replaced, not added
+    assert rows.marks("ann", "a") == (first, None) and acme.marks("ann", "a") == (0, None)
+    assert rows.forget("ann") == 2 and rows.forget("ann") == 0
+    assert rows.sequence("ann", "a") == [] and rows.marks("ann", "a") == (0, None)
+    assert rows.advance_session("ann", "s1", "again") is None  # its open session went too
+    assert acme.sequence("ann", "a") != [] and rows.pooled("a") == {"b": 1}
+
+
+def test_pattern_rows_opt_outs_and_forgetting_by_a_matcher(store):
+    from skill_library.storage import privacy_rows
+    from skill_library.storage.patterns import PatternRows
+
+    rows = PatternRows(store)
+    assert not rows.opted_out("ann") and rows.opted_out_subjects() == frozenset()
+    rows.opt_out("ann")
+    rows.opt_out("ann")  # once
+    rows.opt_out("cy")
+    assert rows.opted_out("ann") and rows.opted_out_subjects() == {"ann", "cy"}
+    assert not PatternRows(store.for_tenant("acme")).opted_out("ann")
+    rows.add_transition("bob", "a", "b", session="s-ann")  # a session id that names her
+    rows.add_transition("bob", "a", "c", session="s2")
+    rows.add_transition("dee", "a", "b", session="s3")
+    assert rows.pooled("a") == {"b": 2, "c": 1}  # opted-out subjects are not pooled
+    rows.opt_out("dee")
+    assert rows.pooled("a") == {"b": 1, "c": 1}
+    assert rows.forget_matching(lambda v: isinstance(v, str) and "ann" in v) == 1
+    assert [s for _, s in rows.sequence("bob", "a")] == ["c"]  # the one of the session naming her went
+    with store.transaction(write=True) as conn:
+        key = privacy_rows.opt_out_key(conn, store.tenant, "ann")
+    assert key.startswith("forgotten:") and "ann" not in key
+    assert rows.opted_out_subjects() == {key, "cy", "dee"}  # her opt-out is kept as the salted key
+    assert rows.opted_out("ann")  # and still answers for her
+    assert rows.forget_matching(lambda v: False) == 0
+    rows.opt_in("cy")
+    rows.opt_in("nobody")
+    assert not rows.opted_out("cy")
+
+
+def test_reliability_events_are_the_tenants_own_and_deleted_on_the_callers_transaction(store):
+    from skill_library.storage.patterns import PatternRows
+
+    rows, acme = PatternRows(store), PatternRows(store.for_tenant("acme"))
+    rows.add_reliability_event("greet", 1, "quarantined", "5 of 6 failed", "library")
+    rows.add_reliability_event("greet", 1, "lifted", "re-verified", "ada")
+    acme.add_reliability_event("greet", 3, "quarantined", "theirs", "library")
+    assert [(e["version"], e["event"], e["actor"]) for e in rows.reliability_events("greet")] == [
+        (1, "quarantined", "library"), (1, "lifted", "ada")]
+    assert rows.reliability_events("nobody") == []
+    with pytest.raises(RuntimeError, match="after the delete"):
+        with store.transaction(write=True) as conn:
+            rows.delete_reliability_events(conn, "greet")
+            raise RuntimeError("a failure after the delete")
+    assert len(rows.reliability_events("greet")) == 2  # rolled back with its transaction
+    with store.transaction(write=True) as conn:
+        rows.delete_reliability_events(conn, "greet")
+    assert rows.reliability_events("greet") == [] and len(acme.reliability_events("greet")) == 1
+
+
+# -- the procedure rows (skill_library.storage.procedures) -------------------------------
+def _instruction(name: str = "be_brief", when: str = "when the user is in a hurry") -> Skill:
+    return Skill(name=name, kind="instruction", when=when, description="Answer in one sentence.")
+
+
+def test_procedure_rows_are_written_with_their_version_and_move_with_outcomes(store):
+    from skill_library.models import OutcomeKind
+    from skill_library.storage.procedures import ProcedureRows
+
+    rows = ProcedureRows(store)
+    with store.transaction(write=True) as conn:
+        stored, _ = store.insert_version(conn, _instruction(), status="active")
+        rows.insert(conn, stored.name, stored.version, title="Be brief", confidence=0.6, actor="ada",
+                    subject="ann", source="admin")
+    [(key, row)] = rows.rows().items()
+    assert key == ("be_brief", 1) and (row["title"], row["confidence"], row["initial_confidence"]) == (
+        "Be brief", 0.6, 0.6)
+    assert rows.rows([("be_brief", 1), ("be_brief", 2)]).keys() == {("be_brief", 1)}
+    rows.record_outcome("be_brief", 1, OutcomeKind.SUCCESS, None, confidence_after=lambda c: round(c + 0.1, 6),
+                        default={"title": "unused", "confidence": 0.5})
+    rows.record_outcome("be_brief", 1, OutcomeKind.FAILURE, "too short",
+                        confidence_after=lambda c: round(c - 0.2, 6), default={"title": "unused", "confidence": 0.5})
+    assert rows.rows()[("be_brief", 1)]["confidence"] == 0.5
+    assert (store.get("be_brief").successes, store.get("be_brief").failures) == (1, 1)
+    assert [(o["kind"], o["origin"], o["reason"]) for o in store.outcome_log("be_brief")] == [
+        ("success", "feedback", None), ("failure", "feedback", "too short")]
+    with pytest.raises(ValueError, match="not misuse"):
+        rows.record_outcome("be_brief", 1, OutcomeKind.MISUSE, None, confidence_after=lambda c: c,
+                            default={"title": "unused", "confidence": 0.5})
+    # a version stored without its row gets the default one first
+    store.add_version(_instruction("plain", "when nothing else applies"))
+    rows.record_outcome("plain", 1, OutcomeKind.SUCCESS, None, confidence_after=lambda c: c + 0.25,
+                        default={"title": "plain", "confidence": 0.5, "actor": "bob"})
+    plain = rows.rows()[("plain", 1)]
+    assert (plain["title"], plain["confidence"], plain["initial_confidence"], plain["actor"]) == (
+        "plain", 0.75, 0.5, "bob")
+    assert ProcedureRows(store.for_tenant("acme")).rows() == {}
+
+
+def test_a_procedure_outcome_that_fails_midway_writes_nothing(store, monkeypatch):
+    from skill_library.models import OutcomeKind
+    from skill_library.storage.procedures import ProcedureRows
+
+    rows = ProcedureRows(store)
+    store.add_version(_instruction())
+
+    def failing(confidence: float) -> float:
+        raise RuntimeError("the confidence could not be computed")
+
+    with pytest.raises(RuntimeError, match="could not be computed"):
+        rows.record_outcome("be_brief", 1, OutcomeKind.SUCCESS, None, confidence_after=failing,
+                            default={"title": "be_brief", "confidence": 0.6})
+    assert rows.rows() == {} and store.outcome_log("be_brief") == [] and store.get("be_brief").successes == 0
+
+
+def test_procedure_rows_are_found_by_subject_or_matcher_and_deleted_with_their_audit(store, monkeypatch):
+    from skill_library.storage import audit
+    from skill_library.storage.actor_rows import AuditNote
+    from skill_library.storage.procedures import ProcedureRows
+
+    rows = ProcedureRows(store)
+    with store.transaction(write=True) as conn:
+        for name, when, subject in (("tea_first", "when serving ann", "ann"), ("be_brief", "when in a hurry", None),
+                                    ("ask_cy", "when cy calls", None)):
+            stored, _ = store.insert_version(conn, _instruction(name, when), status="active")
+            rows.insert(conn, name, 1, title=name, confidence=0.6, actor="ada", subject=subject, source="admin")
+            audit.write(conn, store.tenant, name, 1, None, "active", actor="ada", reason="added", evidence={})
+    assert rows.names_for_subject("ann") == ["tea_first"] and rows.names_for_subject("bob") == []
+    assert rows.matching("ann", lambda v: isinstance(v, str) and "cy" in v) == ["ask_cy", "tea_first"]
+    assert rows.matching("nobody", lambda v: False) == []
+    note = AuditNote("forgotten", "system", "a subject's procedures were forgotten", {"procedures": 2})
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("the audit write failed")
+
+    monkeypatch.setattr(audit, "write", failing)
+    with pytest.raises(RuntimeError, match="audit write failed"):
+        rows.delete(["tea_first", "ask_cy"], note)
+    monkeypatch.undo()
+    assert len(rows.rows()) == 3  # nothing deleted without its event
+    rows.delete(["tea_first", "ask_cy"], note)
+    assert list(rows.rows()) == [("be_brief", 1)]
+    with store.transaction(write=False) as conn:
+        events = [(e.name, e.to_status) for e in audit.read(conn, store.tenant)]
+    assert events == [("be_brief", "active"), (audit.SUBJECTS, "forgotten")]

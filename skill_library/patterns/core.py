@@ -17,20 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
 from pydantic import BaseModel, Field
 
 from skill_library.errors import LLMError, PatternError
-from skill_library.models import utc_now
 from skill_library.patterns import drift as drift_rule
-from skill_library.patterns.tables import (
-    marks_table,
-    opt_outs_table,
-    sessions_table,
-    sql_store,
-    states_table,
-    transitions_table,
-)
+from skill_library.patterns.tables import sql_store
+from skill_library.storage.patterns import PatternRows
 
 if TYPE_CHECKING:
     import openai
@@ -82,8 +74,8 @@ class Patterns:
 
     def __init__(self, store: "RecordStore", embedder: "Embedder") -> None:
         self._store = sql_store(store)
-        #: the condition selecting this library's tenant's rows of a table
-        self._t = self._store.tenant_filter
+        #: the pattern rows of this library's tenant (skill_library.storage.patterns)
+        self._rows = PatternRows(self._store)
         self._embedder = embedder
         self._vectors: dict[str, list[list[float]]] | None = None
 
@@ -97,21 +89,13 @@ class Patterns:
         if len(set(names)) != len(names):
             twice = sorted(n for n in names if names.count(n) > 1)[0]
             raise PatternError(f"the state space names a state twice: {twice}")
-        with self._store.transaction(write=True) as conn:
-            conn.execute(states_table.delete().where(self._t(states_table)))
-            if states:
-                conn.execute(states_table.insert(), [{"tenant": self._store.tenant, **s.model_dump()}
-                                                     for s in states])
+        self._rows.replace_states([s.model_dump() for s in states])
         self._vectors = None
         return states
 
     def states(self) -> list[State]:
         """The defined state space (empty when none was defined)."""
-        with self._store.transaction(write=False) as conn:
-            rows = conn.execute(sa.select(states_table).where(self._t(states_table))
-                                .order_by(states_table.c.name)).mappings()
-            return [State(name=r["name"], description=r["description"], examples=list(r["examples"]))
-                    for r in rows]
+        return [State(**row) for row in self._rows.states()]
 
     def _check_state(self, state: str, known: set[str]) -> None:
         if known and state not in known and state not in set(self._store.names(prefix=state)):
@@ -200,21 +184,11 @@ class Patterns:
     def opted_out(self, subject: str) -> bool:
         """True when ``subject`` asked that nothing about them be recorded or used (an
         opt-out kept through ``forget`` is stored as a salted hash: skill_library.erasure)."""
-        from skill_library import erasure
-
-        with self._store.transaction(write=False) as conn:
-            keys = [subject, *erasure.opt_out_keys(conn, self._store.tenant, subject)]
-            return conn.execute(
-                sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
-                .where(opt_outs_table.c.subject.in_(keys))
-            ).first() is not None
+        return self._rows.opted_out(subject)
 
     def opted_out_subjects(self) -> frozenset[str]:
         """Every subject who opted out."""
-        with self._store.transaction(write=False) as conn:
-            return frozenset(conn.execute(
-                sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
-            ).scalars())
+        return self._rows.opted_out_subjects()
 
     def record_transition(
         self, subject: str, from_state: str, to_state: str, *, session: str, at: datetime | None = None
@@ -229,56 +203,27 @@ class Patterns:
         known = {s.name for s in self.states()}
         self._check_state(from_state, known)
         self._check_state(to_state, known)
-        with self._store.transaction(write=True) as conn:
-            result = conn.execute(transitions_table.insert().values(
-                tenant=self._store.tenant, subject=subject, from_state=from_state, to_state=to_state, session=session,
-                at=at or utc_now(),
-            ))
-            key = result.inserted_primary_key
-        return Recorded(recorded=True, id=int(key[0]) if key else None)
+        key = self._rows.add_transition(subject, from_state, to_state, session=session, at=at)
+        return Recorded(recorded=True, id=key)
 
     def record_invocation(self, subject: str, skill: str, *, session: str) -> Recorded:
         """A skill invocation as a transition: from the skill the subject invoked last in
         ``session`` to ``skill`` (the session's first invocation only opens it)."""
         if self.opted_out(subject):
             return Recorded(recorded=False, reason=f"{subject!r} opted out: nothing is recorded")
-        with self._store.transaction(write=True) as conn:
-            where = sa.and_(self._t(sessions_table), sessions_table.c.subject == subject,
-                            sessions_table.c.session == session)
-            last = conn.execute(sa.select(sessions_table.c.last_state).where(where)).scalar()
-            conn.execute(sessions_table.delete().where(where))
-            conn.execute(sessions_table.insert().values(tenant=self._store.tenant, subject=subject,
-                                                        session=session, last_state=skill, at=utc_now()))
+        last = self._rows.advance_session(subject, session, skill)
         if last is None:
             return Recorded(recorded=False, reason=f"the first invocation of session {session!r}")
-        return self.record_transition(subject, str(last), skill, session=session)
+        return self.record_transition(subject, last, skill, session=session)
 
     def _sequence(self, subject: str, from_state: str, since: int = 0) -> list[tuple[int, str]]:
-        with self._store.transaction(write=False) as conn:
-            return [(int(r[0]), str(r[1])) for r in conn.execute(
-                sa.select(transitions_table.c.id, transitions_table.c.to_state)
-                .where(self._t(transitions_table))
-                .where(transitions_table.c.subject == subject)
-                .where(transitions_table.c.from_state == from_state)
-                .where(transitions_table.c.id >= since)
-                .order_by(transitions_table.c.id)
-            )]
+        return self._rows.sequence(subject, from_state, since)
 
     def _counts(self, subject: str, from_state: str) -> Counter[str]:
         return Counter(s for _, s in self._sequence(subject, from_state))
 
     def _pooled(self, from_state: str) -> Counter[str]:
-        with self._store.transaction(write=False) as conn:
-            rows = conn.execute(
-                sa.select(transitions_table.c.to_state, sa.func.count())
-                .where(self._t(transitions_table))
-                .where(transitions_table.c.from_state == from_state)
-                .where(transitions_table.c.subject.not_in(
-                    sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
-                ))
-                .group_by(transitions_table.c.to_state)
-            )
-            return Counter({str(r[0]): int(r[1]) for r in rows})
+        return Counter(self._rows.pooled(from_state))
 
     # -- reading --------------------------------------------------------------------------
     def distribution(
@@ -294,24 +239,10 @@ class Patterns:
         return _as_distribution(Counter(sequence))
 
     def _marks(self, subject: str, from_state: str) -> tuple[int, int | None]:
-        with self._store.transaction(write=False) as conn:
-            row = conn.execute(
-                sa.select(marks_table.c.stable_since, marks_table.c.emerging_since)
-                .where(self._t(marks_table))
-                .where(marks_table.c.subject == subject)
-                .where(marks_table.c.from_state == from_state)
-            ).first()
-        return (int(row[0]), row[1]) if row else (0, None)
+        return self._rows.marks(subject, from_state)
 
     def _set_marks(self, subject: str, from_state: str, stable: int, emerging: int | None) -> None:
-        with self._store.transaction(write=True) as conn:
-            conn.execute(marks_table.delete().where(self._t(marks_table))
-                         .where(marks_table.c.subject == subject)
-                         .where(marks_table.c.from_state == from_state))
-            conn.execute(marks_table.insert().values(
-                tenant=self._store.tenant, subject=subject, from_state=from_state, stable_since=stable,
-                emerging_since=emerging,
-            ))
+        self._rows.set_marks(subject, from_state, stable, emerging)
 
     def stable(self, subject: str, from_state: str) -> dict[str, tuple[float, int]]:
         """The stable distribution: transitions since the last promotion, less an emerging one."""
@@ -385,11 +316,7 @@ class Patterns:
     # -- transparency ---------------------------------------------------------------------
     def summary(self, subject: str) -> list[dict[str, Any]]:
         """Per from-state: transitions, the stable and emerging distributions."""
-        with self._store.transaction(write=False) as conn:
-            starts = sorted(set(conn.execute(
-                sa.select(transitions_table.c.from_state).where(self._t(transitions_table))
-                .where(transitions_table.c.subject == subject)
-            ).scalars()))
+        starts = self._rows.from_states(subject)
         out = []
         for start in starts:
             dist = self.distribution(subject, start)
@@ -405,61 +332,22 @@ class Patterns:
 
     def forget(self, subject: str) -> int:
         """Delete every transition and mark of ``subject``; returns the transitions deleted."""
-        with self._store.transaction(write=True) as conn:
-            n = conn.execute(transitions_table.delete().where(self._t(transitions_table))
-                             .where(transitions_table.c.subject == subject)).rowcount
-            conn.execute(marks_table.delete().where(self._t(marks_table)).where(marks_table.c.subject == subject))
-            conn.execute(sessions_table.delete().where(self._t(sessions_table))
-                         .where(sessions_table.c.subject == subject))
-        return int(n or 0)
+        return self._rows.forget(subject)
 
     def forget_matching(self, names: "Callable[[Any], bool]") -> int:
         """Delete every transition, mark and open session whose subject or session id
         ``names`` (skill_library.erasure's matcher), and keep an opt-out of such a subject
         only as a salted hash; returns the transitions deleted."""
-        from skill_library import erasure
-
-        with self._store.transaction(write=True) as conn:
-            subjects = {s for s in conn.execute(sa.select(transitions_table.c.subject).distinct()
-                                                .where(self._t(transitions_table))).scalars() if names(s)}
-            subjects |= {s for s in conn.execute(sa.select(sessions_table.c.subject).distinct()
-                                                 .where(self._t(sessions_table))).scalars() if names(s)}
-            subjects |= {s for s in conn.execute(sa.select(marks_table.c.subject).distinct()
-                                                 .where(self._t(marks_table))).scalars() if names(s)}
-            sessions = {s for s in conn.execute(sa.select(transitions_table.c.session).distinct()
-                                                .where(self._t(transitions_table))).scalars() if names(s)}
-            n = 0
-            if subjects or sessions:
-                n = conn.execute(transitions_table.delete().where(self._t(transitions_table)).where(
-                    sa.or_(transitions_table.c.subject.in_(sorted(subjects)),
-                           transitions_table.c.session.in_(sorted(sessions))))).rowcount or 0
-                conn.execute(marks_table.delete().where(self._t(marks_table))
-                             .where(marks_table.c.subject.in_(sorted(subjects))))
-                conn.execute(sessions_table.delete().where(self._t(sessions_table)).where(
-                    sa.or_(sessions_table.c.subject.in_(sorted(subjects)),
-                           sessions_table.c.session.in_(sorted(sessions)))))
-            for opted in [s for s in conn.execute(sa.select(opt_outs_table.c.subject)
-                                                   .where(self._t(opt_outs_table))).scalars() if names(s)]:
-                key = erasure.opt_out_key(conn, self._store.tenant, opted)
-                conn.execute(opt_outs_table.delete().where(self._t(opt_outs_table))
-                             .where(opt_outs_table.c.subject.in_([opted, key])))
-                conn.execute(opt_outs_table.insert().values(tenant=self._store.tenant, subject=key, at=utc_now()))
-        return int(n)
+        return self._rows.forget_matching(names)
 
     def opt_out(self, subject: str) -> None:
         """Stop recording and using anything about ``subject`` (what exists is kept until
         :meth:`forget`)."""
-        with self._store.transaction(write=True) as conn:
-            if conn.execute(sa.select(opt_outs_table.c.subject).where(self._t(opt_outs_table))
-                            .where(opt_outs_table.c.subject == subject)).first() is None:
-                conn.execute(opt_outs_table.insert().values(tenant=self._store.tenant, subject=subject,
-                                                            at=utc_now()))
+        self._rows.opt_out(subject)
 
     def opt_in(self, subject: str) -> None:
         """Undo :meth:`opt_out`."""
-        with self._store.transaction(write=True) as conn:
-            conn.execute(opt_outs_table.delete().where(self._t(opt_outs_table))
-                         .where(opt_outs_table.c.subject == subject))
+        self._rows.opt_in(subject)
 
 
 def _as_distribution(counts: Counter[str]) -> dict[str, tuple[float, int]]:

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
-from skill_library.models import utc_now
-from skill_library.patterns.tables import reliability_events_table, sql_store
+from skill_library.patterns.tables import sql_store
+from skill_library.storage.patterns import PatternRows
 
 if TYPE_CHECKING:
     from skill_library.models import Skill
@@ -50,21 +48,10 @@ def quarantine_problem(store: "RecordStore", skill: "Skill") -> str | None:
 
 def record_event(store: "RecordStore", skill: "Skill", event: str, reason: str, actor: str | None) -> None:
     """Note a quarantine (``actor`` None: the rule) or a lift, with who acted and why."""
-    sql = sql_store(store)
-    with sql.transaction(write=True) as conn:
-        conn.execute(reliability_events_table.insert().values(
-            tenant=sql.tenant, name=skill.name, version=skill.version, event=event, actor=actor or "library",
-            reason=reason,
-            at=utc_now(),
-        ))
+    PatternRows(sql_store(store)).add_reliability_event(skill.name, skill.version, event, reason,
+                                                         actor or "library")
 
 
 def events(store: "RecordStore", name: str) -> list[dict[str, Any]]:
     """The quarantines and lifts of ``name``, oldest first."""
-    sql = sql_store(store)
-    with sql.transaction(write=False) as conn:
-        rows = conn.execute(sa.select(reliability_events_table)
-                            .where(sql.tenant_filter(reliability_events_table))
-                            .where(reliability_events_table.c.name == name)
-                            .order_by(reliability_events_table.c.id)).mappings()
-        return [{k: r[k] for k in ("version", "event", "actor", "reason", "at")} for r in rows]
+    return PatternRows(sql_store(store)).reliability_events(name)

@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import jinja2
-import sqlalchemy as sa
 from pydantic import BaseModel
 
 from skill_library.errors import SkillLibraryError, SkillNotFoundError
-from skill_library.models import COUNTED_KINDS, OutcomeKind, Provenance, Skill, utc_now
-from skill_library.patterns.tables import procedures_table, sql_store
-from skill_library.record_store import outcomes_table, versions_table
+from skill_library.models import COUNTED_KINDS, OutcomeKind, Provenance, Skill
+from skill_library.patterns.tables import sql_store
+from skill_library.storage.procedures import ProcedureRows
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -93,8 +92,8 @@ class Procedures:
     def __init__(self, library: "SkillLibrary") -> None:
         self._library = library
         self._store = sql_store(library.context.store)
-        #: the condition selecting this library's tenant's rows of a table
-        self._t = self._store.tenant_filter
+        #: the procedure rows of this library's tenant (skill_library.storage.procedures)
+        self._rows_of = ProcedureRows(self._store)
         self._templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
             undefined=jinja2.StrictUndefined, keep_trailing_newline=False,
@@ -147,11 +146,8 @@ class Procedures:
         status: Literal["active", "draft"] = "active" if source == "admin" else "draft"
         def write(conn: Any) -> Skill:  # the version, its procedure row and its audit event at once
             stored, _superseded = self._store.insert_version(conn, skill, status=status)
-            conn.execute(procedures_table.insert().values(
-                tenant=self._store.tenant, name=stored.name, version=stored.version, title=title.strip(),
-                initial_confidence=confidence, confidence=confidence, actor=actor,
-                subject=subject, source=source, created_at=utc_now(),
-            ))
+            self._rows_of.insert(conn, stored.name, stored.version, title=title.strip(), confidence=confidence,
+                                 actor=actor, subject=subject, source=source)
             audit.write(conn, self._store.tenant, stored.name, stored.version, None, status,
                         actor=actor, reason="procedure added by an admin" if source == "admin"
                         else "procedure extracted from a session: a draft until a person approves it",
@@ -178,28 +174,11 @@ class Procedures:
         if not kind.counted:
             self._store.record_outcome(name, False, version=skill.version, kind=kind, reason=reason)
             return self.get(name)
-        positive = kind is OutcomeKind.SUCCESS
-        counter = versions_table.c.successes if positive else versions_table.c.failures
-        this_version = sa.and_(self._t(versions_table), versions_table.c.name == name,
-                               versions_table.c.version == skill.version)
-        with self._store.transaction(write=True) as conn:  # the outcome, its count and the confidence at once
-            current = conn.execute(self._row_query(name, skill.version)).mappings().first()
-            if current is None:  # an instruction skill stored by add(): it starts at the default
-                conn.execute(procedures_table.insert().values(
-                    tenant=self._store.tenant, name=name, version=skill.version, title=name,
-                    initial_confidence=DEFAULT_CONFIDENCE,
-                    confidence=DEFAULT_CONFIDENCE, actor=skill.provenance.created_by, subject=None,
-                    source="admin", created_at=utc_now()))
-                current = {"confidence": DEFAULT_CONFIDENCE}
-            conn.execute(outcomes_table.insert().values(
-                tenant=self._store.tenant, name=name, version=skill.version, success=positive, trace_id=None,
-                recorded_at=utc_now(), kind=kind.value, reason=reason, origin="feedback"))
-            conn.execute(versions_table.update().where(this_version).values({counter.name: counter + 1}))
-            conn.execute(procedures_table.update()
-                         .where(self._t(procedures_table))
-                         .where(procedures_table.c.name == name)
-                         .where(procedures_table.c.version == skill.version)
-                         .values(confidence=step(float(current["confidence"]), positive)))
+        self._rows_of.record_outcome(
+            name, skill.version, kind, reason, confidence_after=lambda c: step(c, kind is OutcomeKind.SUCCESS),
+            # an instruction skill stored by add(): it starts at the default
+            default={"title": name, "confidence": DEFAULT_CONFIDENCE, "actor": skill.provenance.created_by,
+                     "source": "admin"})
         return self.get(name)
 
     # -- reading --------------------------------------------------------------------------
@@ -209,16 +188,8 @@ class Procedures:
             raise SkillLibraryError(f"{name!r} is a code skill, not a procedure (use feedback())")
         return skill
 
-    def _row_query(self, name: str, version: int) -> Any:
-        return (sa.select(procedures_table).where(self._t(procedures_table))
-                .where(procedures_table.c.name == name)
-                .where(procedures_table.c.version == version))
-
     def _rows(self, keys: builtins.list[tuple[str, int]] | None = None) -> dict[tuple[str, int], Any]:
-        with self._store.transaction(write=False) as conn:
-            rows = conn.execute(sa.select(procedures_table).where(self._t(procedures_table))).mappings().all()
-        found = {(r["name"], r["version"]): r for r in rows}
-        return found if keys is None else {k: found[k] for k in keys if k in found}
+        return self._rows_of.rows(keys)
 
     def _as_procedure(self, skill: Skill, row: Any) -> Procedure:
         return Procedure(
@@ -347,11 +318,7 @@ class Procedures:
     def forget_subject(self, subject: str) -> builtins.list[str]:
         """Delete every procedure extracted for ``subject`` (rows, audit events, index
         entries, text vectors); returns their names."""
-        with self._store.transaction(write=False) as conn:
-            names = sorted(set(conn.execute(
-                sa.select(procedures_table.c.name).where(self._t(procedures_table))
-                .where(procedures_table.c.subject == subject)
-            ).scalars()))
+        names = self._rows_of.names_for_subject(subject)
         if not names:
             return []
         with self._library.context.index.writing() as index:
@@ -362,34 +329,20 @@ class Procedures:
         """Delete every procedure added for ``subject`` or whose subject, title, trigger or
         steps ``names`` (skill_library.erasure's matcher), under the caller's index write;
         returns their names."""
-        with self._store.transaction(write=False) as conn:
-            found = {r[0] for r in conn.execute(
-                sa.select(procedures_table.c.name, procedures_table.c.subject, procedures_table.c.title)
-                .where(self._t(procedures_table))
-            ) if r[1] == subject or names(r[1]) or names(r[2])}
-            found |= {r[0] for r in conn.execute(
-                sa.select(versions_table.c.name, versions_table.c.when_text, versions_table.c.description)
-                .where(self._t(versions_table)).where(versions_table.c.kind == "instruction")
-            ) if names(r[1]) or names(r[2])}
+        found = self._rows_of.matching(subject, names)
         if found:
-            self._delete(sorted(found), index)
-        return sorted(found)
+            self._delete(found, index)
+        return found
 
     def _delete(self, names: "Sequence[str]", index: Any) -> None:
-        from skill_library.governance import audit
         from skill_library.governance.actors import SYSTEM_ID
-        from skill_library.governance.tables import audit_table
+        from skill_library.storage.actor_rows import AuditNote
 
         for name in names:
             index.delete(name)
-        with self._store.transaction(write=True) as conn:
-            conn.execute(procedures_table.delete().where(self._t(procedures_table))
-                         .where(procedures_table.c.name.in_(names)))
-            # their audit trail names them too; one event says that something was
-            # forgotten, never whose or what
-            conn.execute(audit_table.delete().where(audit_table.c.tenant == self._store.tenant)
-                         .where(audit_table.c.name.in_(names)))
-            audit.write(conn, self._store.tenant, audit.SUBJECTS, None, None, "forgotten",
-                        actor=SYSTEM_ID, reason="a subject's procedures were forgotten at their request",
-                        evidence={"procedures": len(names)})
+        # their audit trail names them too; one event says that something was forgotten,
+        # never whose or what
+        self._rows_of.delete(names, AuditNote("forgotten", SYSTEM_ID,
+                                              "a subject's procedures were forgotten at their request",
+                                              {"procedures": len(names)}))
         self._store.purge(names)

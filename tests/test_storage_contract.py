@@ -478,3 +478,127 @@ def test_procedure_rows_are_found_by_subject_or_matcher_and_deleted_with_their_a
     with store.transaction(write=False) as conn:
         events = [(e.name, e.to_status) for e in audit.read(conn, store.tenant)]
     assert events == [("be_brief", "active"), (audit.SUBJECTS, "forgotten")]
+
+
+# -- running canaries written on the caller's transaction (storage.canary_rows) ----------
+def test_a_canary_row_starts_on_the_callers_transaction_and_rolls_back_with_it(store):
+    from skill_library.storage import canary_rows
+
+    with store.transaction(write=True) as conn:
+        assert canary_rows.running_version(conn, "default", "greet") is None
+        canary_rows.start(conn, "default", "greet", 2, share=0.25, cohort=None, actor="ada")
+        canary_rows.start(conn, "acme", "greet", 5, share=None, cohort="beta", actor="bob")
+        assert canary_rows.running_version(conn, "default", "greet") == 2
+    with pytest.raises(RuntimeError, match="the transition failed"):
+        with store.transaction(write=True) as conn:
+            canary_rows.start(conn, "default", "wave", 3, share=0.1, cohort=None, actor="ada")
+            raise RuntimeError("the transition failed")
+    with store.transaction(write=False) as conn:
+        assert canary_rows.running_version(conn, "default", "wave") is None  # rolled back
+        assert canary_rows.running_version(conn, "acme", "greet") == 5
+    [row] = canary_rows.canary_rows(store)
+    assert (row["name"], row["version"], row["share"], row["cohort"], row["actor"]) == ("greet", 2, 0.25, None, "ada")
+
+
+# -- the skill rows governance reads and deletes (storage.skill_rows) --------------------
+def test_versions_waiting_for_a_person_are_listed_oldest_first(store):
+    from skill_library.storage.skill_rows import SkillRows
+
+    store.add_version(skill(value="one"))
+    store.add_version(skill("wave", when="wave to {target}"), status="draft")
+    store.add_version(skill(value="two"), status="draft")
+    store.add_version(skill("nod", when="nod at {target}"), status="draft")
+    store.set_version_status("nod", 1, "quarantined")
+    rows = SkillRows(store)
+    assert rows.with_status(["draft", "quarantined"]) == [("wave", 1), ("greet", 2), ("nod", 1)]
+    assert rows.with_status(["evaluated"]) == [] and rows.with_status([]) == []
+    assert SkillRows(store.for_tenant("acme")).with_status(["draft"]) == []
+
+
+def test_a_deleted_skill_leaves_no_row_and_keeps_the_traces_another_skill_cites(store):
+    from skill_library.models import utc_now
+    from skill_library.storage import audit, canary_rows
+    from skill_library.storage.patterns import PatternRows
+    from skill_library.storage.skill_rows import SkillRows
+    from skill_library.storage.tables import task_vectors_table
+
+    mine, cited = trace("greet Ada"), trace("greet Bob")
+    for t in (mine, cited):
+        store.save_trace(t)
+    store.add_version(skill())
+    store.add_version(skill("wave", when="wave to {target}"))
+    store.save_evidence("greet", examples=[Example(trace_id=mine.id, text="greet {target}", params={"target": "Ada"})])
+    store.record_outcome("greet", True, trace_id=cited.id)
+    store.record_outcome("wave", True, trace_id=cited.id)  # wave cites this trace too
+    store.save_task_vectors("model-a", {mine.id: b"\x01", cited.id: b"\x02"})
+    store.save_vectors("model-a", {"d": b"\x03"})
+    PatternRows(store).add_reliability_event("greet", 1, "quarantined", "failing", "library")
+    acme = store.for_tenant("acme")
+    acme.add_version(skill(value="acme"))
+    with store.transaction(write=True) as conn:
+        canary_rows.start(conn, "default", "greet", 1, share=0.1, cohort=None, actor="ada")
+        audit.write(conn, "default", "greet", 1, None, "active", actor="ada", reason="added")
+        audit.write(conn, "default", "wave", 1, None, "active", actor="ada", reason="added")
+    with pytest.raises(RuntimeError, match="audit write failed"):
+        with store.transaction(write=True) as conn:
+            SkillRows(store).delete_skill(conn, "greet", {mine.id, cited.id})
+            raise RuntimeError("the audit write failed")
+    assert store.get("greet").version == 1  # nothing deleted without the caller's event
+    with store.transaction(write=True) as conn:
+        gone = SkillRows(store).delete_skill(conn, "greet", {mine.id, cited.id, "never-stored"})
+    assert gone == sorted({mine.id, "never-stored"})
+    with pytest.raises(SkillNotFoundError):
+        store.get("greet")
+    assert store.known_traces([mine.id, cited.id]) == {cited.id}
+    assert store.task_vector_ids("model-a", [mine.id, cited.id]) == {cited.id}
+    assert PatternRows(store).reliability_events("greet") == [] and canary_rows.canary_rows(store) == []
+    with store.transaction(write=False) as conn:
+        assert [e.name for e in audit.read(conn, "default")] == ["wave"]
+        assert conn.execute(task_vectors_table.select()).all() != []
+    assert store.get("wave").successes == 1 and acme.get("greet").version == 1  # others untouched
+    assert store.load_vectors("model-a", ["d"]) == {"d": b"\x03"}  # not one of greet's texts
+
+
+# -- copying a store into an empty one (storage.copying, `skills migrate`) ---------------
+def test_every_table_is_copied_into_an_empty_store_and_a_full_one_is_refused(store, tmp_path):
+    from skill_library.errors import DestinationNotEmptyError
+    from skill_library.storage import audit
+    from skill_library.storage.copying import copy_records
+    from skill_library.storage.patterns import PatternRows
+
+    (tmp_path / "source").mkdir()
+    source = SQLRecordStore.in_folder(tmp_path / "source", create=True)
+    try:
+        source.add_version(skill(value="one"))
+        source.add_version(skill(value="two"))
+        source.record_outcome("greet", True)
+        source.for_tenant("acme").add_version(skill("wave", when="wave to {target}"))
+        PatternRows(source).add_transition("ann", "a", "b", session="s1")
+        with source.transaction(write=True) as conn:
+            audit.write(conn, "default", "greet", 2, None, "active", actor="ada", reason="added")
+        copied = copy_records(source, store)
+        assert copied["skill_versions"] == 3 and copied["outcomes"] == 1 and copied["pattern_transitions"] == 1
+        assert copied["audit_events"] == 1 and copied["forgotten_traces"] == 0
+        assert [s.version for s in store.history("greet")] == [1, 2] and store.get("greet").successes == 1
+        assert store.tenants() == ["acme", "default"] and store.for_tenant("acme").names() == ["wave"]
+        assert PatternRows(store).sequence("ann", "a")[0][1] == "b"
+        with pytest.raises(DestinationNotEmptyError, match="already holds skills"):
+            copy_records(source, store)
+    finally:
+        source.close()
+
+def test_a_copy_into_a_store_that_holds_pattern_rows_is_refused(store, tmp_path):
+    from skill_library.errors import DestinationNotEmptyError
+    from skill_library.storage.copying import copy_records
+    from skill_library.storage.patterns import PatternRows
+
+    PatternRows(store).add_transition("x", "a", "b", session="s")
+    assert store.tenants() == []  # patterns alone are no skill
+    (tmp_path / "source").mkdir()
+    source = SQLRecordStore.in_folder(tmp_path / "source", create=True)
+    try:
+        with pytest.raises(DestinationNotEmptyError, match="already holds pattern_transitions rows"):
+            copy_records(source, store)
+    finally:
+        source.close()
+    assert PatternRows(store).sequence("x", "a")[0][1] == "b"

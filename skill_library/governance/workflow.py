@@ -18,13 +18,13 @@ from skill_library.governance import tools as tool_store
 from skill_library.governance.actors import Actor, check_claimable, os_user, require
 from skill_library.governance.lifecycle import apply, sql_of, tenant_of, transition, write
 from skill_library.governance.policy import BREADTH, Policy
-from skill_library.governance.tables import audit_table, canaries_table
 from skill_library.governance.tools import ToolSpec
 from skill_library.models import Skill
+from skill_library.storage import canary_rows
+from skill_library.storage.skill_rows import SkillRows
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
-    from skill_library.record_store import SQLRecordStore
 
 #: the share of sessions a canary gets when neither ``share`` nor ``cohort`` is given
 DEFAULT_CANARY_SHARE = 0.1
@@ -282,9 +282,7 @@ def canary(library: "SkillLibrary", name: str, version: int, *, actor: Actor | s
     tenant = tenant_of(library)
 
     def work(conn: sa.Connection) -> Skill:
-        running = conn.execute(sa.select(canaries_table.c.version)
-                               .where(canaries_table.c.tenant == tenant)
-                               .where(canaries_table.c.name == name)).scalar()
+        running = canary_rows.running_version(conn, tenant, name)
         if running is not None:
             raise LifecycleError(f"skill {name!r} already has a canary (v{running}): promote or "
                                  "roll it back first")
@@ -295,11 +293,7 @@ def canary(library: "SkillLibrary", name: str, version: int, *, actor: Actor | s
         stored = apply(conn, library, name, version, "canary", actor=who,
                        reason=f"canary for {f'cohort {cohort!r}' if cohort else f'{share:.0%} of sessions'}",
                        evidence={"share": share, "cohort": cohort, "active_version": active[-1]})
-        from skill_library.models import utc_now
-
-        conn.execute(canaries_table.insert().values(
-            tenant=tenant, name=name, version=version, share=share, cohort=cohort,
-            actor=who.id, started_at=utc_now()))
+        canary_rows.start(conn, tenant, name, version, share=share, cohort=cohort, actor=who.id)
         return stored
 
     return write(library, name, work)
@@ -399,15 +393,7 @@ def review_queue(library: "SkillLibrary") -> list[Skill]:
     ``system``: a failure burst or a reliably negative uplift; lift the quarantine or
     retire) and suspended ones (a tool schema change it failed; resume or retire).
     :data:`DECISIONS` names each status's decision, :func:`queue_reason` its evidence."""
-    from skill_library.record_store import versions_table
-
-    with sql_of(library).transaction(write=False) as conn:
-        keys = [(r[0], int(r[1])) for r in conn.execute(
-            sa.select(versions_table.c.name, versions_table.c.version)
-            .where(sql_of(library).tenant_filter(versions_table))
-            .where(versions_table.c.status.in_(tuple(DECISIONS)))
-            .order_by(versions_table.c.created_at, versions_table.c.name, versions_table.c.version)
-        )]
+    keys = SkillRows(sql_of(library)).with_status(DECISIONS)
     found = library.context.store.get_many(keys)
     return [found[k] for k in keys if k in found]
 
@@ -421,9 +407,6 @@ def queue_reason(library: "SkillLibrary", skill: Skill) -> str:
 
 def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> audit.AuditEvent:
     """Remove every record of ``name`` (see ``SkillLibrary.delete``); one audit event stays."""
-    from skill_library.governance.tables import evaluations_table
-    from skill_library.record_store import examples_table, outcomes_table, task_vectors_table, traces_table
-
     who = caller_actor(library, actor)
     require(who, "skill.admin", f"delete {name!r}")
     store = sql_of(library)
@@ -433,61 +416,15 @@ def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> 
     tenant = tenant_of(library)
 
     def work(conn: sa.Connection) -> audit.AuditEvent:
-        shared = set(conn.execute(sa.select(examples_table.c.trace_id)
-                                  .where(store.tenant_filter(examples_table))
-                                  .where(examples_table.c.name != name)).scalars())
-        shared.update(conn.execute(sa.select(outcomes_table.c.trace_id)
-                                   .where(store.tenant_filter(outcomes_table))
-                                   .where(outcomes_table.c.name != name)
-                                   .where(outcomes_table.c.trace_id.is_not(None))).scalars())
-        gone = sorted(traces - shared)
-        for start in range(0, len(gone), 500):
-            conn.execute(traces_table.delete().where(store.tenant_filter(traces_table))
-                         .where(traces_table.c.id.in_(gone[start:start + 500])))
-            conn.execute(task_vectors_table.delete().where(store.tenant_filter(task_vectors_table))
-                         .where(task_vectors_table.c.trace_id.in_(gone[start:start + 500])))
-        conn.execute(canaries_table.delete().where(canaries_table.c.tenant == tenant)
-                     .where(canaries_table.c.name == name))
-        conn.execute(evaluations_table.delete().where(evaluations_table.c.tenant == tenant)
-                     .where(evaluations_table.c.name == name))
+        # the records, canary, evaluations, audit and reliability events of the name
+        gone = SkillRows(store).delete_skill(conn, name, traces)
         from skill_library.uplift import delete_outcomes
 
         delete_outcomes(conn, tenant, name)
-        conn.execute(audit_table.delete().where(audit_table.c.tenant == tenant)
-                     .where(audit_table.c.name == name))
-        _purge(conn, name, store)
         tool_schemas.purge(conn, tenant, name)
         return audit.write(conn, tenant, name, None, history[-1].status, "deleted", actor=who.id,
                            reason=f"deleted with {len(history)} version(s) and {len(gone)} trace(s)",
                            evidence={"versions": len(history), "traces": len(gone)})
 
     event: audit.AuditEvent = write(library, name, work)
-    from skill_library.patterns.tables import reliability_events_table
-
-    try:
-        with store.transaction(write=True) as conn:
-            conn.execute(reliability_events_table.delete()
-                         .where(store.tenant_filter(reliability_events_table))
-                         .where(reliability_events_table.c.name == name))
-    except sa.exc.OperationalError:
-        pass  # the patterns tables were never created: nothing to remove
     return event
-
-
-def _purge(conn: sa.Connection, name: str, store: "SQLRecordStore") -> None:
-    """Every row of ``name`` in the record tables and the vectors of every embedded form of
-    its texts (record_store.delete_text_vectors), on ``conn``."""
-    from skill_library.record_store import (
-        delete_text_vectors,
-        examples_table,
-        outcomes_table,
-        profiles_table,
-        skills_table,
-        versions_table,
-    )
-
-    mine = store.tenant_filter
-    delete_text_vectors(conn, store, name)
-    for table in (outcomes_table, examples_table, profiles_table, versions_table):
-        conn.execute(table.delete().where(mine(table)).where(table.c.name == name))
-    conn.execute(skills_table.delete().where(mine(skills_table)).where(skills_table.c.name == name))

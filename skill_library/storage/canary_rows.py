@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from skill_library.models import utc_now
 from skill_library.storage.governance_tables import canaries_table
 
 if TYPE_CHECKING:
@@ -24,3 +25,20 @@ def canary_rows(store: SQLRecordStore) -> list[dict[str, Any]]:
             .order_by(canaries_table.c.name)
         ).mappings().all()
     return [dict(r) for r in rows]
+
+
+def running_version(conn: sa.Connection, tenant: str, name: str) -> int | None:
+    """The version of ``name``'s running canary in ``tenant`` (None: none runs), on the
+    caller's transaction."""
+    found = conn.execute(sa.select(canaries_table.c.version).where(canaries_table.c.tenant == tenant)
+                         .where(canaries_table.c.name == name)).scalar()
+    return None if found is None else int(found)
+
+
+def start(conn: sa.Connection, tenant: str, name: str, version: int, *, share: float | None,
+          cohort: str | None, actor: str) -> None:
+    """The row of a canary of ``name`` v``version`` starting now, on the caller's transaction
+    (the one that moves the version to ``canary`` and writes its audit event)."""
+    conn.execute(canaries_table.insert().values(
+        tenant=tenant, name=name, version=version, share=share, cohort=cohort, actor=actor,
+        started_at=utc_now()))

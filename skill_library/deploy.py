@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skill_library.errors import DestinationNotEmptyError as DestinationNotEmptyError
 from skill_library.record_store import SQLRecordStore
 from skill_library.storage.copying import COPY_BATCH as COPY_BATCH
 from skill_library.storage.copying import copy_records as copy_records

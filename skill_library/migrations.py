@@ -19,9 +19,9 @@ from typing import Any, Callable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from skill_library import record_store as rs
 from skill_library.models import utc_now
 from skill_library.storage import governance_tables
+from skill_library.storage import sql_store as rs
 from skill_library.storage.feature_tables import UPLIFT_TABLES as uplift_tables
 from skill_library.storage.feature_tables import tool_bindings_table
 from skill_library.storage.governance_tables import evaluations_table

@@ -1,8 +1,15 @@
-"""The parts of the SQL record store (``skill_library.record_store``), one concept each.
+"""The storage layer: the SQL record store and every table and row the library writes, one
+concept each (no SQL outside this package, ``docs/architecture.md``).
 
-``tables`` (the schema), ``interface`` (the :class:`RecordStore` the library uses),
-``rows`` (version rows read as skills), ``dialects`` (SQLite and PostgreSQL specifics:
-connection setup, error mapping, retries), ``integrity`` (is this a sound records
-database), ``transactions`` (one connection, one transaction) and ``bulk`` (many new
-versions in a few statements).
+The record store: ``sql_store`` (:class:`SQLRecordStore`; ``skill_library.record_store``
+re-exports it), ``tables`` (the schema), ``interface`` (the :class:`RecordStore` the
+library uses), ``rows`` (version rows read as skills), ``dialects`` (SQLite and PostgreSQL
+specifics: connection setup, error mapping, retries), ``integrity`` (is this a sound
+records database), ``transactions`` (one connection, one transaction), ``bulk`` (many new
+versions in a few statements) and ``copying`` (every row into an empty store).
+
+The rows of the concepts, each with its tables: ``audit``, ``actor_rows``,
+``policy_rows``, ``canary_rows`` and ``skill_rows`` (governance; ``governance_tables``),
+``patterns`` and ``procedures`` (``pattern_tables``), ``privacy_rows`` (the erasure salt;
+``privacy_tables``), ``feature_tables`` (uplift, tool bindings).
 """

@@ -16,7 +16,7 @@ from skill_library.storage import audit
 from skill_library.storage.governance_tables import actors_table
 
 if TYPE_CHECKING:
-    from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.sql_store import SQLRecordStore
 
 
 @dataclass(frozen=True)

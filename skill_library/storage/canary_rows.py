@@ -13,7 +13,7 @@ from skill_library.models import utc_now
 from skill_library.storage.governance_tables import canaries_table
 
 if TYPE_CHECKING:
-    from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.sql_store import SQLRecordStore
 
 
 def canary_rows(store: SQLRecordStore) -> list[dict[str, Any]]:

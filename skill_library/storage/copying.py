@@ -16,7 +16,7 @@ from skill_library.storage.pattern_tables import TENANT_TABLES as memory_tables
 from skill_library.storage.tables import meta_table, metadata, outcomes_table
 
 if TYPE_CHECKING:
-    from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.sql_store import SQLRecordStore
 
 #: rows read and inserted per batch while copying
 COPY_BATCH = 1000

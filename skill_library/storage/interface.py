@@ -2,7 +2,7 @@
 
 Skill versions are immutable (only their lifecycle ``status`` and outcome counters
 change), each skill has an active pointer, outcomes are an append-only log; a store
-object reads and writes the records of one tenant. ``skill_library.record_store``
+object reads and writes the records of one tenant. ``skill_library.storage.sql_store``
 implements it on SQLAlchemy Core.
 """
 

@@ -26,7 +26,7 @@ from skill_library.storage.pattern_tables import (
 )
 
 if TYPE_CHECKING:
-    from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.sql_store import SQLRecordStore
 
 
 class PatternRows:

@@ -23,7 +23,7 @@ from skill_library.storage.pattern_tables import procedures_table
 from skill_library.storage.tables import outcomes_table, versions_table
 
 if TYPE_CHECKING:
-    from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.sql_store import SQLRecordStore
 
 
 class ProcedureRows:

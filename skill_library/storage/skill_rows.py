@@ -25,7 +25,7 @@ from skill_library.storage.tables import (
 )
 
 if TYPE_CHECKING:
-    from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.sql_store import SQLRecordStore
 
 
 class SkillRows:
@@ -51,7 +51,7 @@ class SkillRows:
         cites (by an example or an outcome) and their task vectors, its canary, evaluations,
         audit events and reliability events, its outcomes, examples, profile, versions and
         skill row, and the stored vectors of its texts. Returns the traces deleted."""
-        from skill_library.record_store import delete_text_vectors
+        from skill_library.storage.sql_store import delete_text_vectors
 
         shared = set(conn.execute(sa.select(examples_table.c.trace_id)
                                   .where(self._t(examples_table))

@@ -602,3 +602,28 @@ def test_a_copy_into_a_store_that_holds_pattern_rows_is_refused(store, tmp_path)
     finally:
         source.close()
     assert PatternRows(store).sequence("x", "a")[0][1] == "b"
+
+
+# -- the erasure salt and opt-out keys (storage.privacy_rows) ----------------------------
+def test_the_erasure_salt_is_made_once_per_tenant_and_keys_follow_it(store):
+    from skill_library.storage import privacy_rows
+
+    with store.transaction(write=False) as conn:
+        assert privacy_rows.salt(conn, "default", create=False) is None
+        assert privacy_rows.opt_out_keys(conn, "default", "Ann@Example.com") == []  # no salt: no key
+    with store.transaction(write=True) as conn:
+        key = privacy_rows.opt_out_key(conn, "default", "Ann@Example.com")
+        salt = privacy_rows.salt(conn, "default", create=False)
+        theirs = privacy_rows.opt_out_key(conn, "acme", "Ann@Example.com")
+    assert salt is not None and key != theirs  # each tenant its own salt
+    with store.transaction(write=True) as conn:
+        assert privacy_rows.salt(conn, "default", create=True) == salt  # made once
+        assert privacy_rows.opt_out_keys(conn, "default", " ann@example.com ") == [key]  # normalized
+    assert key.startswith("forgotten:") and "ann" not in key.casefold()
+    assert privacy_rows.digest(salt, "t1") == privacy_rows.digest(salt, "t1") != privacy_rows.digest(salt, "t2")
+    with pytest.raises(RuntimeError, match="rolled back"):
+        with store.transaction(write=True) as conn:
+            privacy_rows.salt(conn, "zed", create=True)
+            raise RuntimeError("rolled back")
+    with store.transaction(write=False) as conn:
+        assert privacy_rows.salt(conn, "zed", create=False) is None

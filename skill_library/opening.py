@@ -101,7 +101,7 @@ def open_library(
     lib._views = {}
 
     #: the actors registered in this library's tenant
-    lib.actors = ActorRegistry(lib)
+    lib.actors = ActorRegistry(lib._store, default=lib.default_actor)
     lib._specs_cache = None
     #: the ``policy=`` given when opening: it also seeds tenants ``for_tenant`` creates
     lib._policy_option = policy
@@ -140,7 +140,7 @@ def tenant_view(lib: "SkillLibrary", name: str) -> "SkillLibrary":
     view._closed = False
     view._root = root
     view._views = {}
-    view.actors = ActorRegistry(view)
+    view.actors = ActorRegistry(view._store, default=root.default_actor)
     view._specs_cache = None
     from skill_library.governance import workflow
 

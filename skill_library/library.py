@@ -38,7 +38,8 @@ from skill_library.fetching import (  # noqa: F401  (settings named here before)
     PREFETCH_MIN_N,
     PROCEDURE_FETCH_CONFIDENCE,
 )
-from skill_library.governance import Actor, ActorRegistry, AuditEvent, Policy, ToolSpec
+from skill_library.governance import Actor, ActorRegistry, Policy, ToolSpec
+from skill_library.governance_calls import GovernanceCalls
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
 from skill_library.induction.validation import check_policy as check_policy  # its old home
 from skill_library.models import (
@@ -67,11 +68,6 @@ if TYPE_CHECKING:
 
     from sandbox import Limits, Sandbox
     from skill_library.abstention import Calibration, FetchResult
-    from skill_library.governance.bulk import Decision
-    from skill_library.governance.canary import CanaryState
-    from skill_library.governance.evaluation import Evaluation
-    from skill_library.governance.suite import Suite, ToolsFactory
-    from skill_library.governance.tool_schemas import Reverification
     from skill_library.induction import Generalizer
     from skill_library.induction.revision import SkillCheck
     from skill_library.patterns import Patterns
@@ -92,13 +88,14 @@ DEFAULT_MIN_SIMILARITY = 0.2
 GeneralizerName = Literal["dataflow", "llm"]
 
 
-class SkillLibrary:
+class SkillLibrary(GovernanceCalls):
     """A folder of versioned, verified skills: records in SQLite, ``when`` vectors in Chroma.
 
     ``SkillLibrary(path)`` opens the library in ``path`` (created when the folder holds none,
     unless ``create=False``); ``records=`` and ``index=`` put the records on PostgreSQL and the
     index on a Chroma server; ``tenant=``, ``policy=`` and ``actor=`` pick the tenant, seed its
     policy and name the default actor. See docs/api.md#opening-a-library for every argument.
+    The governance calls (propose, approve, promote, ...) are :class:`GovernanceCalls`'.
     """
 
     # the attributes skill_library.opening.open_library sets
@@ -177,6 +174,10 @@ class SkillLibrary:
         """The vector index, (re)opened and checked against the records when needed."""
         return self.context.index.current()
 
+    def constructor_tool_specs(self) -> dict[str, ToolSpec]:
+        """The ``read_only_tools=`` of this library object as tool specs (not stored)."""
+        return {name: ToolSpec(side_effects=False) for name in self._read_only_arg}
+
     @property
     def procedures(self) -> "Procedures":
         """Instruction procedures (skill_library.procedures), created on first use."""
@@ -186,139 +187,6 @@ class SkillLibrary:
     def patterns(self) -> "Patterns":
         """Usage-pattern memory (skill_library.patterns), created on first use."""
         return opening.patterns(self)
-
-    # -- governance: thin delegates to skill_library.governance --------------------------
-    def resolve_actor(self, actor: "Actor | str | None" = None) -> Actor:
-        """The registered actor ``actor`` names (None: the local administrator);
-        :class:`PermissionDenied` when unknown. See docs/api.md#governance-calls."""
-        from skill_library.governance import workflow
-        return workflow.resolve_actor(self, actor)
-
-    @property
-    def read_only_tools(self) -> frozenset[str]:
-        """The tools declared without side effects in the tenant, or named by ``read_only_tools=``."""
-        return frozenset(n for n, s in self.tool_specs().items() if not s.side_effects)
-
-    def constructor_tool_specs(self) -> dict[str, ToolSpec]:
-        """The ``read_only_tools=`` of this library object as tool specs (not stored)."""
-        return {name: ToolSpec(side_effects=False) for name in self._read_only_arg}
-
-    def tool_specs(self) -> dict[str, ToolSpec]:
-        """The tools declared in the tenant (plus ``read_only_tools=``), by name."""
-        from skill_library.governance import workflow
-        return workflow.tool_specs(self)
-
-    def register_tools(self, specs: Mapping[str, ToolSpec | None], *, actor: "Actor | str | None" = None,
-                       tools: Mapping[str, Callable[..., Any]] | None = None) -> "Reverification":
-        """Declare tools in the tenant (``skill.admin``; audited; ``None`` removes one); versions
-        bound to a changed schema are suspended and re-verified. See docs/api.md#governance-calls."""
-        from skill_library.governance import workflow
-        return workflow.register_tools(self, specs, actor=actor, tools=tools)
-
-    def reverify_tools(self, name: str, tools: Mapping[str, Callable[..., Any]] | None = None) -> "Reverification":
-        """Re-verify the suspended versions of ``name`` against the tool schemas declared now."""
-        from skill_library.governance import tool_schemas
-        return tool_schemas.reverify_named(self, name, tools)
-
-    def tool_schema_digests(self, name: str, version: int | None = None) -> dict[str, str]:
-        """``{tool: sha256}`` of the tool schemas ``name`` v``version`` was verified against."""
-        from skill_library.governance import tool_schemas
-        return tool_schemas.digests(self, name, self._store.get(name, version).version)
-
-    def resume(self, name: str, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
-        """An approver returns the suspended version of ``name`` to active. Audited."""
-        from skill_library.governance import tool_schemas
-        return tool_schemas.resume(self, name, actor=actor, reason=reason)
-
-    @property
-    def policy(self) -> Policy:
-        """The tenant's policy (``Policy()``, auto_approve ``read_only``, when none is stored)."""
-        from skill_library.governance import workflow
-        return workflow.policy(self)
-
-    def set_policy(self, policy: Policy, *, actor: "Actor | str | None" = None) -> Policy:
-        """Store ``policy`` as the tenant's (``skill.admin``; audited)."""
-        from skill_library.governance import workflow
-        return workflow.set_policy(self, policy, actor=actor)
-
-    def propose(self, skill: Skill, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
-        """Store ``skill`` as a draft, the next version of its name (``skill.propose``)."""
-        from skill_library.governance import workflow
-        return workflow.propose(self, skill, actor=actor, reason=reason)
-
-    def reject(self, name: str, version: int, *, actor: "Actor | str | None" = None, reason: str) -> Skill:
-        """Reject a draft or evaluated version: kept for audit, never fetched."""
-        from skill_library.governance import workflow
-        return workflow.reject(self, name, version, actor=actor, reason=reason)
-
-    def approve(self, name: str, version: int, *, actor: "Actor | str | None" = None, reason: str = "") -> Skill:
-        """Approve an evaluated version (``skill.approve``, a ``user`` actor, not its proposer,
-        its latest evaluation passed)."""
-        from skill_library.errors import LifecycleError
-        from skill_library.governance import evaluation, workflow
-        if (problem := evaluation.approval_problem(self, name, version)) is not None:
-            raise LifecycleError(problem)
-        return workflow.approve(self, name, version, actor=actor, reason=reason)
-
-    def approve_many(self, items: "Sequence[str | tuple[str, int]] | None" = None, *,
-                     actor: "Actor | str | None" = None, reason: str = "") -> "builtins.list[Decision]":
-        """:meth:`approve` each version (``None``: every evaluated version learning held), one
-        :class:`~skill_library.governance.bulk.Decision` each. See docs/api.md#governance-calls."""
-        from skill_library.governance import bulk
-        return bulk.approve_many(self, bulk.held(self) if items is None else items, actor=actor, reason=reason)
-
-    def promote_many(self, items: "Sequence[str | tuple[str, int]]", *,
-                     actor: "Actor | str | None" = None) -> "builtins.list[Decision]":
-        """:meth:`promote` each version (a name alone: its newest approved one), one Decision each."""
-        from skill_library.governance import bulk
-        return bulk.promote_many(self, items, actor=actor)
-
-    def start_canary(self, name: str, version: int, *, actor: "Actor | str | None" = None,
-                     share: float | None = None, cohort: str | None = None) -> Skill:
-        """Start a canary of an approved version for ``share`` of sessions or a ``cohort``."""
-        from skill_library.governance import workflow
-        return workflow.canary(self, name, version, actor=actor, share=share, cohort=cohort)
-
-    def canary(self, name: str, version: int, *, actor: "Actor | str | None" = None,
-               share: float | None = None, cohort: str | None = None) -> Skill:
-        """Deprecated alias of :meth:`start_canary` (docs/architecture.md#deprecations)."""
-        deprecated("canary()", "start_canary()")
-        return self.start_canary(name, version, actor=actor, share=share, cohort=cohort)
-
-    def promote(self, name: str, version: int, *, actor: "Actor | str | None" = None) -> Skill:
-        """Make an approved (or canary) version the active one; the one before is superseded."""
-        from skill_library.governance import workflow
-        return workflow.promote(self, name, version, actor=actor)
-
-    def rollback(self, name: str, *, actor: "Actor | str | None" = None, to_version: int | None = None) -> Skill:
-        """Flip the active pointer back to the previous released version (or ``to_version``)."""
-        from skill_library.governance import workflow
-        return workflow.rollback(self, name, actor=actor, to_version=to_version)
-
-    def diff(self, name: str, v1: int, v2: int) -> str:
-        """What changed from version ``v1`` to ``v2``: code, ``when``, tools, parameters."""
-        from skill_library.governance import workflow
-        return workflow.diff(self, name, v1, v2)
-
-    def delete(self, name: str, *, actor: "Actor | str | None" = None) -> AuditEvent:
-        """Remove ``name`` entirely (admin only); returns the one audit event it leaves."""
-        from skill_library.governance import workflow
-        return workflow.delete(self, name, actor=actor)
-
-    def audit(self, name: str | None = None) -> builtins.list[AuditEvent]:
-        """The audit events of ``name`` (default: every event of the tenant), oldest first."""
-        from skill_library.governance import workflow
-        return workflow.audit_events(self, name)
-
-    def needs_human(self, name: str, version: int) -> builtins.list[str]:
-        """Why a human must approve this version (empty: the policy may approve it)."""
-        from skill_library.governance import rules
-        return rules.needs_human(self, self._store.get(name, version))
-
-    def review_queue(self) -> builtins.list[Skill]:
-        """The versions waiting for a person's decision, oldest first (docs/api.md#governance-calls)."""
-        from skill_library.governance import workflow
-        return workflow.review_queue(self)
 
     # -- skills -------------------------------------------------------------------------
     def add(self, skill: Skill, *, verified: bool = False, actor: "Actor | str | None" = None) -> AddResult:
@@ -358,11 +226,6 @@ class SkillLibrary:
     def trace(self, trace_id: str) -> Trace:
         """One stored trace by id (:class:`TraceNotFoundError` when unknown)."""
         return self._store.get_trace(trace_id)
-
-    def retire(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
-        """Retire a skill (``skill.approve``; audited): kept in the records, never fetched again."""
-        from skill_library.governance import workflow
-        return workflow.retire(self, name, actor=actor)
 
     def reindex(self, *, progress: bool = False, force: bool = False) -> int:
         """Rebuild the vector index from the records; returns how many skills it holds
@@ -599,31 +462,6 @@ class SkillLibrary:
         """Run the skill a model called; returns the ``tool`` message (``.run`` is the run)."""
         from skill_library.integrations.openai_tools import dispatch
         return dispatch(self, tool_call, tools, **run_options)
-
-    # -- evaluation and canaries: delegates to skill_library.governance ----------------
-    def evaluate(self, name: str, version: int, suite: "Suite | str | os.PathLike[str]", tools: "ToolsFactory", *,
-                 actor: "Actor | str | None" = None) -> "Evaluation":
-        """Run ``version`` and the active version side by side on ``suite``; store and return
-        the :class:`Evaluation`. See docs/api.md#governance-calls."""
-        from skill_library.governance import evaluation
-        return evaluation.evaluate(self, name, version, suite, tools, actor=actor)
-
-    def evaluations(self, name: str, version: int | None = None) -> builtins.list["Evaluation"]:
-        """The stored evaluations of ``name`` (or of one version), newest last."""
-        from skill_library.governance import evaluation
-        return evaluation.evaluations(self, name, version)
-
-    def canaries(self) -> builtins.list["CanaryState"]:
-        """The running canaries: share, cohort, both versions' counts, p-value, decision."""
-        from skill_library.governance import canary
-        return canary.states(self)
-
-    def import_draft(self, skill: Skill, *, actor: "Actor | str | None" = None) -> Skill:
-        """Store ``skill`` as an unverified draft version (:meth:`propose`): never indexed or run."""
-        if skill.successes or skill.failures:
-            raise ValueError(f"successes/failures: a draft starts with no outcomes; {skill.name!r} has some")
-        return self.propose(skill, actor=actor, reason="imported")
-
 
 # moved to skill_library.opening (the names kept here for code that imports them)
 INDEX_TOKEN_ENV = opening.INDEX_TOKEN_ENV

@@ -25,11 +25,11 @@ from skill_library.models import (
 
 if TYPE_CHECKING:
     from sandbox import Limits
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Executing, Running
 
 
 def execute(
-    library: "SkillLibrary",
+    library: "Executing",
     skill: Skill,
     args: Mapping[str, Any] | None,
     tools: Mapping[str, Callable[..., Any]] | None,
@@ -117,7 +117,7 @@ def execute(
 
 
 def run(
-    library: "SkillLibrary",
+    library: "Running",
     name: str,
     args: Mapping[str, Any] | None,
     tools: Mapping[str, Callable[..., Any]] | None,
@@ -205,7 +205,7 @@ def judge(
     return Outcome(success=False, verifier=name, reason=f"the verifier {name} judged the result wrong")
 
 
-def closure(library: "SkillLibrary", skill: Skill) -> tuple[list[str], list[str]]:
+def closure(library: "Executing", skill: Skill) -> tuple[list[str], list[str]]:
     """Sources of ``skill`` and its dependencies, and every tool they declare."""
     sources: list[str] = []
     tools: list[str] = []

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     #: skill_library.settings.ADD_BATCH (read and written there)
     ADD_BATCH: int
     from skill_library.governance.actors import Actor
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Ingesting
     from skill_library.record_store import RecordStore
 
 #: embedded batches that may wait for the writer (bounds the vectors held in memory)
@@ -81,7 +81,7 @@ def check_state(skill: Skill) -> None:
 
 
 def add_many(
-    lib: "SkillLibrary",
+    lib: "Ingesting",
     skills: Sequence[Skill],
     *,
     verified: bool,
@@ -151,7 +151,7 @@ class _Checker(threading.Thread):
 class _Writer(threading.Thread):
     """The second stage: per embedded batch, in order, duplicate check, records, index."""
 
-    def __init__(self, lib: "SkillLibrary", checker: _Checker, model: str, verified: bool,
+    def __init__(self, lib: "Ingesting", checker: _Checker, model: str, verified: bool,
                  actor: "Actor", advance: Callable[[int], None]) -> None:
         super().__init__(name="skill-library-ingest", daemon=True)
         self.lib = lib
@@ -228,7 +228,8 @@ class _Writer(threading.Thread):
         from skill_library.governance import workflow
 
         # records and their audit events in one transaction, as add() writes them
-        stored = workflow.add_active(lib, [s for s, _ in accepted], initial_success=self.verified,
+        stored = workflow.add_active(lib, [s for s, _ in accepted],  # type: ignore[arg-type]  # FACADE_ANNOTATED
+                                     initial_success=self.verified,
                                      actor=self.actor, reason="added directly by the local administrator")
         saved = iter(stored)
         for duplicate in verdicts:
@@ -248,7 +249,7 @@ class _Writer(threading.Thread):
 
 
 def add_one(
-    library: "SkillLibrary", skill: Skill, *, verified: bool, actor: "Actor | str | None" = None
+    library: "Ingesting", skill: Skill, *, verified: bool, actor: "Actor | str | None" = None
 ) -> AddResult:
     """``SkillLibrary.add``: check, refuse a duplicate, store as ``actor`` (default: the
     local administrator; it needs ``skill.admin``; audited) and index; see its docstring."""
@@ -259,13 +260,14 @@ def add_one(
         check_verified(library.context.store, skill)
     from skill_library.governance import workflow
 
-    admin = workflow.caller_actor(library, actor)
+    admin = library.actors.caller(actor)
     embedding = library.context.vectors.embed([description.index_text(skill.when)])[0]
     with library.context.index.writing() as index:
         duplicate = duplicate_of(index, embedding, skill.name)
         if duplicate is not None:
             return AddResult(status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1])
-        stored = workflow.add_active(library, [skill], initial_success=verified, actor=admin,
+        stored = workflow.add_active(library, [skill],  # type: ignore[arg-type]  # FACADE_ANNOTATED
+                                     initial_success=verified, actor=admin,
                                      reason="added directly by the local administrator")[0]
         library.context.sync(index, [stored], known={description.index_text(stored.when): embedding})
     return AddResult(status="added", skill=stored)
@@ -314,13 +316,12 @@ settings.forward(__name__, "ADD_BATCH")
 
 
 def add_many_checked(
-    library: "SkillLibrary", skills: Sequence[Skill], *, verified: bool, advance: Callable[[int], None],
+    library: "Ingesting", skills: Sequence[Skill], *, verified: bool, advance: Callable[[int], None],
     actor: "Actor | str | None" = None,
 ) -> list[AddResult]:
     """``SkillLibrary.add_many``: check every skill (types, verified traces) and that the
     local administrator may add active versions, then :func:`add_many` (``advance``: the
     progress bar's step)."""
-    from skill_library.governance import workflow
     from skill_library.governance.actors import require
 
     check_types(skills)
@@ -328,6 +329,6 @@ def add_many_checked(
         for skill in skills:
             if skill.provenance.trace_ids:
                 check_verified(library.context.store, skill)
-    admin = workflow.caller_actor(library, actor)
+    admin = library.actors.caller(actor)
     require(admin, "skill.admin", "add active versions directly (propose() is the governed path)")
     return add_many(library, skills, verified=verified, actor=admin, advance=advance)

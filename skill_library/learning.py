@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from sandbox import Limits
     from skill_library.embeddings import Embedder
     from skill_library.induction import Generalizer
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Learning
 
 #: How many nearest fetchable skills a learned candidate may call (besides those the trace
 #: invoked).
@@ -175,7 +175,7 @@ class EmbedAhead:
 
 
 def learn_all(
-    lib: "SkillLibrary",
+    lib: "Learning",
     items: Sequence[Trace | Mapping[str, Any]],
     generalizer: "Generalizer",
     verifier: Callable[..., Any] | None,
@@ -218,7 +218,7 @@ def task_texts(items: Sequence[Trace | Mapping[str, Any]], read_only: frozenset[
 
 
 def learn_batch(
-    lib: "SkillLibrary",
+    lib: "Learning",
     items: Sequence[Trace | Mapping[str, Any]],
     generalizer: "Generalizer",
     verifier: Callable[..., Any] | None,
@@ -249,7 +249,7 @@ def learn_batch(
     for n, result in already_learned(lib, checked).items():  # idempotent: evidence counts once
         out[n] = result
         del checked[n]
-    for n, result in erasure.forgotten(lib, checked).items():  # erased by forget: never again
+    for n, result in erasure.forgotten(lib, checked).items():  # type: ignore[arg-type]  # FACADE_ANNOTATED  # erased by forget: never again
         out[n] = result
         del checked[n]
     if split_parts:  # a compound trace is learned as the workflows it combines
@@ -270,7 +270,7 @@ def learn_batch(
     prepared: dict[int, tuple[Any, Any, builtins.list[Skill]]] = {}
     docs = describe.tool_docs(lib.tool_specs())
     vocabulary = admission.vocabulary(docs)
-    index = lib.index
+    index = lib.context.index.current()
     indexed = index.count() > 0
     texts: dict[int, str] = {}
     examples: dict[int, Any] = {}
@@ -319,16 +319,16 @@ def learn_batch(
             lib.context.sync(index, sorted(pending), known=known)
     return [r for r in out if r is not None]
 
-def after_learning(lib: "SkillLibrary", results: Sequence[LearnResult]) -> None:
+def after_learning(lib: "Learning", results: Sequence[LearnResult]) -> None:
     """After traces were learned: re-mine the preconditions when any was kept as evidence
     (a look-alike's new traces can add, change or remove a condition)."""
     from skill_library.induction import preconditions
 
     if any(r.status in EVIDENCE_STATUSES for r in results):
-        preconditions.refresh(lib)
+        preconditions.refresh(lib)  # type: ignore[arg-type]  # FACADE_ANNOTATED
 
 
-def already_learned(lib: "SkillLibrary", traces: Mapping[int, Trace]) -> dict[int, LearnResult]:
+def already_learned(lib: "Learning", traces: Mapping[int, Trace]) -> dict[int, LearnResult]:
     """The traces (by position) that are stored already or repeat an earlier one of the
     batch: each a ``duplicate`` naming the skill it is evidence of, where known."""
     stored = lib.context.store.known_traces([t.id for t in traces.values()])
@@ -344,7 +344,7 @@ def already_learned(lib: "SkillLibrary", traces: Mapping[int, Trace]) -> dict[in
 
 
 def admit(
-    lib: "SkillLibrary",
+    lib: "Learning",
     candidate: Any,
     report: Any,
     trace: Trace,
@@ -481,7 +481,7 @@ def combined(results: Sequence[LearnResult]) -> LearnResult:
 
 
 def related_skills(
-    lib: "SkillLibrary", trace: Trace, task_vector: Sequence[float], index: VectorIndex | None
+    lib: "Learning", trace: Trace, task_vector: Sequence[float], index: VectorIndex | None
 ) -> builtins.list[Skill]:
     """Skills the trace invoked, plus the nearest fetchable skills to its task."""
     related: dict[str, Skill] = {}
@@ -492,13 +492,13 @@ def related_skills(
             except SkillNotFoundError:
                 pass
     if index is not None:
-        for match in fetching.search(lib, task_vector, RELATED_SKILLS, lib.min_reliability,
-                                   None, index):
+        for match in fetching.search(lib, task_vector, RELATED_SKILLS,  # type: ignore[arg-type]  # FACADE_ANNOTATED
+                                     lib.min_reliability, None, index):
             related.setdefault(match.skill.name, match.skill)
     return list(related.values())
 
 def free_name(
-    lib: "SkillLibrary", name: str, taken: Sequence[str] | None = None) -> str:
+    lib: "Learning", name: str, taken: Sequence[str] | None = None) -> str:
     used = set(taken if taken is not None else [s.name for s in lib.context.store.list()])
     suffix = 2
     while f"{name}_{suffix}" in used:

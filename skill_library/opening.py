@@ -18,8 +18,11 @@ from skill_library.record_store import RECORDS_FILE, RecordStore, SQLRecordStore
 from skill_library.tenancy import check_tenant
 
 if TYPE_CHECKING:
+    from sandbox import Sandbox
     from skill_library.induction import Generalizer
     from skill_library.library import GeneralizerName, SkillLibrary
+    from skill_library.patterns import Patterns
+    from skill_library.procedures import Procedures
     from skill_library.vector_index import IndexServer
 
 
@@ -98,7 +101,7 @@ def open_library(
     lib._views = {}
 
     #: the actors registered in this library's tenant
-    lib.actors = ActorRegistry(lib)
+    lib.actors = ActorRegistry(lib._store, default=lib.default_actor)
     lib._specs_cache = None
     #: the ``policy=`` given when opening: it also seeds tenants ``for_tenant`` creates
     lib._policy_option = policy
@@ -137,7 +140,7 @@ def tenant_view(lib: "SkillLibrary", name: str) -> "SkillLibrary":
     view._closed = False
     view._root = root
     view._views = {}
-    view.actors = ActorRegistry(view)
+    view.actors = ActorRegistry(view._store, default=root.default_actor)
     view._specs_cache = None
     from skill_library.governance import workflow
 
@@ -205,3 +208,40 @@ def check_folder(path: Path, create: bool, *, index_in_folder: bool = True) -> N
         raise LibraryNotFoundError(
             path, "no such folder" if not path.exists() else f"the folder has no {RECORDS_FILE}"
         )
+
+
+def location(lib: "SkillLibrary") -> str:
+    """``SkillLibrary.location``: its folder, or its records and index URLs (passwords masked)."""
+    records = str(getattr(lib._store, "url", "")) if getattr(lib._store, "shared", False) else None
+    if records is None and lib.index_server is None:
+        return str(lib.path)
+    parts = [records or str(lib.path), lib.index_server.url if lib.index_server else "its folder's index"]
+    return f"records {parts[0]}, index {parts[1]}"
+
+
+def procedures(lib: "SkillLibrary") -> "Procedures":
+    """``SkillLibrary.procedures``: made on first use, kept on the library."""
+    if lib._procedures is None:
+        from skill_library.procedures import Procedures
+
+        lib._procedures = Procedures(lib)
+    return lib._procedures
+
+
+def patterns(lib: "SkillLibrary") -> "Patterns":
+    """``SkillLibrary.patterns``: made on first use, kept on the library."""
+    if lib._patterns is None:
+        from skill_library.patterns import Patterns
+
+        lib._patterns = Patterns(lib._store, lib.embedder)
+    return lib._patterns
+
+
+def sandbox(lib: "SkillLibrary") -> "Sandbox":
+    """``SkillLibrary.sandbox``: the tenant's own sandbox (its own zygote and workers, so one
+    tenant's CPU-bound run never makes another's wait), started on first use."""
+    if lib._sandbox is None:
+        from sandbox import Sandbox
+
+        lib._sandbox = Sandbox(workers=1)
+    return lib._sandbox

@@ -28,7 +28,7 @@ from skill_library.models import NOT_APPLICABLE_ERROR, OutcomeKind, Skill, Skill
 
 if TYPE_CHECKING:
     from skill_library.governance.actors import Actor
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Canaried, Governed, Recording, Reverifying, Ruled, Tenant
 
 #: what a lookup says when the value it was given names nothing (or nothing valid)
 NOT_FOUND_RE = re.compile(
@@ -98,7 +98,7 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 
 def feedback(
-    library: "SkillLibrary",
+    library: "Recording",
     name: str,
     succeeded: "bool | OutcomeKind | str",
     *,
@@ -139,7 +139,7 @@ def feedback(
     return skill
 
 
-def check_quarantine(library: "SkillLibrary", skill: Skill) -> Skill:
+def check_quarantine(library: "Governed", skill: Skill) -> Skill:
     """After a failure of ``skill``: quarantine its active version when its recent outcomes
     break the rule (skill_library.patterns.reliability), as the system actor, audited; the
     skill as it now is (unchanged when the rule holds or another process moved it first)."""
@@ -154,7 +154,7 @@ def check_quarantine(library: "SkillLibrary", skill: Skill) -> Skill:
     try:
         quarantined = lifecycle.library_transition(
             library, skill.name, current.version, "quarantined",
-            actor=library.resolve_actor("system"), reason=problem,
+            actor=library.actors.resolve("system"), reason=problem,
         )
     except LifecycleError:  # another process moved it first
         return library.context.store.get(skill.name, skill.version)
@@ -162,7 +162,7 @@ def check_quarantine(library: "SkillLibrary", skill: Skill) -> Skill:
     return quarantined
 
 
-def after_outcome(library: "SkillLibrary", name: str) -> None:
+def after_outcome(library: "Canaried", name: str) -> None:
     """After an outcome of ``name``: test its canary, if it has one (may roll it back)."""
     from skill_library.governance import canary
 
@@ -170,14 +170,12 @@ def after_outcome(library: "SkillLibrary", name: str) -> None:
         canary.after_outcome(library, name)
 
 
-def lift_quarantine(library: "SkillLibrary", name: str, *, actor: "Actor | str | None" = None) -> Skill:
+def lift_quarantine(library: "Governed", name: str, *, actor: "Actor | str | None" = None) -> Skill:
     """``SkillLibrary.lift_quarantine``: an approver lifts the quarantine of ``name``."""
-    from skill_library.governance.workflow import caller_actor
-
-    return _lift(library, name, caller_actor(library, actor), "lifted by an approver")
+    return _lift(library, name, library.actors.caller(actor), "lifted by an approver")
 
 
-def reverify(library: "SkillLibrary", name: str, args: Mapping[str, Any] | None,
+def reverify(library: "Reverifying", name: str, args: Mapping[str, Any] | None,
              tools: Mapping[str, Callable[..., Any]] | None, *, verifier: Callable[[SkillRun], bool],
              actor: "Actor | str | None" = None, **run_options: Any) -> SkillRun:
     """``SkillLibrary.reverify``: run a quarantined skill once under ``verifier``; a pass
@@ -188,14 +186,12 @@ def reverify(library: "SkillLibrary", name: str, args: Mapping[str, Any] | None,
     run = library.run(name, args, tools, verifier=verifier, _allow_quarantined=True, **run_options)
     outcome = run.trace.outcome
     if outcome is not None and outcome.success:
-        from skill_library.governance.workflow import caller_actor
-
-        who = caller_actor(library, actor) if actor is not None else library.resolve_actor("system")
+        who = library.actors.caller(actor) if actor is not None else library.actors.resolve("system")
         _lift(library, name, who, f"a re-verification passed (trace {run.trace.id})")
     return run
 
 
-def _lift(library: "SkillLibrary", name: str, actor: "Actor", reason: str) -> Skill:
+def _lift(library: "Ruled", name: str, actor: "Actor", reason: str) -> Skill:
     from skill_library.governance import lifecycle
     from skill_library.patterns.reliability import record_event
 
@@ -207,7 +203,7 @@ def _lift(library: "SkillLibrary", name: str, actor: "Actor", reason: str) -> Sk
     return lifted
 
 
-def _run_of(library: "SkillLibrary", trace_id: str, name: str) -> int | None:
+def _run_of(library: "Tenant", trace_id: str, name: str) -> int | None:
     """The version whose recorded run trace ``trace_id`` is (None: no run of ``name``)."""
     try:
         trace = library.context.store.get_trace(trace_id)
@@ -218,7 +214,7 @@ def _run_of(library: "SkillLibrary", trace_id: str, name: str) -> int | None:
 
 
 def record_external(
-    library: "SkillLibrary",
+    library: "Recording",
     name: str,
     succeeded: "bool | OutcomeKind | str | None",
     *,
@@ -277,7 +273,7 @@ def record_external(
                     wrong_skill=wrong_skill, reason=reason, origin=origin)
 
 
-def retrieval_misses(library: "SkillLibrary", name: str) -> int:
+def retrieval_misses(library: "Tenant", name: str) -> int:
     """How many times ``name`` (any version) was reported fetched for the wrong task."""
     return sum(library.context.store.outcome_counts(name, v.version)[OutcomeKind.WRONG_SKILL.value]
                for v in library.context.store.history(name))

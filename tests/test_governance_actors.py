@@ -92,3 +92,29 @@ def test_actor_is_an_optional_keyword_on_every_governed_call():
         parameter = inspect.signature(getattr(SkillLibrary, name)).parameters["actor"]
         assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, name
         assert parameter.default is None, name
+
+
+def test_the_registry_resolves_callers_as_the_workflow_does(tmp_path, embedder):
+    """``library.actors.resolve``/``caller`` (what the concept modules use now that they no
+    longer take the facade) give the same actors as ``governance.workflow``'s, the library's
+    ``actor=`` as the default, in the root and in a tenant view."""
+    from skill_library.governance import workflow
+
+    with SkillLibrary(tmp_path / "reg", embedder=embedder) as root:
+        root.actors.add(VIEWER)
+    with SkillLibrary(tmp_path / "reg", embedder=embedder, actor="viewer") as lib:
+        assert lib.actors.resolve(None) == workflow.resolve_actor(lib, None) == VIEWER
+        assert lib.actors.caller("viewer") == workflow.caller_actor(lib, "viewer") == VIEWER
+        assert lib.actors.resolve("system") == system_actor()  # the library's own moves
+        for own in ("system", "generalizer", system_actor(), generalizer_actor()):
+            with pytest.raises(PermissionDenied, match="is the library's own"):
+                lib.actors.caller(own)
+        with pytest.raises(PermissionDenied, match="registered as a user, not a service"):
+            lib.actors.resolve(Actor(id="viewer", kind="service"))
+        with pytest.raises(PermissionDenied, match="not registered in tenant 'default'"):
+            lib.actors.resolve("ghost")
+        view = lib.for_tenant("acme")
+        assert view.actors.default == "viewer"  # the view acts as the library's actor= too
+        with pytest.raises(PermissionDenied, match="'viewer' is not registered in tenant 'acme'"):
+            view.actors.resolve(None)  # ... which acme has not registered
+        assert view.actors.resolve(view.resolve_actor(system_actor().id)) == system_actor()

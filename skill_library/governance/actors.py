@@ -18,8 +18,8 @@ from pydantic import BaseModel, field_validator
 from skill_library.errors import PermissionDenied, SkillLibraryError
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
     from skill_library.storage.actor_rows import ActorRow, ActorRows
+    from skill_library.storage.interface import RecordStore
 
 Permission = Literal["skill.propose", "skill.approve", "skill.admin"]
 ActorKind = Literal["user", "service", "generalizer", "system"]
@@ -112,20 +112,48 @@ def require(actor: Actor, permission: Permission, action: str) -> None:
 
 
 class ActorRegistry:
-    """The actors of one library tenant (``library.actors``)."""
+    """The actors of one library tenant (``library.actors``), on the tenant's record store.
 
-    def __init__(self, library: "SkillLibrary") -> None:
-        self._library = library
+    ``default`` is the actor a call made without ``actor=`` acts as (the library's
+    ``actor=``; None: the local administrator, the OS user)."""
+
+    def __init__(self, store: "RecordStore", *, default: str | None = None) -> None:
+        self._store = store
+        self.default = check_claimable(default)
 
     @property
     def _tenant(self) -> str:
-        return getattr(self._library, "tenant", "default")
+        return self._store.tenant
 
     def _rows(self) -> "ActorRows":
-        from skill_library.governance.lifecycle import sql_of
+        from skill_library.governance.lifecycle import sql_store
         from skill_library.storage.actor_rows import ActorRows
 
-        return ActorRows(sql_of(self._library))
+        return ActorRows(sql_store(self._store))
+
+    def resolve(self, actor: "Actor | str | None") -> Actor:
+        """The registered actor for ``actor`` (None: :attr:`default`, else the local
+        administrator): an id, or an :class:`Actor` whose id is looked up (permissions come
+        from the registry, never from the caller). :class:`PermissionDenied` when unknown."""
+        if actor is None:
+            return self.get(self.default or os_user())
+        if isinstance(actor, Actor):
+            registered = self.get(actor.id)
+            if registered.kind != actor.kind:
+                raise PermissionDenied(
+                    f"actor {actor.id!r} is registered as a {registered.kind}, not a {actor.kind}")
+            return registered
+        if isinstance(actor, str):
+            return self.get(actor)
+        raise TypeError(f"actor must be an Actor, an actor id or None, got {type(actor).__name__}")
+
+    def caller(self, actor: "Actor | str | None") -> Actor:
+        """:meth:`resolve` for a caller's per-call ``actor=``: the library's own actors
+        (``system``, ``generalizer``) are refused, whether named by id or by an Actor."""
+        actor_id = actor.id if isinstance(actor, Actor) else actor
+        if isinstance(actor_id, str):
+            check_claimable(actor_id)
+        return self.resolve(actor)
 
     def seed(self) -> bool:
         """Register the local administrator, the generalizer and the system actor when the
@@ -159,10 +187,9 @@ class ActorRegistry:
     def add(self, actor: Actor, *, by: Actor | str | None = None) -> Actor:
         """Register (or update) ``actor``; ``by`` (default: the local administrator) needs
         ``skill.admin``. Audited."""
-        from skill_library.governance.workflow import caller_actor
         from skill_library.storage.actor_rows import AuditNote
 
-        admin = caller_actor(self._library, by)
+        admin = self.caller(by)
         require(admin, "skill.admin", f"register the actor {actor.id!r}")
         if actor.id in RESERVED_IDS or actor.kind == "system":
             raise PermissionDenied(
@@ -176,10 +203,9 @@ class ActorRegistry:
 
     def remove(self, actor_id: str, *, by: Actor | str | None) -> None:
         """Remove the actor ``actor_id``; ``by`` needs ``skill.admin``. Audited."""
-        from skill_library.governance.workflow import caller_actor
         from skill_library.storage.actor_rows import AuditNote
 
-        admin = caller_actor(self._library, by)
+        admin = self.caller(by)
         require(admin, "skill.admin", f"remove the actor {actor_id!r}")
         if actor_id in RESERVED_IDS:
             raise PermissionDenied(f"actor {actor_id!r} is the library's own: it cannot be removed")

@@ -48,12 +48,11 @@ from typing import TYPE_CHECKING, Literal, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from skill_library.governance.lifecycle import sql_of
-from skill_library.governance.policy import CANARY_ALPHA, CANARY_MIN_OUTCOMES
 from skill_library.governance.significance import fisher_worse_p
 from skill_library.models import Match
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Canaried, Tenant
 
 #: how many (session, skill) -> version pairs a library remembers from fetch
 SESSION_MEMO_SIZE = 10_000
@@ -116,17 +115,14 @@ def aware(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
-def policy_settings(library: "SkillLibrary") -> tuple[int, float]:
+def policy_settings(library: "Canaried") -> tuple[int, float]:
     """(canary_min_outcomes, canary_alpha) from the library's policy, else the defaults."""
-    policy = getattr(library, "policy", None)
-    return (
-        int(getattr(policy, "canary_min_outcomes", CANARY_MIN_OUTCOMES)),
-        float(getattr(policy, "canary_alpha", CANARY_ALPHA)),
-    )
+    policy = library.policy
+    return policy.canary_min_outcomes, policy.canary_alpha
 
 
 # -- the table (skill_library.governance.tables; written by workflow.canary and lifecycle.apply)
-def running(library: "SkillLibrary", generation: int | None = None) -> dict[str, Canary]:
+def running(library: "Tenant", generation: int | None = None) -> dict[str, Canary]:
     """The tenant's canaries by skill name, read once per index ``generation`` (default:
     the store's current one)."""
     if generation is None:
@@ -150,11 +146,11 @@ def running(library: "SkillLibrary", generation: int | None = None) -> dict[str,
 
 
 # -- routing ---------------------------------------------------------------------------
-def _memo(library: "SkillLibrary") -> "OrderedDict[tuple[str, str], int]":
+def _memo(library: "Tenant") -> "OrderedDict[tuple[str, str], int]":
     return library.context.routes.sessions
 
 
-def remember(library: "SkillLibrary", session: str, name: str, version: int) -> None:
+def remember(library: "Tenant", session: str, name: str, version: int) -> None:
     """Remember that ``session`` was given ``version`` of ``name``."""
     memo = _memo(library)
     memo[(session, name)] = version
@@ -163,7 +159,7 @@ def remember(library: "SkillLibrary", session: str, name: str, version: int) -> 
         memo.popitem(last=False)
 
 
-def route(library: "SkillLibrary", matches: Sequence[Match], *, session: str | None,
+def route(library: "Tenant", matches: Sequence[Match], *, session: str | None,
           cohort: str | None, generation: int | None) -> list[Match]:
     """``matches`` with the canary version swapped in for the skills whose canary serves
     this session or cohort (the version must still have status ``canary``)."""
@@ -194,7 +190,7 @@ def route(library: "SkillLibrary", matches: Sequence[Match], *, session: str | N
     return out
 
 
-def session_version(library: "SkillLibrary", name: str, *, session: str | None,
+def session_version(library: "Tenant", name: str, *, session: str | None,
                     cohort: str | None) -> int | None:
     """The version ``session`` should use for ``name``: the one fetch gave it, else its
     route (the canary's version, or None for the active version)."""
@@ -211,7 +207,7 @@ def session_version(library: "SkillLibrary", name: str, *, session: str | None,
 
 
 # -- evidence and automatic rollback ---------------------------------------------------
-def state(library: "SkillLibrary", canary: Canary) -> CanaryState:
+def state(library: "Canaried", canary: Canary) -> CanaryState:
     """The canary's counts, p-value and decision now."""
     min_outcomes, alpha = policy_settings(library)
     candidate = library.context.store.get(canary.name, canary.version)
@@ -238,12 +234,12 @@ def state(library: "SkillLibrary", canary: Canary) -> CanaryState:
     )
 
 
-def states(library: "SkillLibrary") -> list[CanaryState]:
+def states(library: "Canaried") -> list[CanaryState]:
     """Every running canary of the tenant with its evidence, by name."""
     return [state(library, c) for _, c in sorted(running(library).items())]
 
 
-def after_outcome(library: "SkillLibrary", name: str) -> CanaryState | None:
+def after_outcome(library: "Canaried", name: str) -> CanaryState | None:
     """Test the canary of ``name`` (if any) after an outcome; roll it back when it is
     significantly worse. Returns its state (None: no canary)."""
     canary = running(library).get(name)
@@ -255,7 +251,7 @@ def after_outcome(library: "SkillLibrary", name: str) -> CanaryState | None:
     return current
 
 
-def roll_back(library: "SkillLibrary", current: CanaryState) -> None:
+def roll_back(library: "Canaried", current: CanaryState) -> None:
     """The ``system`` actor moves the canary back to ``approved`` (audited); that ends it."""
     from skill_library.errors import LifecycleError
     from skill_library.governance.actors import system_actor

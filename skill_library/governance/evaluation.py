@@ -48,7 +48,7 @@ from skill_library.storage.governance_tables import evaluations_table
 
 if TYPE_CHECKING:
     from skill_library.governance.actors import Actor
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Evaluating, Tenant
 
 #: largest drop of the candidate's success rate below the active version's that passes
 MAX_SUCCESS_RATE_DROP = 0.0
@@ -127,15 +127,14 @@ class Evaluation(BaseModel):
         return [r.task_id for r in self.results if r.critical and r.regression]
 
 
-def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | str | os.PathLike[str]",
+def evaluate(library: "Evaluating", name: str, version: int, suite: "Suite | str | os.PathLike[str]",
              tools: ToolsFactory,
              *, actor: "Actor | str | None") -> Evaluation:
     """Evaluate ``version`` of ``name`` against the active version on ``suite`` (a
     :class:`Suite` or the path of a suite file); store and return the :class:`Evaluation`."""
     from skill_library.governance.actors import require
-    from skill_library.governance.workflow import caller_actor
 
-    actor = caller_actor(library, actor)
+    actor = library.actors.caller(actor)
     require(actor, "skill.propose", f"evaluate {name!r} v{version}")
     if not isinstance(suite, Suite):
         suite = Suite.load(suite)
@@ -196,7 +195,7 @@ def evaluate(library: "SkillLibrary", name: str, version: int, suite: "Suite | s
     return evaluation
 
 
-def evaluations(library: "SkillLibrary", name: str, version: int | None = None) -> list[Evaluation]:
+def evaluations(library: "Tenant", name: str, version: int | None = None) -> list[Evaluation]:
     """The stored evaluations of ``name`` (optionally one version), oldest first."""
     from skill_library.governance.canary import aware
 
@@ -212,7 +211,7 @@ def evaluations(library: "SkillLibrary", name: str, version: int | None = None) 
     return [Evaluation(id=int(r["id"]), created_at=aware(r["created_at"]), **r["body"]) for r in rows]
 
 
-def approval_problem(library: "SkillLibrary", name: str, version: int) -> str | None:
+def approval_problem(library: "Tenant", name: str, version: int) -> str | None:
     """Why ``version`` may not be approved for want of a passed evaluation (None: it may).
 
     A version with evaluations needs its newest one passed; one without any reached
@@ -263,7 +262,7 @@ def verdict(results: Sequence[TaskResult]) -> tuple[bool, list[str], tuple[float
     return passed, reasons, (candidate_rate, active_rate)
 
 
-def model_configuration(library: "SkillLibrary", candidate: Skill, active: Skill | None) -> dict[str, Any]:
+def model_configuration(library: "Evaluating", candidate: Skill, active: Skill | None) -> dict[str, Any]:
     """What produced and ran the versions: the executor, the embedder, and each version's
     generalizer and model (a code skill runs without a model; tokens come from the world)."""
     def origin(skill: Skill) -> dict[str, Any]:
@@ -278,7 +277,7 @@ def model_configuration(library: "SkillLibrary", candidate: Skill, active: Skill
     }
 
 
-def _run_task(library: "SkillLibrary", skill: Skill, task: SuiteTask, tools: ToolsFactory) -> VersionResult:
+def _run_task(library: "Evaluating", skill: Skill, task: SuiteTask, tools: ToolsFactory) -> VersionResult:
     env = environment(tools(task))
     properties = (skill.parameters or {}).get("properties", {})
     required = (skill.parameters or {}).get("required", [])

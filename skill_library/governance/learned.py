@@ -27,7 +27,7 @@ from skill_library.models import Skill, Trace, VerificationReport
 from skill_library.record_store import skills_table
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Admitting
 
 
 @dataclass
@@ -40,13 +40,13 @@ class Admitted:
     reasons: list[str] = field(default_factory=list)
 
 
-def admit_learned(library: "SkillLibrary", version: Skill, trace: Trace,
+def admit_learned(library: "Admitting", version: Skill, trace: Trace,
                   report: VerificationReport | None) -> Admitted:
     """Store ``version`` as the generalizer's draft, record its replay as its evaluation,
     and approve and activate it when nothing needs a human; one transaction. No index
     write (the learning batch syncs the index)."""
-    generalizer = library.resolve_actor(GENERALIZER_ID)
-    system = library.resolve_actor(SYSTEM_ID)
+    generalizer = library.actors.resolve(GENERALIZER_ID)
+    system = library.actors.resolve(SYSTEM_ID)
     require(generalizer, "skill.propose", f"propose the learned skill {version.name!r}")
     store = sql_of(library)
     tenant = tenant_of(library)

@@ -23,8 +23,9 @@ from skill_library.governance.tables import canaries_table
 from skill_library.models import Skill, SkillStatus
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Governed, Ruled, Tenant
     from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.interface import RecordStore
 
 T = TypeVar("T")
 
@@ -61,19 +62,24 @@ REQUIRED: dict[str, Permission] = {
 UNRELEASED: frozenset[str] = frozenset({"draft", "evaluated", "approved", "rejected"})
 
 
-def tenant_of(library: "SkillLibrary") -> str:
+def tenant_of(library: "Tenant") -> str:
     """The library's tenant (``"default"`` before tenancy)."""
-    return library.tenant
+    return library.context.tenant
 
 
-def sql_of(library: "SkillLibrary") -> "SQLRecordStore":
+def sql_of(library: "Tenant") -> "SQLRecordStore":
     """The library's SQL record store (governance needs its transactions)."""
+    return sql_store(library.context.store)
+
+
+def sql_store(store: "RecordStore") -> "SQLRecordStore":
+    """``store`` as the SQL record store governance needs (its transactions), else a clear error."""
     from skill_library.errors import SkillLibraryError
     from skill_library.record_store import SQLRecordStore
 
-    if not isinstance(library.context.store, SQLRecordStore):
-        raise SkillLibraryError(f"governance needs a SQL record store, not {type(library.context.store).__name__}")
-    return library.context.store
+    if not isinstance(store, SQLRecordStore):
+        raise SkillLibraryError(f"governance needs a SQL record store, not {type(store).__name__}")
+    return store
 
 
 def transition_problem(skill: Skill, to_status: SkillStatus) -> str | None:
@@ -88,7 +94,7 @@ def transition_problem(skill: Skill, to_status: SkillStatus) -> str | None:
 
 def apply(
     conn: sa.Connection,
-    library: "SkillLibrary",
+    library: "Ruled",
     name: str,
     version: int,
     to_status: SkillStatus,
@@ -134,7 +140,7 @@ def apply(
 
 
 def transition(
-    library: "SkillLibrary",
+    library: "Governed",
     name: str,
     version: int,
     to_status: SkillStatus,
@@ -155,14 +161,12 @@ def transition(
     :class:`PermissionDenied` when ``actor`` lacks the permission (:data:`REQUIRED`) or,
     for an approval, a rule refuses it (skill_library.governance.rules).
     """
-    from skill_library.governance.workflow import caller_actor
-
-    return library_transition(library, name, version, to_status, actor=caller_actor(library, actor),
+    return library_transition(library, name, version, to_status, actor=library.actors.caller(actor),
                               reason=reason, evidence=evidence)
 
 
 def library_transition(
-    library: "SkillLibrary",
+    library: "Ruled",
     name: str,
     version: int,
     to_status: SkillStatus,
@@ -178,7 +182,7 @@ def library_transition(
     ))
 
 
-def write(library: "SkillLibrary", name: str | None, work: Callable[[sa.Connection], T]) -> T:
+def write(library: "Tenant", name: str | None, work: Callable[[sa.Connection], T]) -> T:
     """``work(conn)`` in one write transaction under the library's write lock, then the
     index entries of ``name`` made to match its pointer's version: at once when this process
     has the index open, else left to the index's next open (SyncedIndex.deferring), so that

@@ -27,7 +27,7 @@ from skill_library.governance.policy import Policy
 from skill_library.models import Skill
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Ruled, Tenant
 
 #: the evidence key of an audit event that lists why a trace looked instructed
 INSTRUCTED_KEY = "instructed"
@@ -59,7 +59,7 @@ def human_approved_tools(conn: sa.Connection, tenant: str, name: str) -> set[str
     return tools
 
 
-def _events(library: "SkillLibrary", skill: Skill, conn: sa.Connection | None) -> list[audit.AuditEvent]:
+def _events(library: "Tenant", skill: Skill, conn: sa.Connection | None) -> list[audit.AuditEvent]:
     from skill_library.governance.lifecycle import sql_of, tenant_of
 
     if conn is not None:
@@ -74,7 +74,7 @@ def proposer(events: list[audit.AuditEvent], skill: Skill) -> str | None:
 
 
 def needs_human(
-    library: "SkillLibrary", skill: Skill, *, conn: sa.Connection | None = None,
+    library: "Ruled", skill: Skill, *, conn: sa.Connection | None = None,
     policy: Policy | None = None, specs: dict[str, Any] | None = None,
 ) -> list[str]:
     """Why a human must approve ``skill`` (empty: the policy may approve it automatically)."""
@@ -114,7 +114,7 @@ def needs_human(
     return reasons
 
 
-def _closure_tools(library: "SkillLibrary", skill: Skill) -> list[str]:
+def _closure_tools(library: "Tenant", skill: Skill) -> list[str]:
     tools = list(skill.tools)
     for dep in skill.depends_on:
         try:
@@ -124,7 +124,7 @@ def _closure_tools(library: "SkillLibrary", skill: Skill) -> list[str]:
     return tools
 
 
-def _released_before(library: "SkillLibrary", skill: Skill) -> Skill | None:
+def _released_before(library: "Tenant", skill: Skill) -> Skill | None:
     """The newest version of the skill before ``skill`` that was released."""
     try:
         history = library.context.store.history(skill.name)
@@ -136,7 +136,7 @@ def _released_before(library: "SkillLibrary", skill: Skill) -> Skill | None:
 
 
 def approval_problem(
-    library: "SkillLibrary", skill: Skill, actor: Actor, *, conn: sa.Connection | None = None,
+    library: "Ruled", skill: Skill, actor: Actor, *, conn: sa.Connection | None = None,
 ) -> str | None:
     """Why ``actor`` may not approve ``skill`` now (None: it may)."""
     events = _events(library, skill, conn)
@@ -147,14 +147,11 @@ def approval_problem(
     evaluated = [e for e in events if e.to_status == "evaluated"]
     if evaluated and evaluated[-1].evidence.get("passed") is False:
         return f"{skill.name!r} v{skill.version}'s latest evaluation failed"
-    evaluations = getattr(library, "evaluations", None)
-    if callable(evaluations):
-        try:
-            found = evaluations(skill.name, skill.version)
-        except Exception:  # noqa: BLE001 - E's store may not know the version
-            found = []
-        if found and getattr(found[-1], "passed", True) is False:
-            return f"{skill.name!r} v{skill.version}'s latest evaluation failed"
+    from skill_library.governance.evaluation import evaluations
+
+    found = evaluations(library, skill.name, skill.version)
+    if found and not found[-1].passed:
+        return f"{skill.name!r} v{skill.version}'s latest evaluation failed"
     if actor.kind == "system":
         reasons = needs_human(library, skill, conn=conn)
         if reasons:

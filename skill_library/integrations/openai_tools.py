@@ -24,7 +24,7 @@ from skill_library.models import Match, Skill, SkillRun
 from skill_library.serialize import jsonable
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Dispatching
 
 __all__ = [
     "ToolMessage",
@@ -151,7 +151,7 @@ def argument_problem(skill: Skill, args: Any) -> str | None:
 
 
 def dispatch(
-    library: "SkillLibrary",
+    library: "Dispatching",
     tool_call: Any,
     tools: Mapping[str, Callable[..., Any]] | None = None,
     **run_options: Any,
@@ -181,7 +181,7 @@ def dispatch(
 
 
 def _run(
-    library: "SkillLibrary",
+    library: "Dispatching",
     name: str,
     args: Any,
     tools: Mapping[str, Callable[..., Any]] | None,

@@ -35,8 +35,9 @@
    rule out abstains: a question or a "nothing needs to change" against a state-changing
    skill, a request for the opposite of what it does ("unlock" against a lock skill), a
    negated verb of it. So does a state-changing top match that is first only because the
-   candidate the task reads most like was ruled out (ranking's demotion may hand a task to a
-   skill that changes nothing, never to the next look-alike).
+   candidate the task reads most like was ruled out, or that a ruled-out candidate came
+   within the margin of before its penalty (ranking's demotion may hand a task to a skill
+   that changes nothing, never to the next look-alike).
 
 A top match that ranking flagged ``ambiguous`` (:mod:`skill_library.one_vs_every`: a loop
 skill and its one-item look-alike the task does not tell apart) makes the result ambiguous
@@ -359,7 +360,8 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None,
         reasons.append(f"{top.skill.name} needs {', '.join(top.missing)}, which the task does not supply")
     conflict = None
     if reading is not None:
-        conflict = reading.conflict(ranked[0].skill) or reading.stand_in(ranked[0].skill)
+        margin = found.margin if found is not None and found.calibrated else 0.0
+        conflict = reading.conflict(ranked[0].skill) or reading.stand_in(ranked[0].skill, ranked[0].score, margin)
     if conflict:  # rule 4: what the task asks for rules the best match out
         result.abstained = True
         reasons.append(conflict)

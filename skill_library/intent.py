@@ -46,13 +46,18 @@ not``, ``never``, ``no need to``, ``without`` within two words before it). A ski
 *conflicts* with the task when, for one of its acting verbs, the task asks for an opposite of
 it and for no verb on the skill's side of that pair ("found my laptop, can you unlock it?"
 against ``lock_device``), or negates the verb itself and does not ask for it elsewhere
-("disable the account but don't revoke anything" against a skill that revokes).
+("disable the account but don't revoke anything" against a skill that revokes), or says to
+keep as it is (``keep|leave <thing> [exactly] as it is|as is|in place|unchanged|intact|
+alone|untouched``; not a partial keep: "leave the rest of it alone") a thing one of the
+skill's state-changing tools names (``revoke_access`` changes the ``access``).
 
 **What fetch does with it.** Ranking subtracts :data:`CONFLICT_PENALTY` from every
 candidate the task rules out, so a skill that fits comes first when there is one.
 Abstention abstains when the first match is ruled out, and also when it is first only
 because the candidate the task reads most like (the best score before this penalty) was
-ruled out, unless the new first match changes nothing (a read-only skill answering a
+ruled out, or when a ruled-out candidate scored within the calibrated margin of it before
+the penalty (the look-alikes were too close to call, and ruling one out does not make the
+other right), unless the new first match changes nothing (a read-only skill answering a
 question): the task most likely asks for a workflow the library does not have (the reverse
 of one it has), and the next look-alike is no safer to run than the one that was ruled out.
 
@@ -145,6 +150,11 @@ _DETERMINERS = frozenset("the a an my your his her its our their this that these
                          "every".split())
 _NEGATIONS = (("don't",), ("dont",), ("do", "not"), ("never",), ("no", "need", "to"), ("without",),
               ("please", "don't"), ("not", "to"))
+#: "keep all of their access exactly as it is", "leave my files in place": what must not change
+_KEEP_RE = re.compile(r"\b(?:keep|leave)\s+((?:[\w'-]+\s+){0,6}?)(?:exactly\s+|just\s+)?"
+                      r"(?:as it is|as is|as they are|in place|unchanged|intact|alone|untouched|the same)\b")
+#: "leave the rest of their access alone": a partial keep, which implies a change of the rest
+_PARTIAL_KEEP = frozenset("rest else other others remaining".split())
 _POSSIBLE_RE = re.compile(r"\bis it possible\b|\bis there (?:a|any) way\b|\bwould it be possible\b")
 _WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -235,10 +245,32 @@ def _negated(words: list[str], i: int) -> bool:
 
 @dataclass(frozen=True)
 class Verbs:
-    """The verbs a task asks for and the verbs it negates (module doc, rule 2)."""
+    """The verbs a task asks for and the verbs it negates (module doc, rule 2), and the
+    things it says to keep as they are."""
 
     asked: frozenset[str]
     negated: frozenset[str]
+    kept: frozenset[str] = frozenset()
+
+
+def kept_things(text: str) -> frozenset[str]:
+    """The words of what ``text`` says to keep or leave as it is ("keep all of their access
+    exactly as it is" -> ``access``), singular; none for a partial keep ("leave the rest of
+    it alone": the rest, so something else changes)."""
+    out: set[str] = set()
+    for found in _KEEP_RE.finditer(text.lower().replace("\u2019", "'")):
+        words = _words(found.group(1))
+        if not words or _PARTIAL_KEEP & set(words):
+            continue
+        out.update(_singular(w) for w in words if w not in _DETERMINERS and w not in _FILLER)
+    return frozenset(out)
+
+
+_FILLER = frozenset("all of them it everything things".split())
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def verbs(text: str, vocabulary: Iterable[str]) -> Verbs:
@@ -255,7 +287,7 @@ def verbs(text: str, vocabulary: Iterable[str]) -> Verbs:
         if i > 0 and words[i - 1] in _DETERMINERS:
             continue  # "lift the lock": a thing, not a request
         (negated if _negated(words, i) else asked).add(verb)
-    return Verbs(frozenset(asked), frozenset(negated))
+    return Verbs(frozenset(asked), frozenset(negated), kept_things(text))
 
 
 def _base_of_ing(word: str, known: frozenset[str]) -> str | None:
@@ -271,10 +303,15 @@ def _base_of_ing(word: str, known: frozenset[str]) -> str | None:
 # -- the library's verbs and their opposites ---------------------------------------------------
 
 
+def tool_words(name: str) -> list[str]:
+    """A tool name's words (``remove_from_group`` -> ``remove from group``, camelCase too)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+
+
 def tool_verb(name: str) -> str:
     """The first word of a tool's name (``lock_device`` -> ``lock``, ``unlockAccount`` -> ``unlock``)."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
-    parts = [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+    parts = tool_words(name)
     return parts[0] if parts else ""
 
 
@@ -336,10 +373,14 @@ class Reading:
     vocabulary: Vocabulary
     read_only: frozenset[str]
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    #: skill -> parameter -> the identifier values its tool allows (:func:`skill_choices`)
+    choices: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     kind: str = field(init=False)
     verbs: Verbs = field(init=False)
     #: set by ranking: the candidate that would have come first but for its conflict, and why
     displaced: tuple[str, str] | None = field(default=None, init=False)
+    #: set by ranking: each candidate it ruled out -> (its score without the penalty, why)
+    ruled_out: dict[str, tuple[float, str]] = field(default_factory=dict, init=False)
     _memo: dict[str, str | None] = field(default_factory=dict, init=False, repr=False)
     _acting: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
@@ -370,19 +411,35 @@ class Reading:
         self._memo[skill.name] = found
         return found
 
+    def unnamed(self, skill: "Skill") -> list[str]:
+        """The parameters of ``skill`` whose tool allows only some identifiers (``system`` in
+        ``email vpn crm ...``) none of which the task names: it cannot supply them."""
+        return [p for p, values in self.choices.get(skill.name, {}).items() if not names_value(self.text, values)]
+
     def changes_state(self, skill: "Skill") -> bool:
         """Whether ``skill`` has a state-changing tool (as counted when it was judged)."""
         if skill.name not in self._acting:
             self.conflict(skill)
         return self._acting[skill.name] > 0
 
-    def stand_in(self, skill: "Skill") -> str | None:
-        """Why ``skill``, the first match, may not run in place of the displaced one (module
-        doc: a demotion only ever hands the task to a skill that changes nothing), or None."""
-        if self.displaced is None or self.displaced[0] == skill.name or not self.changes_state(skill):
+    def stand_in(self, skill: "Skill", score: float | None = None, margin: float = 0.0) -> str | None:
+        """Why ``skill``, the first match (ranking ``score``), may not run in place of a skill
+        the task ruled out that scored above it, or within ``margin`` of it, before the
+        penalty (module doc: a demotion only ever hands the task to a skill that changes
+        nothing), or None."""
+        if not self.changes_state(skill):
             return None
-        name, why = self.displaced
-        return f"{why}; the task reads most like {name}, so {skill.name} is not run in its place"
+        if self.displaced is not None and self.displaced[0] != skill.name:
+            name, why = self.displaced
+            return f"{why}; the task reads most like {name}, so {skill.name} is not run in its place"
+        if score is None or margin <= 0:
+            return None
+        close = sorted((n for n, (before, _) in self.ruled_out.items() if n != skill.name and before > score - margin),
+                       key=lambda n: -self.ruled_out[n][0])
+        if not close:
+            return None
+        return (f"too close to call: {skill.name} and {close[0]}, which the task rules out "
+                f"({self.ruled_out[close[0]][1]}), within the margin {margin:.3f}")
 
     def _conflict(self, skill: "Skill", changes: int) -> str | None:
         if changes <= 0:
@@ -399,23 +456,93 @@ class Reading:
                         f"({verb})")
             if verb in self.verbs.negated and not (side & self.verbs.asked):
                 return f"the task says not to {verb} and {skill.name} does"
+        for tool in sorted(set(skill.tools) - self.read_only):
+            things = {_singular(w) for w in tool_words(tool)[1:]} & self.verbs.kept
+            if things:
+                return f"the task says to keep the {sorted(things)[0]} as it is and {skill.name} changes it ({tool})"
         return None
 
 
-_CACHE: "weakref.WeakKeyDictionary[Any, tuple[Vocabulary, frozenset[str], dict[str, str]]]" = (
-    weakref.WeakKeyDictionary())
+# -- values the task must name ------------------------------------------------------------------
+
+
+def identifier_choices(schema: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Argument -> the values a tool's JSON Schema allows (``enum``), for the arguments whose
+    values are identifiers: at least two, none with a space (``hr_portal``, ``read``,
+    ``eng-platform``). A user must name one of those to pick it; values with spaces ("no
+    longer needed") are categories a user describes in their own words, and are left out."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, prop in ((schema or {}).get("properties") or {}).items():
+        values = prop.get("enum") if isinstance(prop, Mapping) else None
+        if (isinstance(values, list) and len(values) >= 2 and all(isinstance(v, str) and v.strip() for v in values)
+                and not any(any(c.isspace() for c in v) for v in values)):
+            out[str(name)] = tuple(values)
+    return out
+
+
+def _value_tokens(value: str) -> list[str]:
+    return [w for w in re.split(r"[^a-z0-9]+", value.lower()) if w]
+
+
+def names_value(text: str, values: Iterable[str]) -> bool:
+    """Whether ``text`` names one of ``values``: the value's words (split at ``_``, ``-`` and
+    other symbols) in a row among the text's, each word equal to the text's or, from three
+    letters on, its start (``admin`` in ``administrator``)."""
+    words = [w for w in re.split(r"[^a-z0-9]+", text.lower()) if w]
+    for value in values:
+        tokens = _value_tokens(value)
+        if not tokens:
+            continue
+        for i in range(len(words) - len(tokens) + 1):
+            if all(w == t or (len(t) >= 3 and w.startswith(t)) for w, t in zip(words[i:], tokens)):
+                return True
+    return False
+
+
+def skill_choices(skill: "Skill", schemas: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Parameter -> the identifier values (:func:`identifier_choices`) of the tool argument
+    ``skill``'s code passes it to unchanged (outside a loop)."""
+    from skill_library.one_vs_every import takes
+
+    out: dict[str, tuple[str, ...]] = {}
+    for (tool, argument), parameter in takes(skill).items():
+        values = identifier_choices(schemas.get(tool) or {}).get(argument)
+        if values:
+            out[parameter] = values
+    return out
+
+
+@dataclass(frozen=True)
+class _Known:
+    vocabulary: Vocabulary
+    read_only: frozenset[str]
+    descriptions: Mapping[str, str]
+    choices: Mapping[str, Mapping[str, tuple[str, ...]]]
+
+
+_CACHE: "weakref.WeakKeyDictionary[Any, _Known]" = weakref.WeakKeyDictionary()
+
+
+def known(library: "SkillLibrary") -> _Known:
+    """What ``library``'s tools and skills tell the readings (cached per index generation:
+    tools declared later count from the next index change)."""
+    generation = library.context.store.index_generation()
+    cached = _CACHE.get(library)
+    if cached is None or cached.vocabulary.generation != generation:
+        specs = library.tool_specs()
+        skills = list(library.context.store.list(status="active"))
+        tools = set(specs) | {t for s in skills for t in s.tools}
+        descriptions = {name: (spec.description or "") for name, spec in specs.items()}
+        verbs_seen = {tool_verb(t) for t in tools} | {w[0] for d in descriptions.values() if (w := _words(d))}
+        schemas = {name: spec.schema_ for name, spec in specs.items()}
+        choices = {s.name: found for s in skills if s.kind == "code" and (found := skill_choices(s, schemas))}
+        cached = _Known(Vocabulary.of(verbs_seen, generation), library.read_only_tools, descriptions, choices)
+        _CACHE[library] = cached
+    return cached
 
 
 def reading(library: "SkillLibrary", text: str) -> Reading:
     """``text`` read against ``library``'s vocabulary (cached per index generation)."""
-    generation = library.context.store.index_generation()
-    cached = _CACHE.get(library)
-    if cached is None or cached[0].generation != generation:
-        specs = library.tool_specs()
-        tools = set(specs) | {t for s in library.context.store.list(status="active") for t in s.tools}
-        descriptions = {name: (spec.description or "") for name, spec in specs.items()}
-        verbs_seen = {tool_verb(t) for t in tools} | {w[0] for d in descriptions.values() if (w := _words(d))}
-        cached = (Vocabulary.of(verbs_seen, generation), library.read_only_tools, descriptions)
-        _CACHE[library] = cached
-    vocabulary, read_only, descriptions = cached
-    return Reading(text=text, vocabulary=vocabulary, read_only=read_only, descriptions=descriptions)
+    found = known(library)
+    return Reading(text=text, vocabulary=found.vocabulary, read_only=found.read_only,
+                   descriptions=found.descriptions, choices=found.choices)

@@ -22,7 +22,10 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
   beside ``order_id``) needs as many distinct values of that shape as its number: a skill
   taking ``order_id_5`` is a poor fit for a task naming one order. A parameter whose values
   have no distinctive shape (a name, a reason) counts as bindable unless ``args`` is given
-  and lacks it. The parameters that cannot be bound are the match's ``missing``. Without
+  and lacks it; nor does one whose tool declares its values as identifiers (an ``enum``:
+  ``system`` in ``email vpn crm ...``) when the task names none of them
+  (skill_library.intent, :func:`~skill_library.intent.identifier_choices`). The parameters
+  that cannot be bound are the match's ``missing``. Without
   ``args``, a single parameter whose shape the task lacks entirely is value fit's penalty
   already and is not charged twice here.
 * **specificity**: ``1 / (1 + extra)``, where ``extra`` is how many more state-changing
@@ -228,13 +231,17 @@ def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues 
     ruled_out: dict[str, tuple[float, str]] = {}  # name -> (score without the intent penalty, why)
     for c in found:
         conflict = reading.conflict(c.skill, c.acting) if reading is not None else None
+        unnamed = [p for p in reading.unnamed(c.skill) if args is None or p not in args] if reading else []
         total, breakdown, missing = score(c, task, args, leanest, every_penalty=penalty.get(c.skill.name, 0.0),
-                                          also_missing=also_missing.get(c.skill.name, ()), conflict=conflict)
+                                          also_missing=[*also_missing.get(c.skill.name, ()), *unnamed],
+                                          conflict=conflict)
         matches.append(make_match(c.skill, c.similarity, total, missing=missing,
                                   explanation=breakdown if explain else None))
         if conflict:
             ruled_out[c.skill.name] = (total + intent.CONFLICT_PENALTY, conflict)
     ranked = rank(matches)
+    if reading is not None:
+        reading.ruled_out = ruled_out
     if reading is not None and ruled_out and ranked:  # would a ruled-out skill have come first?
         best, why = max(((score_, name, why) for name, (score_, why) in ruled_out.items()),
                         key=lambda t: (t[0], t[1]))[1:]

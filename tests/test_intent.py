@@ -177,3 +177,71 @@ def test_how_to_reach_the_sender_is_no_request():
     assert intent.message_kind("Is my parcel on its way? Please call me back on 555 0100 if needed.") == "information"
     assert intent.message_kind("Could you get back to me before noon?") == "statement"
     assert intent.message_kind("Please email the signed lease to the landlord.") == "action"
+
+
+def test_identifier_choices_are_enums_of_names_not_phrases():
+    schema = {"properties": {"region": {"type": "string", "enum": ["eu_west", "us-east", "apac"]},
+                             "reason": {"type": "string", "enum": ["too expensive", "moved away"]},
+                             "mode": {"type": "string", "enum": ["fast"]},
+                             "note": {"type": "string"}}}
+    assert intent.identifier_choices(schema) == {"region": ("eu_west", "us-east", "apac")}
+    assert intent.names_value("Spin it up in EU west, please", ["eu_west", "apac"])
+    assert intent.names_value("move the bucket to us-east", ["eu_west", "us-east"])
+    assert intent.names_value("I need administrator rights", ["read", "admin"])
+    assert not intent.names_value("Spin up a new bucket for the team", ["eu_west", "us-east", "apac"])
+
+
+def test_a_parameter_the_task_names_no_value_of_is_missing():
+    from skill_library import ranking
+
+    code = ("def move_bucket_by_id(bucket: str, region: str) -> None:\n"
+            "    get_bucket(bucket=bucket)\n    move_bucket(bucket=bucket, region=region)\n")
+    move = Skill.from_function(code, when="move a bucket to a region", tools=["get_bucket", "move_bucket"])
+    schemas = {"move_bucket": {"properties": {"bucket": {"type": "string"},
+                                              "region": {"type": "string", "enum": ["eu_west", "us-east"]}}}}
+    assert intent.skill_choices(move, schemas) == {"region": ("eu_west", "us-east")}
+    vocabulary = Vocabulary.of(["get", "move"])
+
+    def rank(text, args=None):
+        reading = Reading(text=text, vocabulary=vocabulary, read_only=frozenset({"get_bucket"}),
+                          choices={move.name: intent.skill_choices(move, schemas)})
+        return ranking.rank_candidates([_candidate(move, 0.7, 1)], None, args, reading=reading)[0]
+
+    assert rank("Please move bucket B-1 somewhere cheaper.").missing == ["region"]
+    assert rank("Please move bucket B-1 to US East.").missing == []
+    assert rank("Please move bucket B-1 somewhere cheaper.", {"bucket": "B-1", "region": "us-east"}).missing == []
+
+
+def test_a_ruled_out_look_alike_within_the_margin_leaves_the_top_too_close_to_call():
+    from skill_library import abstention, ranking
+    from skill_library.abstention import Calibration
+
+    enable = _skill("enable_login_by_id", ["get_vault", "enable_login"])
+    rotate = _skill("rotate_key_by_id", ["get_vault", "rotate_key"])
+    found = Calibration(floor=0.2, margin=0.05, precision=0.9, recall=0.9, false_accept=0.1, ambiguous=0.05,
+                        top1=0.9, queries=40, skills=4, generation=None, method="test")
+    reading = Reading(text="Please disable the login of V-7 and rotate its key.",
+                      vocabulary=Vocabulary.of(["enable", "rotate", "get"]), read_only=frozenset({"get_vault"}))
+    ranked = ranking.rank_candidates([_candidate(rotate, 0.70, 1), _candidate(enable, 0.68, 1)], None,
+                                     reading=reading)
+    assert ranked[0].skill.name == "rotate_key_by_id" and reading.displaced is None
+    result = abstention.decide(ranked, 2, found, reading)
+    assert result.abstained and "too close to call" in result.reason and "enable_login_by_id" in result.reason
+    # far behind (more than the margin), the ruled-out skill says nothing of the top one
+    reading = Reading(text=reading.text, vocabulary=reading.vocabulary, read_only=reading.read_only)
+    ranked = ranking.rank_candidates([_candidate(rotate, 0.70, 1), _candidate(enable, 0.50, 1)], None,
+                                     reading=reading)
+    assert not abstention.decide(ranked, 2, found, reading).abstained
+
+
+def test_what_the_task_says_to_keep_as_it_is_rules_out_skills_changing_it():
+    assert intent.kept_things("Archive the project but keep all of its files exactly as they are.") == {"file"}
+    assert intent.kept_things("Leave my calendar untouched while you move the mailbox.") == {"calendar"}
+    assert intent.kept_things("Drop the beta flag; leave the rest of the settings alone.") == frozenset()
+    assert intent.kept_things("I keep getting reminder emails, please stop them.") == frozenset()
+    purge = _skill("archive_and_purge_files", ["get_project", "archive_project", "delete_files"])
+    reading = Reading(text="Archive the project but keep all of its files exactly as they are.",
+                      vocabulary=Vocabulary.of(["archive", "delete", "get"]), read_only=frozenset({"get_project"}))
+    assert "keep the file as it is" in (reading.conflict(purge) or "")
+    archive = _skill("archive_project_by_id", ["get_project", "archive_project"])
+    assert reading.conflict(archive) is None

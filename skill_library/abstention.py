@@ -1,7 +1,7 @@
 """Abstention, calibrated per library: is a task covered, and is the top match clear?
 
 ``fetch`` returns a :class:`FetchResult`: the ranked matches (a ``list``, as before) with
-``abstained`` and ``ambiguous`` flags and the ``reason``. Three rules:
+``abstained`` and ``ambiguous`` flags and the ``reason``. Four rules:
 
 1. **A similarity floor calibrated on the library's own texts** (:func:`calibrate`),
    leave-one-out. The queries are the library's example tasks in the form fetch embeds a
@@ -31,6 +31,13 @@
    never gets just the destructive one of a pair.
 3. **Parameters the task cannot supply.** A top match with ``missing`` parameters (see
    :mod:`skill_library.ranking`) abstains, naming them.
+4. **What the task asks for** (:mod:`skill_library.intent`). A top match the task's words
+   rule out abstains: a question or a "nothing needs to change" against a state-changing
+   skill, a request for the opposite of what it does ("unlock" against a lock skill), a
+   negated verb of it. So does a state-changing top match that is first only because the
+   candidate the task reads most like was ruled out, or that a ruled-out candidate came
+   within the margin of before its penalty (ranking's demotion may hand a task to a skill
+   that changes nothing, never to the next look-alike).
 
 A top match that ranking flagged ``ambiguous`` (:mod:`skill_library.one_vs_every`: a loop
 skill and its one-item look-alike the task does not tell apart) makes the result ambiguous
@@ -59,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 from skill_library.models import Match
 
 if TYPE_CHECKING:
+    from skill_library import intent
     from skill_library.library import SkillLibrary
 
 #: fewer positive leave-one-out queries than this: the library is left uncalibrated
@@ -298,10 +306,12 @@ def unflagged(matches: Sequence[Match], k: int) -> FetchResult:
     return result
 
 
-def decide(matches: Sequence[Match], k: int, found: Calibration | None) -> FetchResult:
+def decide(matches: Sequence[Match], k: int, found: Calibration | None,
+           reading: "intent.Reading | None" = None) -> FetchResult:
     """The result of a fetch: ``matches`` (ranked, up to ``k`` plus the runners-up the margin
     rule reads, prefetched ones last) cut to ``k`` and flagged (module doc). Without a
-    calibration only an empty result and missing parameters abstain."""
+    calibration only an empty result, missing parameters and a top match the task rules
+    out (``reading``, skill_library.intent) abstain."""
     ranked = [m for m in matches if not m.prefetch]
     extra = [m for m in matches if m.prefetch]
     result = FetchResult()
@@ -348,6 +358,13 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None) -> Fetch
     if top.missing:
         result.abstained = True
         reasons.append(f"{top.skill.name} needs {', '.join(top.missing)}, which the task does not supply")
+    conflict = None
+    if reading is not None:
+        margin = found.margin if found is not None and found.calibrated else 0.0
+        conflict = reading.conflict(ranked[0].skill) or reading.stand_in(ranked[0].skill, ranked[0].score, margin)
+    if conflict:  # rule 4: what the task asks for rules the best match out
+        result.abstained = True
+        reasons.append(conflict)
     result.reason = "; ".join(reasons)
     result.extend(keep)
     result.extend(extra)

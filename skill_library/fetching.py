@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from skill_library import one_vs_every, prototypes, ranking, value_fit
+from skill_library import intent, one_vs_every, prototypes, ranking, value_fit
 from skill_library.errors import SkillNotFoundError
 from skill_library.models import Match, Skill, SkillKind
 from skill_library.vector_index import IndexHit, VectorIndex, best_per_skill
@@ -50,6 +50,7 @@ def search(
     args: Mapping[str, Any] | None = None,
     explain: bool = False,
     extra: int = 0,
+    reading: intent.Reading | None = None,
 ) -> list[Match]:
     """The ``k`` best qualifying skills for a query ``embedding`` (see ``SkillLibrary.fetch``):
     asks the index for a few entries per wanted skill and more while filtering leaves
@@ -57,7 +58,8 @@ def search(
     :mod:`skill_library.ranking` orders them (evidence, bindability from ``args`` and the
     task's values, specificity, reliability; ``explain`` keeps the breakdown). ``extra``
     more matches than ``k`` are returned when qualifying (the abstention margin rule reads
-    the runner-up)."""
+    the runner-up). ``reading``: the task read by :mod:`skill_library.intent` (ranking demotes
+    the skills it rules out)."""
     wanted_kinds = set(kinds) if kinds is not None else None
     # the library's own index is checked against the records optimistically: the
     # generation is read in the same read as the records the hits name, and a change
@@ -131,7 +133,7 @@ def search(
             ))
         if len(candidates) >= k + extra or len(found) < n or below:
             return ranking.rank_candidates(candidates, values, args, explain=explain,
-                                           scope=one_vs_every.scope(library))[: k + extra]
+                                           scope=one_vs_every.scope(library), reading=reading)[: k + extra]
         n *= FETCH_GROWTH
 
 
@@ -226,10 +228,11 @@ def fetch(
     embedding = library.embedder.embed([description.query_text(task)])[0]
     if args is not None and not isinstance(args, Mapping):
         raise TypeError("args must be a mapping of parameter name -> value")
+    reading = intent.reading(library, task) if abstain else None
     matches = search(library, embedding, k, threshold, kinds, floor=floor,
                      tools=None if tools is None else frozenset(tools),
                      values=value_fit.TaskValues.of(task), args=args, explain=explain,
-                     extra=abstention.EXTRA_FOR_MARGIN if abstain else 0)
+                     extra=abstention.EXTRA_FOR_MARGIN if abstain else 0, reading=reading)
     if subject is not None and state is not None:
         matches.extend(prefetch(library, subject, state, matches, threshold))
     if session is not None or cohort is not None:
@@ -238,7 +241,7 @@ def fetch(
         matches = canary.route(library, matches, session=session, cohort=cohort,
                                generation=library.context.index.seen_generation)
     result = (abstention.unflagged(matches, k) if not abstain
-              else abstention.decide(matches, k, abstention.calibration(library)))
+              else abstention.decide(matches, k, abstention.calibration(library), reading))
     if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
         result = preconditions.rank_applicable(library, result, args or {}, read_tools, abstain=abstain)
     if session is not None:  # the uplift holdout (skill_library.uplift): held_back, abstains

@@ -546,7 +546,7 @@ class Example(BaseModel):
 class ScoreBreakdown(BaseModel):
     """How one fetched skill's ``score`` was made (``fetch(..., explain=True)``;
     skill_library.ranking): the terms ``similarity + value_fit + evidence + bindability +
-    specificity + reliability`` add up to ``score``. Every term but ``similarity`` is a
+    specificity + reliability + intent`` add up to ``score``. Every term but ``similarity`` is a
     penalty (<= 0): a skill that fits perfectly keeps its similarity."""
 
     #: the kind of the best-scoring index entry: ``when``, ``example`` or ``prototype``
@@ -566,6 +566,9 @@ class ScoreBreakdown(BaseModel):
     specificity: float = 0.0
     #: the reliability penalty: Laplace reliability below 1
     reliability: float = 0.0
+    #: the intent penalty: the task rules the skill out (skill_library.intent; ``conflict`` says why)
+    intent: float = 0.0
+    conflict: str | None = None
     #: the sum of the terms above
     score: float
     #: the numbers the terms came from: successes, required parameters, acting tools

@@ -9,6 +9,7 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
           - BINDABILITY_WEIGHT * (1 - bindability)
           - SPECIFICITY_WEIGHT * (1 - specificity)
           - RELIABILITY_WEIGHT * (1 - reliability)
+          - intent.CONFLICT_PENALTY * conflicts   # skill_library.intent: the task rules it out
 
 * **evidence**: a log-evidence prior on the verified successes ``n`` of the version
   (each trace learned into it and each successful run is one):
@@ -21,7 +22,10 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
   beside ``order_id``) needs as many distinct values of that shape as its number: a skill
   taking ``order_id_5`` is a poor fit for a task naming one order. A parameter whose values
   have no distinctive shape (a name, a reason) counts as bindable unless ``args`` is given
-  and lacks it. The parameters that cannot be bound are the match's ``missing``. Without
+  and lacks it; nor does one whose tool declares its values as identifiers (an ``enum``:
+  ``system`` in ``email vpn crm ...``) when the task names none of them
+  (skill_library.intent, :func:`~skill_library.intent.identifier_choices`). The parameters
+  that cannot be bound are the match's ``missing``. Without
   ``args``, a single parameter whose shape the task lacks entirely is value fit's penalty
   already and is not charged twice here.
 * **specificity**: ``1 / (1 + extra)``, where ``extra`` is how many more state-changing
@@ -33,6 +37,11 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
   which also marks the look-alike's item parameter missing when the task names no item and
   flags both ``ambiguous`` when the task does not tell them apart).
 * **reliability**: Laplace-smoothed success rate, as before.
+* **intent**: ``-intent.CONFLICT_PENALTY`` for a skill the task's words rule out
+  (skill_library.intent: a question or a "nothing needs to change" against a state-changing
+  skill, a request for the opposite of what the skill does, or a negated verb of it), so a
+  skill that fits comes first when there is one; abstention abstains when the top match
+  still conflicts.
 
 ``Match.score`` is this score; ``fetch(..., explain=True)`` sets ``Match.explanation``
 (:class:`~skill_library.models.ScoreBreakdown`), whose terms add up to it. Ties (within
@@ -47,7 +56,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skill_library import one_vs_every, value_fit
+from skill_library import intent, one_vs_every, value_fit
 from skill_library.models import Match, ScoreBreakdown, Skill
 
 # Similarities closer than this are treated as a tie (float noise from the index).
@@ -161,9 +170,10 @@ class Candidate:
 
 def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping[str, Any] | None,
           leanest: int, *, every_penalty: float = 0.0,
-          also_missing: Sequence[str] = ()) -> tuple[float, ScoreBreakdown, list[str]]:
+          also_missing: Sequence[str] = (), conflict: str | None = None) -> tuple[float, ScoreBreakdown, list[str]]:
     """The candidate's score, its breakdown and its missing parameters; ``every_penalty``
-    and ``also_missing``: the one-vs-every rule's (skill_library.one_vs_every)."""
+    and ``also_missing``: the one-vs-every rule's (skill_library.one_vs_every); ``conflict``:
+    why the task rules the skill out (skill_library.intent), or None."""
     skill = candidate.skill
     required, missing = missing_parameters(skill, task, candidate.shapes, args)
     missing += [p for p in also_missing if p in required and p not in missing]
@@ -176,13 +186,15 @@ def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping
         "bindability": -BINDABILITY_WEIGHT * (1.0 - bind),
         "specificity": -SPECIFICITY_WEIGHT * (1.0 - 1.0 / (1.0 + extra)) - every_penalty,
         "reliability": -RELIABILITY_WEIGHT * (1.0 - skill.reliability),
+        "intent": -intent.CONFLICT_PENALTY if conflict else 0.0,
     }
     total = candidate.best_cosine + sum(terms.values())
     breakdown = ScoreBreakdown.model_construct(
         entry=candidate.entry, by_entry=dict(candidate.by_entry), similarity=candidate.best_cosine,
         value_fit=terms["value_fit"], evidence=terms["evidence"], bindability=terms["bindability"],
         specificity=terms["specificity"], reliability=terms["reliability"],
-        score=total, successes=skill.successes, required=required, acting_tools=candidate.acting,
+        intent=terms["intent"], conflict=conflict, score=total, successes=skill.successes, required=required,
+        acting_tools=candidate.acting,
     )
     return total, breakdown, missing
 
@@ -203,23 +215,38 @@ def make_match(skill: Skill, similarity: float, score: float | None = None, **ex
 
 def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues | None,
                     args: Mapping[str, Any] | None = None, *, explain: bool = False,
-                    scope: "one_vs_every.Scope | None" = None) -> list[Match]:
+                    scope: "one_vs_every.Scope | None" = None,
+                    reading: "intent.Reading | None" = None) -> list[Match]:
     """Score ``candidates`` (module doc) and order them: score (ties within
     ``SIMILARITY_TIE``), then reliability, then name. ``scope``: the library's one-vs-every
     pairs (skill_library.one_vs_every), which penalize a loop skill for a task that does not
     say every, mark a one-item skill's parameter missing for one that names no item, and
-    flag both sides ``ambiguous`` when the task does not tell them apart."""
+    flag both sides ``ambiguous`` when the task does not tell them apart. ``reading``: the
+    task read by skill_library.intent, which demotes the skills the task rules out."""
     found = list(candidates)
     leanest = min((c.acting for c in found), default=0)
     penalty, also_missing, judged = one_vs_every.adjustments(
         scope, [c.skill.name for c in found], task.text if task is not None else "", args)
     matches = []
+    ruled_out: dict[str, tuple[float, str]] = {}  # name -> (score without the intent penalty, why)
     for c in found:
+        conflict = reading.conflict(c.skill, c.acting) if reading is not None else None
+        unnamed = [p for p in reading.unnamed(c.skill) if args is None or p not in args] if reading else []
         total, breakdown, missing = score(c, task, args, leanest, every_penalty=penalty.get(c.skill.name, 0.0),
-                                          also_missing=also_missing.get(c.skill.name, ()))
+                                          also_missing=[*also_missing.get(c.skill.name, ()), *unnamed],
+                                          conflict=conflict)
         matches.append(make_match(c.skill, c.similarity, total, missing=missing,
                                   explanation=breakdown if explain else None))
+        if conflict:
+            ruled_out[c.skill.name] = (total + intent.CONFLICT_PENALTY, conflict)
     ranked = rank(matches)
+    if reading is not None:
+        reading.ruled_out = ruled_out
+    if reading is not None and ruled_out and ranked:  # would a ruled-out skill have come first?
+        best, why = max(((score_, name, why) for name, (score_, why) in ruled_out.items()),
+                        key=lambda t: (t[0], t[1]))[1:]
+        if ruled_out[best][0] > ranked[0].score + SIMILARITY_TIE:
+            reading.displaced = (best, why)
     flagged = one_vs_every.ambiguous_names([m.skill.name for m in ranked], judged)
     if flagged:
         ranked = [m.model_copy(update={"ambiguous": True}) if m.skill.name in flagged else m for m in ranked]

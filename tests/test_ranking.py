@@ -98,10 +98,10 @@ def test_explain_breakdown_adds_up_to_the_score(library):
     assert len(matches) == 3
     for m in matches:
         e = m.explanation
-        terms = e.similarity + e.value_fit + e.evidence + e.bindability + e.specificity + e.reliability
+        terms = e.similarity + e.value_fit + e.evidence + e.bindability + e.specificity + e.reliability + e.intent
         assert terms == pytest.approx(e.score) and e.score == pytest.approx(m.score)
         assert e.entry == "when" and e.by_entry == {"when": pytest.approx(m.similarity)}
-        assert all(t <= 0 for t in (e.value_fit, e.evidence, e.bindability, e.specificity, e.reliability))
+        assert all(t <= 0 for t in (e.value_fit, e.evidence, e.bindability, e.specificity, e.reliability, e.intent))
     assert [m.score for m in matches] == sorted((m.score for m in matches), reverse=True)
     assert all(m.explanation is None for m in library.fetch(TASK, k=3, min_similarity=-1))
 

@@ -12,6 +12,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest
 
 
+_CPU_LOG = os.environ.get("SKILLS_TESTS_CPU_LOG")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ``SKILLS_TESTS_CPU_LOG=FILE``, log each test's CPU seconds (tests/cpu_profile.py)."""
+    if not _CPU_LOG:
+        yield
+        return
+    import cpu_profile
+
+    yield from cpu_profile.measure(cpu_profile.CpuLog(_CPU_LOG), item.nodeid)
+
+
 def pytest_collection_modifyitems(config, items):
     """Start the tests marked ``slow`` first: ``make test`` runs on two pytest-xdist workers with
     work stealing, and a 60-120 s test started last would leave one worker idle at the end."""
@@ -81,7 +95,12 @@ def pg_server():
     """A throwaway PostgreSQL 15 cluster on a loopback port (see :func:`_serve`)."""
     from benchmarks.local_servers import PostgresServer, postgres_missing
 
-    yield from _serve(PostgresServer, postgres_missing)
+    for server in _serve(PostgresServer, postgres_missing):
+        if _CPU_LOG:  # the cluster daemonizes (pg_ctl): count its CPU too
+            import cpu_profile
+
+            cpu_profile.extra_roots.append(int((server.data / "postmaster.pid").read_text().split()[0]))
+        yield server
 
 
 @pytest.fixture(scope="session")

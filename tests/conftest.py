@@ -34,12 +34,18 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def embedder():
-    """The real all-MiniLM-L6-v2 embedder, loaded once for the whole session, one thread."""
+    """The real all-MiniLM-L6-v2 embedder, loaded once for the whole session (per pytest-xdist
+    worker), one thread; also lent to the processes the tests start (tests/embed_service.py:
+    ``process_embedder()`` there costs no torch import and no model load)."""
+    from embed_service import EmbedService
+
     from skill_library.embeddings import SentenceTransformerEmbedder
 
     model = SentenceTransformerEmbedder(threads=1)
     model.embed(["warm up"])
-    return model
+    service = EmbedService(model)
+    yield model
+    service.close()
 
 
 @pytest.fixture

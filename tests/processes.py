@@ -12,12 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _ADD = """
 import sys
-from skill_library.embeddings import SentenceTransformerEmbedder
 from skill_library.library import SkillLibrary
 from skill_library.models import Skill
+from tests.embed_service import process_embedder  # the session's model, no torch here
 folder, name, when = sys.argv[1:4]
 code = f'def {name}(target: str) -> str:\\n    return target\\n'
-with SkillLibrary(folder, embedder=SentenceTransformerEmbedder(threads=1)) as lib:
+with SkillLibrary(folder, embedder=process_embedder()) as lib:
     print(lib.add(Skill.from_function(code, when=when), verified=True).status, flush=True)
 """
 
@@ -58,7 +58,8 @@ def _env() -> dict[str, str]:
 
 
 def add_in_another_process(folder: Path, name: str, when: str) -> None:
-    """Another process opens the library in ``folder``, adds skill ``name``, and exits."""
+    """Another process opens the library in ``folder``, adds skill ``name``, and exits (it
+    embeds with the session's model, tests/embed_service.py)."""
     done = subprocess.run([sys.executable, "-c", _ADD, str(folder), name, when], env=_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "added", done.stderr[-2000:]

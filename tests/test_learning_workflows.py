@@ -322,9 +322,11 @@ def test_a_skill_looks_before_it_acts_when_reads_are_declared(tmp_path, embedder
 
 
 def _learn_in_process(spec: dict, worker: int) -> None:
+    from embed_service import process_embedder  # the session's model: no torch in this process
+
     from skill_library import SkillLibrary
 
-    with SkillLibrary(**spec, policy=ALL) as library:
+    with SkillLibrary(**spec, embedder=process_embedder(), policy=ALL) as library:
         for n in range(3):
             order = f"#W{5000 + worker * 10 + n}"
             result = library.learn(cancel_trace(f"W{worker}", f"w{worker}n{n}@example.org", order, "too slow"))

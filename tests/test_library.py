@@ -400,9 +400,11 @@ def test_learn_accepts_an_openai_transcript(library):
 
 
 def _add_in_other_process(path: str, name: str, when: str) -> None:
+    from embed_service import process_embedder  # the session's model: no torch in this process
+
     from skill_library.library import SkillLibrary
 
-    with SkillLibrary(path) as lib:
+    with SkillLibrary(path, embedder=process_embedder()) as lib:
         assert lib.add(make_skill(name, when), verified=True).added
 
 
@@ -566,9 +568,11 @@ def _repair_cut_short_in_other_process(path: str) -> None:
         os._exit(3)
 
     VectorIndex.rebuild = cut_short  # type: ignore[method-assign]
+    from embed_service import process_embedder  # the session's model: no torch in this process
+
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        with SkillLibrary(path) as lib:
+        with SkillLibrary(path, embedder=process_embedder()) as lib:
             lib.fetch("book a flight")
 
 

@@ -65,7 +65,9 @@ def test_outcomes_from_eight_processes_are_exact(deployment, embedder):
 
 def _version_writer(spec: dict) -> None:
     """Add version after version of one skill, with outcomes in between, until killed."""
-    with SkillLibrary(**spec) as lib:
+    from embed_service import process_embedder  # the session's model: no torch in this process
+
+    with SkillLibrary(**spec, embedder=process_embedder()) as lib:
         n = 0
         while True:
             n += 1

@@ -1,0 +1,106 @@
+"""The session's embedding model, lent to the other processes a test starts.
+
+Loading all-MiniLM-L6-v2 costs a process about 6 CPU seconds (importing torch and
+sentence-transformers, reading the weights); the concurrency tests start dozens of processes
+that each open a library and embed a few ``when`` texts. Each pytest worker therefore loads
+the real model once (conftest.py's ``embedder``) and serves it on a Unix socket in a private
+temporary folder (mode 0700); a process under test embeds through :class:`RemoteEmbedder`,
+which imports only the standard library. The vectors are the same model's (JSON carries a
+float exactly); the processes still open their own library, record store and index client,
+take their own locks and write their own rows, which is what those tests are about.
+
+A process started without the service (no ``SKILLS_TESTS_EMBEDDER`` in its environment) loads
+the model itself, as before (:func:`process_embedder`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import socketserver
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+#: ``SOCKET_PATH<TAB>MODEL_NAME`` of the service of the pytest process that started this one
+ENV = "SKILLS_TESTS_EMBEDDER"
+
+
+class RemoteEmbedder:
+    """An embedder that asks the test session's model (picklable: a spawned process gets it)."""
+
+    def __init__(self, path: str, model_name: str) -> None:
+        self.path = path
+        self._model_name = model_name
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(self.path)
+            with sock.makefile("rwb") as stream:
+                stream.write(json.dumps(list(texts)).encode() + b"\n")
+                stream.flush()
+                answer = json.loads(stream.readline())
+        if isinstance(answer, dict):
+            raise RuntimeError(f"the test session's embedder failed: {answer['error']}")
+        return answer
+
+
+def process_embedder() -> Any:
+    """For a process a test started: the session's model through its socket when the
+    service runs, else the real model loaded here."""
+    served = os.environ.get(ENV)
+    if served:
+        path, model_name = served.split("\t", 1)
+        return RemoteEmbedder(path, model_name)
+    from skill_library.embeddings import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(threads=1)
+
+
+class EmbedService:
+    """Serves ``embedder`` on a Unix socket, one thread per connection, until :meth:`close`;
+    sets :data:`ENV` so that the processes started meanwhile find it."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._folder = tempfile.mkdtemp(prefix="embed-")  # mode 0700; short: sun_path is 107 bytes
+        self.path = str(Path(self._folder) / "embed.sock")
+        model = embedder
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                try:
+                    texts = json.loads(self.rfile.readline())
+                    answer: Any = model.embed(texts)
+                except Exception as exc:  # reported to the client, which raises it
+                    answer = {"error": f"{type(exc).__name__}: {exc}"}
+                try:
+                    self.wfile.write(json.dumps(answer).encode() + b"\n")
+                except OSError:  # the client was killed meanwhile (a test's SIGKILL)
+                    pass
+
+        self._server = socketserver.ThreadingUnixStreamServer(self.path, Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="embed-service", daemon=True)
+        self._thread.start()
+        self._previous = os.environ.get(ENV)
+        os.environ[ENV] = f"{self.path}\t{embedder.model_name}"
+
+    def client(self) -> RemoteEmbedder:
+        return RemoteEmbedder(self.path, os.environ[ENV].split("\t", 1)[1])
+
+    def close(self) -> None:
+        if self._previous is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = self._previous
+        self._server.shutdown()
+        self._server.server_close()
+        shutil.rmtree(self._folder, ignore_errors=True)

@@ -336,10 +336,10 @@ def _learn_in_process(spec: dict, worker: int) -> None:
 @pytest.mark.slow
 def test_four_processes_learning_one_workflow_make_one_skill_with_exact_evidence(deployment, embedder):
     """On a folder (file lock) and on PostgreSQL + Chroma server (advisory lock)."""
-    import multiprocessing
+    from tests.processes import worker_context
 
     deployment.open(embedder).close()
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     workers = [context.Process(target=_learn_in_process, args=(deployment.spec, w)) for w in range(4)]
     for process in workers:
         process.start()

@@ -36,12 +36,14 @@ def pytest_collection_modifyitems(config, items):
 def embedder():
     """The real all-MiniLM-L6-v2 embedder, loaded once for the whole session (per pytest-xdist
     worker), one thread; also lent to the processes the tests start (tests/embed_service.py:
-    ``process_embedder()`` there costs no torch import and no model load)."""
-    from embed_service import EmbedService
+    ``process_embedder()`` there costs no torch import and no model load). It remembers the
+    vector of each text it embedded (``caching`` there): the model is a pure function of the
+    text, and the suite embeds the same texts in test after test."""
+    from embed_service import EmbedService, caching
 
     from skill_library.embeddings import SentenceTransformerEmbedder
 
-    model = SentenceTransformerEmbedder(threads=1)
+    model = caching(SentenceTransformerEmbedder)(threads=1)
     model.embed(["warm up"])
     service = EmbedService(model)
     yield model

@@ -104,3 +104,43 @@ class EmbedService:
         self._server.shutdown()
         self._server.server_close()
         shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def caching(embedder_class: type) -> type:
+    """A subclass of ``embedder_class`` (SentenceTransformerEmbedder) that remembers the
+    vector of each text it embedded: the suite embeds the same task and ``when`` texts in
+    test after test (a fetch loop embeds one task hundreds of times). The model is a pure
+    function of the text, so a remembered vector is the one the model gave for it; only the
+    repeated forward passes go. At most :data:`CACHE_TEXTS` texts are kept (float32, as the
+    model computes them; returned as fresh lists of the same floats)."""
+    import numpy as np
+
+    class CachingEmbedder(embedder_class):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._vectors: dict[str, Any] = {}
+            self._lock = threading.Lock()
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            texts = list(texts)
+            if not all(isinstance(t, str) for t in texts):  # the model's own error, unchanged
+                return super().embed(texts)
+            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+            if missing:
+                fresh = super().embed(missing)
+                with self._lock:
+                    if len(self._vectors) + len(missing) > CACHE_TEXTS:
+                        self._vectors.clear()
+                    for text, vector in zip(missing, fresh):
+                        self._vectors[text] = np.asarray(vector, dtype=np.float32)
+                found = dict(zip(missing, fresh))
+            else:
+                found = {}
+            return [list(found[t]) if t in found else self._vectors[t].tolist() for t in texts]
+
+    CachingEmbedder.__name__ = CachingEmbedder.__qualname__ = f"Caching{embedder_class.__name__}"
+    return CachingEmbedder
+
+
+#: texts a caching embedder keeps (1.5 kB each for 384 dimensions)
+CACHE_TEXTS = 20_000

@@ -11,7 +11,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest
 
-
 _CPU_LOG = os.environ.get("SKILLS_TESTS_CPU_LOG")
 
 

@@ -1,7 +1,8 @@
 """The same library on both deployments: a folder, and PostgreSQL + a Chroma server.
 
 Real servers (benchmarks/local_servers.py, started once per session by conftest.py), real processes
-(forked from a preloaded forkserver, tests/processes.py), the real model. Each test taking ``deployment`` runs once per deployment.
+(forked from a preloaded forkserver, tests/processes.py), the real model. Each test taking
+``deployment`` runs once per deployment.
 """
 
 from __future__ import annotations

@@ -39,7 +39,10 @@ $(CHROMIUM):
 # browser tests need Chromium; SKILLS_TESTS_STRICT=1: a missing server or browser fails
 # the run instead of skipping its tests (tests/missing_parts.py); two pytest-xdist workers
 # (one per core here), the tests marked slow started first (tests/conftest.py), each worker
-# with its own servers and temporary folders
+# with its own servers and temporary folders, its one embedding model (also lent, over a Unix
+# socket, to the processes the tests start: tests/embed_service.py) and one forkserver
+# preloaded with the library for the concurrency tests' worker processes (tests/processes.py);
+# `SKILLS_TESTS_CPU_LOG=FILE make test` logs each test's CPU seconds (tests/cpu_profile.py)
 test: $(STAMP) $(CHROMIUM)
 	$(PY) -m ruff check skill_library sandbox benchmarks
 	$(PY) -m mypy

@@ -11,6 +11,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest
 
+_CPU_LOG = os.environ.get("SKILLS_TESTS_CPU_LOG")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ``SKILLS_TESTS_CPU_LOG=FILE``, log each test's CPU seconds (tests/cpu_profile.py)."""
+    if not _CPU_LOG:
+        yield
+        return
+    import cpu_profile
+
+    yield from cpu_profile.measure(cpu_profile.CpuLog(_CPU_LOG), item.nodeid)
+
 
 def pytest_collection_modifyitems(config, items):
     """Start the tests marked ``slow`` first: ``make test`` runs on two pytest-xdist workers with
@@ -20,12 +33,20 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def embedder():
-    """The real all-MiniLM-L6-v2 embedder, loaded once for the whole session, one thread."""
+    """The real all-MiniLM-L6-v2 embedder, loaded once for the whole session (per pytest-xdist
+    worker), one thread; also lent to the processes the tests start (tests/embed_service.py:
+    ``process_embedder()`` there costs no torch import and no model load). It remembers the
+    vector of each text it embedded (``caching`` there): the model is a pure function of the
+    text, and the suite embeds the same texts in test after test."""
+    from embed_service import EmbedService, caching
+
     from skill_library.embeddings import SentenceTransformerEmbedder
 
-    model = SentenceTransformerEmbedder(threads=1)
+    model = caching(SentenceTransformerEmbedder)(threads=1)
     model.embed(["warm up"])
-    return model
+    service = EmbedService(model)
+    yield model
+    service.close()
 
 
 @pytest.fixture
@@ -81,7 +102,12 @@ def pg_server():
     """A throwaway PostgreSQL 15 cluster on a loopback port (see :func:`_serve`)."""
     from benchmarks.local_servers import PostgresServer, postgres_missing
 
-    yield from _serve(PostgresServer, postgres_missing)
+    for server in _serve(PostgresServer, postgres_missing):
+        if _CPU_LOG:  # the cluster daemonizes (pg_ctl): count its CPU too
+            import cpu_profile
+
+            cpu_profile.extra_roots.append(int((server.data / "postmaster.pid").read_text().split()[0]))
+        yield server
 
 
 @pytest.fixture(scope="session")

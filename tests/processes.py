@@ -3,21 +3,23 @@ adds one skill and exits, and holders of the write lock or the records' SQLite l
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 _ADD = """
 import sys
-from skill_library.embeddings import SentenceTransformerEmbedder
 from skill_library.library import SkillLibrary
 from skill_library.models import Skill
+from tests.embed_service import process_embedder  # the session's model, no torch here
 folder, name, when = sys.argv[1:4]
 code = f'def {name}(target: str) -> str:\\n    return target\\n'
-with SkillLibrary(folder, embedder=SentenceTransformerEmbedder(threads=1)) as lib:
+with SkillLibrary(folder, embedder=process_embedder()) as lib:
     print(lib.add(Skill.from_function(code, when=when), verified=True).status, flush=True)
 """
 
@@ -58,7 +60,8 @@ def _env() -> dict[str, str]:
 
 
 def add_in_another_process(folder: Path, name: str, when: str) -> None:
-    """Another process opens the library in ``folder``, adds skill ``name``, and exits."""
+    """Another process opens the library in ``folder``, adds skill ``name``, and exits (it
+    embeds with the session's model, tests/embed_service.py)."""
     done = subprocess.run([sys.executable, "-c", _ADD, str(folder), name, when], env=_env(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "added", done.stderr[-2000:]
@@ -98,3 +101,48 @@ def hold_write_lock(folder: Path, *, bump: bool = False) -> Holder:
 def hold_sqlite_lock(records: Path) -> Holder:
     """Another process holds the SQLite write lock of ``records`` (BEGIN IMMEDIATE)."""
     return Holder(_HOLD_SQLITE, str(records))
+
+
+# -- worker processes: forked from one clean, preloaded server per pytest process ---------------
+#: what a worker process of the concurrency tests imports: the forkserver imports it once per
+#: pytest process, instead of every spawned worker paying about a CPU second for it
+PRELOAD = ["pytest", "numpy", "sqlalchemy", "sqlalchemy.dialects.sqlite", "sqlalchemy.dialects.postgresql",
+           "psycopg", "chromadb", "skill_library.library", "skill_library.record_store",
+           "skill_library.vector_index", "skill_library.chroma_embedding", "skill_library.governance.workflow",
+           "skill_library.learning", "skill_library.ingest", "skill_library.fetching", "skill_library.execution",
+           "skill_library.induction.learner", "sandbox.host"]
+
+
+def _in_environ(environ: dict[str, str], target: Any, args: tuple, kwargs: dict) -> Any:
+    os.environ.clear()
+    os.environ.update(environ)
+    return target(*args, **kwargs)
+
+
+_forkserver = multiprocessing.get_context("forkserver")
+
+
+class WorkerProcess(_forkserver.Process):  # type: ignore[name-defined,misc]
+    """A forkserver process that runs ``target`` in the environment this process had when
+    it was made (as a spawned one would; a forked one would have the server's)."""
+
+    def __init__(self, *, target: Any, args: tuple = (), kwargs: dict | None = None, **options: Any) -> None:
+        super().__init__(target=_in_environ, args=(dict(os.environ), target, tuple(args), kwargs or {}), **options)
+
+
+class WorkerContext:
+    """``multiprocessing.get_context("spawn")`` for the concurrency tests, cheaper: each worker
+    is forked from a forkserver (a fresh interpreter started once per pytest process, holding
+    no library, lock, connection or thread) that imported :data:`PRELOAD` already. A worker is
+    still its own process with its own memory, record store connections, index client and
+    locks, its arguments pickled as for spawn; it starts in milliseconds, not a second."""
+
+    Process = WorkerProcess
+
+    def __getattr__(self, name: str) -> Any:  # Event, Queue, ... of the forkserver context
+        return getattr(_forkserver, name)
+
+
+def worker_context() -> WorkerContext:
+    _forkserver.set_forkserver_preload(PRELOAD)
+    return WorkerContext()

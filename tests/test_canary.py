@@ -217,7 +217,7 @@ def test_four_processes_failing_one_canary_roll_it_back_once_and_lose_no_outcome
     """The rollback race: every process tests the canary after its own outcome, so several
     may find it significantly worse at once. Exactly one rollback happens (one audit event
     by ``system``), no worker fails, and every outcome is counted on some version."""
-    import multiprocessing
+    from tests.processes import worker_context
 
     version = with_canary(library, share=0.5)
     inside, outside = _sessions(version)
@@ -225,7 +225,7 @@ def test_four_processes_failing_one_canary_roll_it_back_once_and_lose_no_outcome
     for _ in range(min_outcomes):
         library.feedback("stock_item", True, session=outside)
     before = sum(s.successes + s.failures for s in library.history("stock_item"))
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     start, errors = context.Event(), context.Queue()
     per_worker = 15
     workers = [context.Process(target=_failing_sessions,

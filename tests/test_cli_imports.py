@@ -98,11 +98,21 @@ def probe(commands: list[list[str]], cwd: Path, lib: Path) -> tuple[list[int], l
     return json.loads(codes + "]"), json.loads(("[" + heavy).replace("'", '"'))
 
 
+def add_as_the_cli_does(lib: Path, file: Path, when: str, embedder) -> None:
+    """What `skills add FILE --when WHEN --create` does (skill_library/cli/skills.py), in this
+    process with the session's model: a setup step, not what is tested, that would otherwise
+    cost a process importing torch and loading the model (about 7 CPU seconds)."""
+    from skill_library.library import SkillLibrary
+    from skill_library.models import Skill
+
+    with SkillLibrary(lib, create=True, embedder=embedder) as library:
+        assert library.add(Skill.from_function(file.read_text(), when=when, infer_tools=True)).added
+
+
 @pytest.mark.slow
-def test_commands_that_embed_nothing_never_import_torch(workdir, tmp_path):
+def test_commands_that_embed_nothing_never_import_torch(workdir, tmp_path, embedder):
     lib = tmp_path / "lib"
-    done = skills("add", "water.py", "--when", "water one garden bed", "--create", cwd=workdir, lib=lib)
-    assert done.returncode == 0, done.stderr
+    add_as_the_cli_does(lib, workdir / "water.py", "water one garden bed", embedder)
     records_only = [list(c) for c in NO_EMBEDDING if c[0] != "retire"]
     codes, heavy = probe(records_only, tmp_path, lib)
     assert codes == [0] * len(records_only)

@@ -322,9 +322,11 @@ def test_a_skill_looks_before_it_acts_when_reads_are_declared(tmp_path, embedder
 
 
 def _learn_in_process(spec: dict, worker: int) -> None:
+    from embed_service import process_embedder  # the session's model: no torch in this process
+
     from skill_library import SkillLibrary
 
-    with SkillLibrary(**spec, policy=ALL) as library:
+    with SkillLibrary(**spec, embedder=process_embedder(), policy=ALL) as library:
         for n in range(3):
             order = f"#W{5000 + worker * 10 + n}"
             result = library.learn(cancel_trace(f"W{worker}", f"w{worker}n{n}@example.org", order, "too slow"))
@@ -334,10 +336,10 @@ def _learn_in_process(spec: dict, worker: int) -> None:
 @pytest.mark.slow
 def test_four_processes_learning_one_workflow_make_one_skill_with_exact_evidence(deployment, embedder):
     """On a folder (file lock) and on PostgreSQL + Chroma server (advisory lock)."""
-    import multiprocessing
+    from tests.processes import worker_context
 
     deployment.open(embedder).close()
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     workers = [context.Process(target=_learn_in_process, args=(deployment.spec, w)) for w in range(4)]
     for process in workers:
         process.start()

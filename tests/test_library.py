@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import warnings
@@ -13,6 +12,7 @@ import pytest
 from skill_library.errors import SkillNotFoundError
 from skill_library.library import IndexRebuiltWarning, SkillLibrary
 from skill_library.models import Skill
+from tests.processes import worker_context
 
 
 def make_skill(name: str, when: str, **fields) -> Skill:
@@ -256,7 +256,7 @@ def test_concurrent_feedback_from_four_processes_is_exact(tmp_path, embedder):
     path = tmp_path / "lib"
     with _reopen(path, embedder) as lib:
         lib.add(make_skill("water_plants", WORKFLOWS["water_plants"]))
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_context()
     workers = [ctx.Process(target=_feedback_worker, args=(str(path), 200, 2)) for _ in range(4)]
     for w in workers:
         w.start()
@@ -400,9 +400,11 @@ def test_learn_accepts_an_openai_transcript(library):
 
 
 def _add_in_other_process(path: str, name: str, when: str) -> None:
+    from embed_service import process_embedder  # the session's model: no torch in this process
+
     from skill_library.library import SkillLibrary
 
-    with SkillLibrary(path) as lib:
+    with SkillLibrary(path, embedder=process_embedder()) as lib:
         assert lib.add(make_skill(name, when), verified=True).added
 
 
@@ -414,7 +416,7 @@ def _reindex_in_other_process(path: str) -> None:
 
 
 def _in_other_process(target, *args) -> None:
-    process = multiprocessing.get_context("spawn").Process(target=target, args=args)
+    process = worker_context().Process(target=target, args=args)
     process.start()
     process.join(timeout=240)
     assert process.exitcode == 0
@@ -566,9 +568,11 @@ def _repair_cut_short_in_other_process(path: str) -> None:
         os._exit(3)
 
     VectorIndex.rebuild = cut_short  # type: ignore[method-assign]
+    from embed_service import process_embedder  # the session's model: no torch in this process
+
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        with SkillLibrary(path) as lib:
+        with SkillLibrary(path, embedder=process_embedder()) as lib:
             lib.fetch("book a flight")
 
 
@@ -581,7 +585,7 @@ def test_a_repair_cut_short_is_repaired_by_the_next_reader(tmp_path, embedder):
             lib.add(make_skill(name, WORKFLOWS[name]), verified=True)
         lib.fetch("water the garden", k=1)
         lib.index._collection.delete(ids=["cancel_order"])  # the index lost an entry
-        process = multiprocessing.get_context("spawn").Process(
+        process = worker_context().Process(
             target=_repair_cut_short_in_other_process, args=(str(path),))
         process.start()
         process.join(timeout=240)

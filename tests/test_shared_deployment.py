@@ -1,12 +1,12 @@
 """The same library on both deployments: a folder, and PostgreSQL + a Chroma server.
 
 Real servers (benchmarks/local_servers.py, started once per session by conftest.py), real processes
-(spawned), the real model. Each test taking ``deployment`` runs once per deployment.
+(forked from a preloaded forkserver, tests/processes.py), the real model. Each test taking
+``deployment`` runs once per deployment.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from skill_library.errors import IndexUnavailableError, RecordStoreUnavailableError
 from skill_library.library import IndexRebuiltWarning, SkillLibrary
 from skill_library.models import Skill
+from tests.processes import worker_context
 
 WORKERS = 8
 # 8 writers contending on one counter: 150 writes each interleave as densely as 500 did (every
@@ -48,7 +49,7 @@ def _outcome_worker(spec: dict, count: int, start: object) -> None:
 def test_outcomes_from_eight_processes_are_exact(deployment, embedder):
     with deployment.open(embedder) as lib:
         lib.add(make_skill("water_plants", "water the plants in the garden"))
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     start = context.Event()
     workers = [context.Process(target=_outcome_worker, args=(deployment.spec, WRITES_PER_WORKER, start))
                for _ in range(WORKERS)]
@@ -65,7 +66,9 @@ def test_outcomes_from_eight_processes_are_exact(deployment, embedder):
 
 def _version_writer(spec: dict) -> None:
     """Add version after version of one skill, with outcomes in between, until killed."""
-    with SkillLibrary(**spec) as lib:
+    from embed_service import process_embedder  # the session's model: no torch in this process
+
+    with SkillLibrary(**spec, embedder=process_embedder()) as lib:
         n = 0
         while True:
             n += 1
@@ -78,7 +81,7 @@ def _version_writer(spec: dict) -> None:
 def test_a_writer_killed_mid_transaction_leaves_consistent_records_and_a_repaired_index(deployment, embedder):
     with deployment.open(embedder) as lib:
         lib.add(make_skill("water_plants", "water the plants in the garden"))
-        process = multiprocessing.get_context("spawn").Process(target=_version_writer, args=(deployment.spec,))
+        process = worker_context().Process(target=_version_writer, args=(deployment.spec,))
         process.start()
         deadline = time.monotonic() + 240
         while lib.get("water_plants").version < 4 and time.monotonic() < deadline:
@@ -339,7 +342,7 @@ def test_versions_of_one_new_name_from_four_processes_are_numbered_once_each(dep
     if deployment.kind == "folder":
         os.makedirs(deployment.spec["path"])
     _store_of(deployment.spec).close()
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     start = context.Event()
     workers = [context.Process(target=_version_adder, args=(deployment.spec, w, 10, start)) for w in range(4)]
     for w in workers:

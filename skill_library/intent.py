@@ -77,8 +77,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
     from skill_library.models import Skill
+    from skill_library.protocols import Vocabularied
 
 #: score penalty of a candidate the task rules out (ranking's ``intent`` term): larger than
 #: the similarity gaps between look-alikes, so a skill that fits comes first when one exists
@@ -523,7 +523,7 @@ class _Known:
 _CACHE: "weakref.WeakKeyDictionary[Any, _Known]" = weakref.WeakKeyDictionary()
 
 
-def known(library: "SkillLibrary") -> _Known:
+def known(library: "Vocabularied") -> _Known:
     """What ``library``'s tools and skills tell the readings (cached per index generation:
     tools declared later count from the next index change)."""
     generation = library.context.store.index_generation()
@@ -541,7 +541,7 @@ def known(library: "SkillLibrary") -> _Known:
     return cached
 
 
-def reading(library: "SkillLibrary", text: str) -> Reading:
+def reading(library: "Vocabularied", text: str) -> Reading:
     """``text`` read against ``library``'s vocabulary (cached per index generation)."""
     found = known(library)
     return Reading(text=text, vocabulary=found.vocabulary, read_only=found.read_only,

@@ -136,3 +136,14 @@ class Learning(Admitting, Protocol):
     def min_reliability(self) -> float: ...
 
     def tool_specs(self) -> dict[str, ToolSpec]: ...
+
+
+class Vocabularied(Tenant, Protocol):
+    """What reading a task's intent needs (:mod:`skill_library.intent`): the tenant, the
+    tools that only read state and every declared tool (their names and descriptions hold
+    the library's verbs)."""
+
+    @property
+    def read_only_tools(self) -> frozenset[str]: ...
+
+    def tool_specs(self) -> dict[str, ToolSpec]: ...

@@ -138,9 +138,29 @@ def caching(embedder_class: type) -> type:
                 found = {}
             return [list(found[t]) if t in found else self._vectors[t].tolist() for t in texts]
 
+        def uncached(self) -> Any:
+            """This model without the memory, for tests that measure the embedding work
+            itself (a benchmark's floor passes embed the same texts twice on purpose)."""
+            return _Uncached(self, embedder_class)
+
     CachingEmbedder.__name__ = CachingEmbedder.__qualname__ = f"Caching{embedder_class.__name__}"
     return CachingEmbedder
 
 
 #: texts a caching embedder keeps (1.5 kB each for 384 dimensions)
 CACHE_TEXTS = 20_000
+
+
+class _Uncached:
+    """A caching embedder's model called directly: every ``embed`` runs the forward pass;
+    every other attribute is the caching embedder's."""
+
+    def __init__(self, cached: Any, embedder_class: type) -> None:
+        self._cached = cached
+        self._embed = embedder_class.embed
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(self._cached, list(texts))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cached, name)

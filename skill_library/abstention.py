@@ -67,7 +67,7 @@ from skill_library.models import Match
 
 if TYPE_CHECKING:
     from skill_library import intent
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Calibrating
 
 #: fewer positive leave-one-out queries than this: the library is left uncalibrated
 MIN_QUERIES = 12
@@ -166,7 +166,7 @@ class FetchResult(list[Match]):
 _CACHE: "weakref.WeakKeyDictionary[Any, tuple[int | None, Calibration]]" = weakref.WeakKeyDictionary()
 
 
-def calibration(library: "SkillLibrary") -> Calibration:
+def calibration(library: "Calibrating") -> Calibration:
     """The library's calibration, recomputed when its index generation changed."""
     generation = library.context.store.index_generation()
     cached = _CACHE.get(library)
@@ -182,14 +182,14 @@ def _normalized(vector: Any) -> Any:
     return vector / norm if norm > 0 else vector
 
 
-def calibrate(library: "SkillLibrary", generation: int | None = None) -> Calibration:
+def calibrate(library: "Calibrating", generation: int | None = None) -> Calibration:
     """Compute the calibration from the library's index and task vectors (module doc)."""
     import numpy as np
 
     from skill_library import prototypes
     from skill_library.text_vectors import unpack
 
-    entries = library.index.vectors()
+    entries = library.context.index.current().vectors()
     names = sorted({name for _, name, _ in entries})
     if not entries or len(names) < 2:
         return _uncalibrated(0, len(names), generation)
@@ -197,7 +197,7 @@ def calibrate(library: "SkillLibrary", generation: int | None = None) -> Calibra
     owner = np.array([names.index(name) for _, name, _ in entries])
     # skills acting with the same tools are one workflow (copies learned apart): a query's
     # runner-up is the best skill of *another* workflow
-    tools_of = {s.name: tuple(sorted(s.tools or [s.name])) for s in library.list()}
+    tools_of = {s.name: tuple(sorted(s.tools or [s.name])) for s in library.context.store.list()}
     family = np.array([names.index(name) if name not in tools_of else
                        min(names.index(n) for n in names if tools_of.get(n) == tools_of[name])
                        for name in names])

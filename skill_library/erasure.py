@@ -63,7 +63,7 @@ from skill_library.storage.tables import (
 )
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Erasing, Tenant
     from skill_library.record_store import SQLRecordStore
 
 #: A subject shorter than this (after stripping) is refused: it would match too much.
@@ -164,7 +164,7 @@ def _identities(trace: Trace) -> set[str]:
     return {trace.id, trace.content_id()}
 
 
-def forgotten(library: "SkillLibrary", traces: "dict[int, Trace]") -> dict[int, LearnResult]:
+def forgotten(library: "Tenant", traces: "dict[int, Trace]") -> dict[int, LearnResult]:
     """The traces (by position) whose tombstone exists: each a ``forgotten`` result. The
     learn pipeline drops them before anything is generalized or stored."""
     if not traces:
@@ -264,7 +264,7 @@ def _sweep(conn: sa.Connection, tenant: str, match: Matcher, report: ForgetRepor
     return old_texts
 
 
-def forget(library: "SkillLibrary", subject: str) -> ForgetReport:
+def forget(library: "Erasing", subject: str) -> ForgetReport:
     """Erase ``subject`` from ``library``'s tenant (see the module docstring); the report
     says what was removed. An unknown subject removes nothing and says so."""
     from skill_library.induction import admission
@@ -373,7 +373,7 @@ def _audit(store: "SQLRecordStore", report: ForgetReport) -> None:
 
 
 # -- compaction -------------------------------------------------------------------------
-def compact(library: "SkillLibrary", match: Matcher | None = None) -> None:
+def compact(library: "Erasing", match: Matcher | None = None) -> None:
     """Make deleted rows unrecoverable from the files: SQLite WAL checkpoint and VACUUM (and
     a folder index's applied Chroma log purged and vacuumed); PostgreSQL VACUUM."""
     store = library.context.store

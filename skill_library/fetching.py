@@ -14,7 +14,7 @@ from skill_library.vector_index import IndexHit, VectorIndex, best_per_skill
 
 if TYPE_CHECKING:
     from skill_library.abstention import FetchResult
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Fetching, Searching, Tenant
 
 #: fetch asks the index for max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) skills' worth of
 #: entries (ENTRIES_PER_SKILL_GUESS texts each), and FETCH_GROWTH times more while
@@ -37,7 +37,7 @@ PREFETCH_MIN_N = 5
 
 
 def search(
-    library: "SkillLibrary",
+    library: "Searching",
     embedding: Sequence[float],
     k: int,
     threshold: float,
@@ -154,7 +154,7 @@ def _shapes_of(best: IndexHit, found: Sequence[IndexHit]) -> dict[str, list[str]
 
 
 def tools_needed(
-    library: "SkillLibrary", skill: Skill, memo: dict[str, frozenset[str] | None]
+    library: "Tenant", skill: Skill, memo: dict[str, frozenset[str] | None]
 ) -> frozenset[str] | None:
     """Every tool ``skill`` and the skills it calls declare; None if one is missing."""
     if skill.name in memo:
@@ -174,7 +174,7 @@ def tools_needed(
     return memo[skill.name]
 
 
-def prefetch(library: "SkillLibrary", subject: str, state: str, matches: Sequence[Match],
+def prefetch(library: "Fetching", subject: str, state: str, matches: Sequence[Match],
              threshold: float) -> list[Match]:
     """The skill ``subject``'s usage pattern predicts after ``state``, flagged
     ``prefetch=True``, when :data:`PREFETCH_MIN_N` transitions back it and it is fetchable."""
@@ -192,7 +192,7 @@ def prefetch(library: "SkillLibrary", subject: str, state: str, matches: Sequenc
 
 
 def fetch(
-    library: "SkillLibrary",
+    library: "Fetching",
     task: str,
     k: int = 2,
     *,

@@ -228,7 +228,7 @@ class _Writer(threading.Thread):
         from skill_library.governance import workflow
 
         # records and their audit events in one transaction, as add() writes them
-        stored = workflow.add_active(lib, [s for s, _ in accepted],  # type: ignore[arg-type]  # FACADE_ANNOTATED
+        stored = workflow.add_active(lib, [s for s, _ in accepted],
                                      initial_success=self.verified,
                                      actor=self.actor, reason="added directly by the local administrator")
         saved = iter(stored)
@@ -266,7 +266,7 @@ def add_one(
         duplicate = duplicate_of(index, embedding, skill.name)
         if duplicate is not None:
             return AddResult(status="duplicate", duplicate_of=duplicate[0], similarity=duplicate[1])
-        stored = workflow.add_active(library, [skill],  # type: ignore[arg-type]  # FACADE_ANNOTATED
+        stored = workflow.add_active(library, [skill],
                                      initial_success=verified, actor=admin,
                                      reason="added directly by the local administrator")[0]
         library.context.sync(index, [stored], known={description.index_text(stored.when): embedding})

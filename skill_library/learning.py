@@ -249,7 +249,7 @@ def learn_batch(
     for n, result in already_learned(lib, checked).items():  # idempotent: evidence counts once
         out[n] = result
         del checked[n]
-    for n, result in erasure.forgotten(lib, checked).items():  # type: ignore[arg-type]  # FACADE_ANNOTATED  # erased by forget: never again
+    for n, result in erasure.forgotten(lib, checked).items():  # erased by forget: never again
         out[n] = result
         del checked[n]
     if split_parts:  # a compound trace is learned as the workflows it combines
@@ -325,7 +325,7 @@ def after_learning(lib: "Learning", results: Sequence[LearnResult]) -> None:
     from skill_library.induction import preconditions
 
     if any(r.status in EVIDENCE_STATUSES for r in results):
-        preconditions.refresh(lib)  # type: ignore[arg-type]  # FACADE_ANNOTATED
+        preconditions.refresh(lib)
 
 
 def already_learned(lib: "Learning", traces: Mapping[int, Trace]) -> dict[int, LearnResult]:
@@ -492,7 +492,7 @@ def related_skills(
             except SkillNotFoundError:
                 pass
     if index is not None:
-        for match in fetching.search(lib, task_vector, RELATED_SKILLS,  # type: ignore[arg-type]  # FACADE_ANNOTATED
+        for match in fetching.search(lib, task_vector, RELATED_SKILLS,
                                      lib.min_reliability, None, index):
             related.setdefault(match.skill.name, match.skill)
     return list(related.values())

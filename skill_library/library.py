@@ -413,9 +413,6 @@ class SkillLibrary(GovernanceCalls):
     def _session_versions(self) -> "OrderedDict[tuple[str, str], int]":
         return self.context.routes.sessions
 
-    def _sync_index_many(self, index: VectorIndex, names: Sequence[str], known: dict[str, Any]) -> None:
-        self.context.sync(index, names, known=known)
-
     def examples(self, name: str) -> builtins.list[Example]:
         """The example tasks of ``name`` (masked), oldest first; ``indexed`` ones are fetched by."""
         self._store.get(name)  # raises for an unknown name

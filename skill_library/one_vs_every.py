@@ -61,7 +61,7 @@ from skill_library.models import Skill
 from skill_library.privacy import shape_dummy
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Tenant
 
 #: score penalty of a loop skill for a task that does not say every (added to its
 #: ``specificity`` term; larger than the similarity gaps seen between such look-alikes)
@@ -350,7 +350,7 @@ def _parameter_names(skill: Skill) -> list[str]:
 _CACHE: "weakref.WeakKeyDictionary[Any, Scope]" = weakref.WeakKeyDictionary()
 
 
-def scope(library: "SkillLibrary") -> Scope:
+def scope(library: "Tenant") -> Scope:
     """``library``'s scope, rebuilt when its index generation changed (a skill learned,
     revised, retired or quarantined)."""
     generation = library.context.store.index_generation()

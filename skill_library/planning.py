@@ -48,8 +48,8 @@ from skill_library.induction.parts import clauses
 from skill_library.privacy import sentences
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
     from skill_library.models import Match, SkillRun
+    from skill_library.protocols import Planning
 
 #: Units per task past which its sentences are the units (cost bound: one fetch per unit).
 MAX_UNITS = 24
@@ -157,7 +157,7 @@ def _params(match: "Match") -> list[str]:
 
 
 def plan(
-    library: "SkillLibrary",
+    library: "Planning",
     task: str,
     *,
     k: int = SPAN_K,
@@ -269,7 +269,7 @@ class PlanRun:
 
 
 def run_plan(
-    library: "SkillLibrary",
+    library: "Planning",
     result: Plan,
     args: Sequence[Mapping[str, Any] | None],
     tools: Mapping[str, Callable[..., Any]] | None = None,

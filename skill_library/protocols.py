@@ -11,17 +11,20 @@ another takes the protocol that covers both.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from sandbox import Sandbox
+    from skill_library.abstention import FetchResult
     from skill_library.context import TenantContext
     from skill_library.embeddings import Embedder
-    from skill_library.governance.actors import ActorRegistry
+    from skill_library.governance.actors import Actor, ActorRegistry
     from skill_library.governance.policy import Policy
     from skill_library.governance.tools import ToolSpec
     from skill_library.models import Skill, SkillRun
     from skill_library.patterns import Patterns
+    from skill_library.planning import Plan
     from skill_library.procedures import Procedures
 
 
@@ -118,7 +121,19 @@ class Ingesting(Governed, Protocol):
     def embedder(self) -> Embedder: ...
 
 
-class Learning(Admitting, Protocol):
+class Searching(Tenant, Protocol):
+    """What the index search under fetch reads (:func:`skill_library.fetching.search`, also
+    learning's related skills): the tenant, its procedures' confidences and the tools that
+    only read state."""
+
+    @property
+    def procedures(self) -> Procedures: ...
+
+    @property
+    def read_only_tools(self) -> frozenset[str]: ...
+
+
+class Learning(Admitting, Executing, Searching, Protocol):
     """What the learning pipeline reads: the embedder, the sandbox replays run in, the
     tools that only read state and every declared tool, and fetch's reliability floor (the
     related skills a candidate may call)."""
@@ -147,3 +162,118 @@ class Vocabularied(Tenant, Protocol):
     def read_only_tools(self) -> frozenset[str]: ...
 
     def tool_specs(self) -> dict[str, ToolSpec]: ...
+
+
+class Deciding(Protocol):
+    """What the bulk decisions call (:mod:`skill_library.governance.bulk`): the review
+    queue, a skill's history and the audited approve/promote transitions."""
+
+    def review_queue(self) -> list[Skill]: ...
+
+    def history(self, name: str) -> list[Skill]: ...
+
+    def approve(self, name: str, version: int, *, actor: Actor | str | None = None,
+                reason: str = "") -> Skill: ...
+
+    def promote(self, name: str, version: int, *, actor: Actor | str | None = None) -> Skill: ...
+
+
+class Planning(Protocol):
+    """What planning calls (:mod:`skill_library.planning`): fetch, for each step's skills,
+    and run, for each step."""
+
+    def fetch(self, task: str, *args: Any, **options: Any) -> FetchResult: ...
+
+    def run(self, name: str, *args: Any, **options: Any) -> SkillRun: ...
+
+
+class Verifying(Tenant, Protocol):
+    """What re-verifying stored skills reads (:mod:`skill_library.induction.revision`): the
+    tenant, its sandbox and the tools that only read state."""
+
+    @property
+    def sandbox(self) -> Sandbox: ...
+
+    @property
+    def read_only_tools(self) -> frozenset[str]: ...
+
+
+class Calibrating(Tenant, Protocol):
+    """What abstention's calibration reads (:mod:`skill_library.abstention`): the tenant,
+    its embedder (the model the stored vectors are keyed by) and the fetch floor."""
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def min_similarity(self) -> float: ...
+
+
+class Remembering(Tenant, Protocol):
+    """A tenant with its procedure and usage-pattern memories (created on first use)."""
+
+    @property
+    def procedures(self) -> Procedures: ...
+
+    @property
+    def patterns(self) -> Patterns: ...
+
+
+class Erasing(Remembering, Protocol):
+    """What ``forget`` reaches (:mod:`skill_library.erasure`): the tenant, its memories and
+    the folder of its index (None on a server), whose files it compacts."""
+
+    @property
+    def index_path(self) -> Path | None: ...
+
+
+class Proceduring(Remembering, Governed, Protocol):
+    """What the procedure memory's audited writes need (:mod:`skill_library.procedures`):
+    the tenant's memories and actor registry, and the embedder its triggers are embedded with."""
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+
+class Reviewing(Governed, Executing, Protocol):
+    """What the governed workflow reads (:mod:`skill_library.governance.workflow`): the
+    tenant, its actors, the tools declared to the library object, its ``actor=``, and what
+    runs a version (a tool change re-verifies the skills that call it)."""
+
+    @property
+    def default_actor(self) -> str | None: ...
+
+
+class Mining(Tenant, Executing, Protocol):
+    """What preconditions need (:mod:`skill_library.induction.preconditions`): the tenant
+    (its traces and index) and what runs a version's read-only probe in the sandbox."""
+
+
+class HoldingOut(Canaried, Protocol):
+    """What the uplift holdout reads (:mod:`skill_library.uplift`): the tenant, its actors
+    and policy (a suppression is an audited transition) and the tools that only read state."""
+
+    @property
+    def read_only_tools(self) -> frozenset[str]: ...
+
+
+class Rechecking(Reviewing, Protocol):
+    """What re-verifying skills after a tool's schema changed needs
+    (:mod:`skill_library.governance.tool_schemas`): the governed workflow and what runs a
+    version in the sandbox."""
+
+
+class Redacting(Learning, Executing, Protocol):
+    """What redacting stored versions needs (:mod:`skill_library.redaction`): learning's
+    parts (a redacted version is learned anew under a free name) and reading a version."""
+
+
+class Fetching(Searching, Vocabularied, Calibrating, Remembering, HoldingOut, Mining, Protocol):
+    """What fetch reads (:mod:`skill_library.fetching`): the tenant's index and records,
+    the embedder, its floors, the memories that prefetch and procedures add, and what
+    intent, abstention, the canary routes, the holdout and preconditions read."""
+
+    @property
+    def min_reliability(self) -> float: ...
+
+    def plan(self, task: str, *args: Any, **options: Any) -> Plan: ...

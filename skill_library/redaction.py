@@ -50,7 +50,7 @@ from skill_library.storage.tables import (
 )
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Redacting
     from skill_library.record_store import SQLRecordStore
 
 #: An alias of a renamed skill resolves for this many releases after the one that made it.
@@ -68,7 +68,7 @@ def _release() -> str:
 
 
 # -- aliases ------------------------------------------------------------------------------
-def resolve(library: "SkillLibrary", name: str) -> str:
+def resolve(library: "Redacting", name: str) -> str:
     """``name``, or the skill an alias of it names (with a ``DeprecationWarning``)."""
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
@@ -83,7 +83,7 @@ def resolve(library: "SkillLibrary", name: str) -> str:
     return str(row[0])
 
 
-def aliases(library: "SkillLibrary") -> dict[str, str]:
+def aliases(library: "Redacting") -> dict[str, str]:
     """Every alias of the tenant: old name -> new name."""
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     with store.transaction(write=False) as conn:
@@ -232,7 +232,7 @@ def _traces(conn: sa.Connection, store: "SQLRecordStore", ids: set[str]) -> list
     return [Trace.model_validate(b) for b in rows]
 
 
-def redact_stored(library: "SkillLibrary") -> RedactionReport:
+def redact_stored(library: "Redacting") -> RedactionReport:
     """Redact every stored version and example that holds personal data (module docstring)."""
     from skill_library.governance import audit
     from skill_library.governance.actors import SYSTEM_ID
@@ -359,7 +359,7 @@ def redact_stored(library: "SkillLibrary") -> RedactionReport:
     return report
 
 
-def get(library: "SkillLibrary", name: str, version: int | None = None) -> Skill:
+def get(library: "Redacting", name: str, version: int | None = None) -> Skill:
     """``library.get`` through the aliases: a renamed skill's old name (unknown, or its
     versions retired by the rename) warns and gives the new skill (``version`` then counts
     in the new skill's versions). A live name costs no alias lookup."""

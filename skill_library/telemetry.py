@@ -36,12 +36,12 @@ import functools
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from skill_library import privacy
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.context import TenantContext
 
 try:  # opentelemetry-api is a dependency; without it every call is a no-op
     from opentelemetry import context as _context
@@ -53,6 +53,20 @@ except ImportError:  # pragma: no cover - the API ships with chromadb
     _trace = None  # type: ignore[assignment]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Observed(Protocol):
+    """What the gauges read of an open library (telemetry sits below the concepts, so it
+    names its own narrow type): the tenant's context, its name and where its records live."""
+
+    @property
+    def context(self) -> TenantContext: ...
+
+    @property
+    def tenant(self) -> str: ...
+
+    @property
+    def location(self) -> str: ...
 
 #: the instrumentation scope's name
 SCOPE = "skill_library"
@@ -70,7 +84,7 @@ GAUGED = ("quarantined", "suspended", "held")
 
 _explicit: dict[str, Any] = {}
 _instruments: dict[int, dict[str, Any]] = {}
-_libraries: "weakref.WeakSet[SkillLibrary]" = weakref.WeakSet()
+_libraries: "weakref.WeakSet[Observed]" = weakref.WeakSet()
 
 
 def use(tracer_provider: Any = None, meter_provider: Any = None) -> None:
@@ -150,13 +164,13 @@ def _version() -> str:
         return "0"
 
 
-def watch(library: "SkillLibrary") -> None:
+def watch(library: "Observed") -> None:
     """Count ``library``'s quarantined, suspended and held versions in the gauge (held
     weakly: a closed, collected library drops out)."""
     _libraries.add(library)
 
 
-def version_counts(library: "SkillLibrary") -> dict[str, int]:
+def version_counts(library: "Observed") -> dict[str, int]:
     """``{status: n}`` of :data:`GAUGED` in ``library``'s tenant ("held": draft or
     evaluated versions waiting for a person)."""
     import sqlalchemy as sa

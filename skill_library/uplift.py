@@ -65,7 +65,7 @@ from skill_library.storage.feature_tables import uplift_settings_table as uplift
 
 if TYPE_CHECKING:
     from skill_library.abstention import FetchResult
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import HoldingOut
 
 #: the share of sessions held out when a tenant opts in without naming one
 UPLIFT_HOLDOUT_SHARE = 0.05
@@ -238,7 +238,7 @@ def check_share(share: Any) -> float:
 
 
 def configure(
-    library: "SkillLibrary", *, share: float = UPLIFT_HOLDOUT_SHARE, side_effects: bool = False,
+    library: "HoldingOut", *, share: float = UPLIFT_HOLDOUT_SHARE, side_effects: bool = False,
     skills: Iterable[str] | None = None, actor: Any = None,
 ) -> UpliftSettings:
     """Store the tenant's holdout (``skill.admin``; audited under :data:`AUDIT_NAME`)."""
@@ -257,7 +257,7 @@ def configure(
     who = caller_actor(library, actor)
     require(who, "skill.admin", "change the tenant's uplift holdout")
     new = UpliftSettings(share=share, side_effects=side_effects, skills=names)
-    tenant = library.tenant
+    tenant = library.context.tenant
 
     def work(conn: sa.Connection) -> None:
         old = _load(conn, tenant)
@@ -288,7 +288,7 @@ def _load(conn: sa.Connection, tenant: str) -> UpliftSettings:
 _SETTINGS: "weakref.WeakKeyDictionary[Any, tuple[int | None, UpliftSettings]]" = weakref.WeakKeyDictionary()
 
 
-def settings(library: "SkillLibrary", generation: int | None = None) -> UpliftSettings:
+def settings(library: "HoldingOut", generation: int | None = None) -> UpliftSettings:
     """The tenant's holdout, read once per index ``generation`` (default: the store's)."""
     from skill_library.governance.lifecycle import sql_of
 
@@ -298,7 +298,7 @@ def settings(library: "SkillLibrary", generation: int | None = None) -> UpliftSe
     if cached is not None and cached[0] == generation:
         return cached[1]
     with sql_of(library).transaction(write=False) as conn:
-        found = _load(conn, library.tenant)
+        found = _load(conn, library.context.tenant)
     _SETTINGS[library] = (generation, found)
     return found
 
@@ -310,7 +310,7 @@ def bucket(tenant: str, name: str, session: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def measured(library: "SkillLibrary", skill: Skill, found: UpliftSettings,
+def measured(library: "HoldingOut", skill: Skill, found: UpliftSettings,
              read_only: frozenset[str] | None = None) -> bool:
     """Whether ``skill`` takes part in the tenant's holdout (code skills; with side effects
     only when the tenant says so; only the named skills when it names some). ``read_only``:
@@ -327,11 +327,11 @@ def measured(library: "SkillLibrary", skill: Skill, found: UpliftSettings,
     return True
 
 
-def held(library: "SkillLibrary", skill: Skill, session: str, found: UpliftSettings,
+def held(library: "HoldingOut", skill: Skill, session: str, found: UpliftSettings,
          read_only: frozenset[str] | None = None) -> bool:
     """Whether ``session`` is in ``skill``'s holdout arm."""
     return (measured(library, skill, found, read_only)
-            and bucket(library.tenant, skill.name, session) < found.share)
+            and bucket(library.context.tenant, skill.name, session) < found.share)
 
 
 def workflow_of(skill: Skill) -> tuple[str, ...]:
@@ -344,14 +344,14 @@ _EXPOSURES: "weakref.WeakKeyDictionary[Any, OrderedDict[str, dict[str, tuple[Arm
     weakref.WeakKeyDictionary()
 
 
-def _memo(library: "SkillLibrary") -> "OrderedDict[str, dict[str, tuple[Arm, int]]]":
+def _memo(library: "HoldingOut") -> "OrderedDict[str, dict[str, tuple[Arm, int]]]":
     memo = _EXPOSURES.get(library)
     if memo is None:
         memo = _EXPOSURES[library] = OrderedDict()
     return memo
 
 
-def _expose(library: "SkillLibrary", session: str, name: str, arm: Arm, version: int) -> None:
+def _expose(library: "HoldingOut", session: str, name: str, arm: Arm, version: int) -> None:
     memo = _memo(library)
     memo.setdefault(session, {})[name] = (arm, version)
     memo.move_to_end(session)
@@ -359,13 +359,13 @@ def _expose(library: "SkillLibrary", session: str, name: str, arm: Arm, version:
         memo.popitem(last=False)
 
 
-def exposures(library: "SkillLibrary", session: str) -> dict[str, tuple[Arm, int]]:
+def exposures(library: "HoldingOut", session: str) -> dict[str, tuple[Arm, int]]:
     """The skills this library object served or held back as ``session``'s top match, with
     the arm and version."""
     return dict(_memo(library).get(session, {}))
 
 
-def hold_back(library: "SkillLibrary", result: "FetchResult", session: str,
+def hold_back(library: "HoldingOut", result: "FetchResult", session: str,
               generation: int | None = None) -> "FetchResult":
     """``result`` with the workflows held back for ``session`` taken out (module doc)."""
     found = settings(library, generation)
@@ -426,7 +426,7 @@ def _check_cost(cost: Mapping[str, Any] | None) -> dict[str, float] | None:
 
 
 def record_session_outcome(
-    library: "SkillLibrary", session: str, outcome: "bool | OutcomeKind | str", *,
+    library: "HoldingOut", session: str, outcome: "bool | OutcomeKind | str", *,
     skills: Iterable[str] | None = None, cost: Mapping[str, Any] | None = None, reason: str | None = None,
     origin: str = "feedback",
 ) -> dict[str, str]:
@@ -463,7 +463,7 @@ def record_session_outcome(
             targets[name] = (arm, skill.version)
     digest = session_digest(session)
     line = " ".join(str(reason).split())[:200] if reason else None
-    tenant = library.tenant
+    tenant = library.context.tenant
 
     def work(conn: sa.Connection) -> None:
         table = session_outcomes_table
@@ -493,13 +493,13 @@ def delete_outcomes(conn: sa.Connection, tenant: str, name: str) -> None:
     conn.execute(table.delete().where(table.c.tenant == tenant).where(table.c.name == name))
 
 
-def _rows(library: "SkillLibrary", name: str, version: int | None,
+def _rows(library: "HoldingOut", name: str, version: int | None,
           since: datetime | None = None) -> list[dict[str, Any]]:
     from skill_library.governance.lifecycle import sql_of
 
     table = session_outcomes_table
     query = sa.select(table.c.arm, table.c.kind, table.c.cost, table.c.recorded_at) \
-        .where(table.c.tenant == library.tenant).where(table.c.name == name)
+        .where(table.c.tenant == library.context.tenant).where(table.c.name == name)
     if version is not None:
         query = query.where(table.c.version == version)
     with sql_of(library).transaction(write=False) as conn:
@@ -523,7 +523,7 @@ def _arm(rows: Sequence[Mapping[str, Any]]) -> ArmCounts:
                 other=len(rows) - len(counted), cost={k: sum(v) / len(v) for k, v in sorted(costs.items())})
 
 
-def uplift(library: "SkillLibrary", name: str, version: int | None = None, *,
+def uplift(library: "HoldingOut", name: str, version: int | None = None, *,
            since: datetime | None = None, skill: Skill | None = None, events: Sequence[Any] | None = None) -> Uplift:
     """The uplift of ``version`` (default: the pointer's) of ``name`` (module doc);
     ``since``: only outcomes recorded after it (``skill``, ``events``: the version and its
@@ -553,22 +553,22 @@ def uplift(library: "SkillLibrary", name: str, version: int | None = None, *,
     cost = {key: {"served": served.cost[key], "held_back": held_arm.cost[key],
                   "difference": served.cost[key] - held_arm.cost[key]}
             for key in served.cost if key in held_arm.cost}
-    return Uplift(name=name, version=skill.version, tenant=library.tenant, served=served, held_back=held_arm,
+    return Uplift(name=name, version=skill.version, tenant=library.context.tenant, served=served, held_back=held_arm,
                   difference=difference, low=low, high=high, verdict=verdict, needs=needs, share=share,
                   cost=cost, marked=any(e.evidence.get("mark") == POSITIVE_MARK for e in events),
                   suppressed=skill.status == "quarantined" and _suppression(events) is not None)
 
 
 # -- verdicts: suppression and the positive mark -------------------------------------------
-def _events(library: "SkillLibrary", name: str, version: int | None = None) -> list[Any]:
+def _events(library: "HoldingOut", name: str, version: int | None = None) -> list[Any]:
     from skill_library.governance import audit
     from skill_library.governance.lifecycle import sql_of
 
     with sql_of(library).transaction(write=False) as conn:
-        return audit.read(conn, library.tenant, name, version)
+        return audit.read(conn, library.context.tenant, name, version)
 
 
-def is_marked(library: "SkillLibrary", name: str, version: int) -> bool:
+def is_marked(library: "HoldingOut", name: str, version: int) -> bool:
     """Whether ``version`` of ``name`` was marked reliably positive."""
     return any(e.evidence.get("mark") == POSITIVE_MARK for e in _events(library, name, version))
 
@@ -586,7 +586,7 @@ def _last_lift(events: Sequence[Any]) -> datetime | None:
     return lifts[-1] if lifts else None
 
 
-def after_outcome(library: "SkillLibrary", name: str) -> Uplift | None:
+def after_outcome(library: "HoldingOut", name: str) -> Uplift | None:
     """After a session outcome of ``name``: suppress its active version when its uplift is
     reliably negative, mark it when reliably positive (module doc)."""
     from skill_library.errors import LifecycleError, SkillNotFoundError
@@ -619,7 +619,7 @@ def after_outcome(library: "SkillLibrary", name: str) -> Uplift | None:
         reason = (f"marked: uplift reliably positive ({100 * (current.difference or 0):+.1f} points, "
                   f"{current.confidence:.0%} lower bound {100 * current.low:+.1f} > 0)")
         sql_of(library).retrying(lambda conn: audit.write(
-            conn, library.tenant, name, skill.version, skill.status, skill.status, actor=system_actor().id,
+            conn, library.context.tenant, name, skill.version, skill.status, skill.status, actor=system_actor().id,
             reason=reason, evidence={**evidence, "mark": POSITIVE_MARK}))
     return current
 
@@ -652,14 +652,14 @@ class UpliftSummary:
         return f"{head}; {len(self.skills)} skill(s) measured: " + "; ".join(parts)
 
 
-def summary(library: "SkillLibrary") -> UpliftSummary:
+def summary(library: "HoldingOut") -> UpliftSummary:
     """:class:`UpliftSummary` of the tenant (one uplift per skill with session outcomes)."""
     from skill_library.errors import SkillNotFoundError
     from skill_library.governance.lifecycle import sql_of
 
     table = session_outcomes_table
     with sql_of(library).transaction(write=False) as conn:
-        names = sorted(conn.execute(sa.select(table.c.name).where(table.c.tenant == library.tenant)
+        names = sorted(conn.execute(sa.select(table.c.name).where(table.c.tenant == library.context.tenant)
                                     .distinct()).scalars())
     found = []
     for name in names:

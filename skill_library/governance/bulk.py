@@ -18,8 +18,8 @@ from skill_library.errors import SkillLibraryError
 
 if TYPE_CHECKING:
     from skill_library.governance.actors import Actor
-    from skill_library.library import SkillLibrary
     from skill_library.models import Skill
+    from skill_library.protocols import Deciding
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
@@ -37,12 +37,12 @@ class Decision:
         return self.error is None
 
 
-def held(library: "SkillLibrary") -> list[tuple[str, int]]:
+def held(library: "Deciding") -> list[tuple[str, int]]:
     """The evaluated versions waiting for an approval (what learning held), oldest first."""
     return [(s.name, s.version) for s in library.review_queue() if s.status == "evaluated"]
 
 
-def _pick(library: "SkillLibrary", name: str, statuses: Sequence[str], what: str) -> int:
+def _pick(library: "Deciding", name: str, statuses: Sequence[str], what: str) -> int:
     """The newest version of ``name`` in the first of ``statuses`` that has one."""
     versions = library.history(name)  # raises SkillNotFoundError for an unknown name
     for status in statuses:
@@ -54,7 +54,7 @@ def _pick(library: "SkillLibrary", name: str, statuses: Sequence[str], what: str
 
 
 def _each(
-    library: "SkillLibrary",
+    library: "Deciding",
     items: Sequence[str | tuple[str, int]],
     pick: Callable[[str], int],
     move: Callable[[str, int], "Skill"],
@@ -72,7 +72,7 @@ def _each(
 
 
 def approve_many(
-    library: "SkillLibrary",
+    library: "Deciding",
     items: Sequence[str | tuple[str, int]],
     *,
     actor: "Actor | str | None",
@@ -88,7 +88,7 @@ def approve_many(
 
 
 def promote_many(
-    library: "SkillLibrary",
+    library: "Deciding",
     items: Sequence[str | tuple[str, int]],
     *,
     actor: "Actor | str | None",

@@ -39,7 +39,7 @@ from skill_library.storage.feature_tables import tool_bindings_table as tool_bin
 
 if TYPE_CHECKING:
     from skill_library.governance.tools import ToolSpec
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Rechecking, Ruled
 
 #: the status of a version taken out of fetch because a tool it calls changed or went away
 SUSPENDED = "suspended"
@@ -184,11 +184,12 @@ def record(conn: sa.Connection, tenant: str, skills: Sequence[Skill], specs: Map
         conn.execute(tool_bindings_table.insert(), rows)
 
 
-def record_for(conn: sa.Connection, library: "SkillLibrary", skills: Sequence[Skill]) -> None:
+def record_for(conn: sa.Connection, library: "Ruled", skills: Sequence[Skill]) -> None:
     """:func:`record` under ``library``'s tool specs as stored on ``conn``."""
     from skill_library.governance import tools as tool_store
 
-    record(conn, library.tenant, skills, {**library.constructor_tool_specs(), **tool_store.load(conn, library.tenant)})
+    tenant = library.context.tenant
+    record(conn, tenant, skills, {**library.constructor_tool_specs(), **tool_store.load(conn, tenant)})
 
 
 def load(conn: sa.Connection, tenant: str, keys: Iterable[tuple[str, int]] | None = None
@@ -230,12 +231,12 @@ def purge(conn: sa.Connection, tenant: str, name: str) -> None:
                  .where(tool_bindings_table.c.name == name))
 
 
-def digests(library: "SkillLibrary", name: str, version: int) -> dict[str, str]:
+def digests(library: "Rechecking", name: str, version: int) -> dict[str, str]:
     """``{tool: digest}`` of the schemas ``name`` v``version`` was verified against."""
     from skill_library.governance.lifecycle import sql_of
 
     with sql_of(library).transaction(write=False) as conn:
-        bound = load(conn, library.tenant, [(name, version)]).get((name, version), {})
+        bound = load(conn, library.context.tenant, [(name, version)]).get((name, version), {})
     return {tool: b.digest for tool, b in sorted(bound.items())}
 
 
@@ -290,14 +291,14 @@ def suspended_calling(conn: sa.Connection, tenant: str, tools: Iterable[str]) ->
     return [(r[0], int(r[1])) for r in rows if wanted & set(r[2] or [])]
 
 
-def suspend(conn: sa.Connection, library: "SkillLibrary", hits: Mapping[tuple[str, int], list[str]],
+def suspend(conn: sa.Connection, library: "Rechecking", hits: Mapping[tuple[str, int], list[str]],
             new: Mapping[str, "ToolSpec | None"], changed: Mapping[str, str]) -> None:
     """Move every version of ``hits`` from active (or canary) to suspended on ``conn`` (the
     transaction that stores the new schemas), audited by ``system`` with the reason. A
     canary keeps its ``canaries`` row, so that passing re-verification returns it to its
     share of sessions; routing serves only a version whose status is ``canary``."""
-    bound = load(conn, library.tenant, hits)
-    status = statuses(conn, library.tenant, hits)
+    bound = load(conn, library.context.tenant, hits)
+    status = statuses(conn, library.context.tenant, hits)
     moves: dict[str, list[tuple[str, int, str, dict[str, Any]]]] = {}
     for (name, version), tools in sorted(hits.items()):
         why = "; ".join(f"tool {t!r} {changed.get(t, 'declared with a schema')}" for t in tools)
@@ -341,7 +342,7 @@ def _digest_or_none(spec: "ToolSpec | None") -> str | None:
     return None if spec is None else digest(spec.schema_)
 
 
-def move_many(conn: sa.Connection, library: "SkillLibrary", moves: Sequence[tuple[str, int, str, dict[str, Any]]],
+def move_many(conn: sa.Connection, library: "Rechecking", moves: Sequence[tuple[str, int, str, dict[str, Any]]],
               from_status: str, to_status: str) -> None:
     """Move the versions of ``moves`` (name, version, reason, evidence) from
     ``from_status`` to ``to_status`` as ``system`` on ``conn``: a few statements for all
@@ -356,9 +357,9 @@ def move_many(conn: sa.Connection, library: "SkillLibrary", moves: Sequence[tupl
         return
     if to_status not in TRANSITIONS.get(from_status, frozenset()):
         raise LifecycleError(f"a version cannot move from {from_status} to {to_status}")
-    system = library.resolve_actor("system")
+    system = library.actors.resolve("system")
     require(system, REQUIRED[to_status], f"move versions from {from_status} to {to_status}")
-    tenant = library.tenant
+    tenant = library.context.tenant
     versions, skills = rs.versions_table, rs.skills_table
     keys = [(n, v) for n, v, _, _ in moves]
     for start in range(0, len(keys), 500):
@@ -428,7 +429,7 @@ def schema_diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) ->
     return "".join(difflib.unified_diff(lines(old), lines(new), "verified against", "registered now"))
 
 
-def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
+def reverify(library: "Rechecking", suspended: Sequence[tuple[str, int]],
              specs: Mapping[str, "ToolSpec"], tools: Mapping[str, Callable[..., Any]] | None = None
              ) -> Reverification:
     """Re-verify the ``suspended`` versions against the tenant's tool ``specs`` now: replay
@@ -445,7 +446,7 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
     from skill_library.governance.lifecycle import sql_of
 
     store = sql_of(library)
-    tenant = library.tenant
+    tenant = library.context.tenant
     result = Reverification(suspended=list(suspended))
     if not suspended:
         return result
@@ -486,7 +487,7 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
         if tools and not problems and rebound:
             problems.extend(live_check(library, skill, {t: bodies[t] for t in ids if t in bodies}, specs, tools))
         verdicts[key] = (rebound, problems, "".join(diffs))
-    system = library.resolve_actor("system")
+    system = library.actors.resolve("system")
 
     def work(conn: sa.Connection) -> None:
         held: list[dict[str, Any]] = []
@@ -513,9 +514,9 @@ def reverify(library: "SkillLibrary", suspended: Sequence[tuple[str, int]],
         result.held.update({(e["name"], e["version"]): e["evidence"]["problems"] for e in held})
         result.reactivated[:] = [(n, v) for n, v, _, _ in passed]
 
-    with library._index.writing() as index:
+    with library.context.index.writing() as index:
         store.retrying(work)
-        library._sync_index_many(index, sorted({n for n, _ in result.reactivated}), {})
+        library.context.sync(index, sorted({n for n, _ in result.reactivated}), known={})
     return result
 
 
@@ -533,7 +534,7 @@ def _example_ids(conn: sa.Connection, tenant: str, names: Iterable[str]) -> dict
     return found
 
 
-def resume(library: "SkillLibrary", name: str, *, actor: Any, reason: str) -> Skill:
+def resume(library: "Rechecking", name: str, *, actor: Any, reason: str) -> Skill:
     """A person (``skill.approve``) returns a suspended version of ``name`` to active (a
     suspended canary to canary, its share of sessions). With several suspended versions
     (an active one and a canary), the newest."""
@@ -545,7 +546,7 @@ def resume(library: "SkillLibrary", name: str, *, actor: Any, reason: str) -> Sk
         raise SkillLibraryError(f"skill {name!r} has no suspended version; nothing to resume")
     version = suspended[-1].version
     with sql_of(library).transaction(write=False) as conn:
-        was_canary = (name, version) in canaries_of(conn, library.tenant, [name])
+        was_canary = (name, version) in canaries_of(conn, library.context.tenant, [name])
     return transition(library, name, version, "canary" if was_canary else "active", actor=actor,
                       reason=reason or "resumed by an approver after a tool schema change")
 
@@ -576,7 +577,7 @@ def _recorded(tool: str, calls: Sequence[Mapping[str, Any]]) -> Callable[..., An
     return stub
 
 
-def live_check(library: "SkillLibrary", skill: Skill, traces: Mapping[str, Mapping[str, Any]],
+def live_check(library: "Rechecking", skill: Skill, traces: Mapping[str, Mapping[str, Any]],
                specs: Mapping[str, "ToolSpec"], tools: Mapping[str, Callable[..., Any]]) -> list[str]:
     """The problems of running ``skill`` once per stored example trace (``traces``: raw
     trace dicts by id) in the sandbox with its read-only tools live: a tool declared
@@ -626,7 +627,7 @@ def live_check(library: "SkillLibrary", skill: Skill, traces: Mapping[str, Mappi
     return problems
 
 
-def reverify_named(library: "SkillLibrary", name: str,
+def reverify_named(library: "Rechecking", name: str,
                    tools: Mapping[str, Callable[..., Any]] | None = None) -> Reverification:
     """``SkillLibrary.reverify_tools``: re-verify the suspended versions of ``name`` against
     the tool schemas declared now (with ``tools``, the live read-only check too)."""

@@ -15,7 +15,7 @@ from skill_library.errors import LifecycleError, PermissionDenied, SkillLibraryE
 from skill_library.governance import audit, tool_schemas
 from skill_library.governance import policy as policy_store
 from skill_library.governance import tools as tool_store
-from skill_library.governance.actors import Actor, check_claimable, os_user, require
+from skill_library.governance.actors import Actor, os_user, require
 from skill_library.governance.lifecycle import apply, sql_of, tenant_of, transition, write
 from skill_library.governance.policy import BREADTH, Policy
 from skill_library.governance.tools import ToolSpec
@@ -24,13 +24,13 @@ from skill_library.storage import canary_rows
 from skill_library.storage.skill_rows import SkillRows
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Governed, Reviewing
 
 #: the share of sessions a canary gets when neither ``share`` nor ``cohort`` is given
 DEFAULT_CANARY_SHARE = 0.1
 
 
-def open_tenant(library: "SkillLibrary", policy: Policy | None, *, check: bool = True) -> None:
+def open_tenant(library: "Reviewing", policy: Policy | None, *, check: bool = True) -> None:
     """On opening: a tenant with no actors yet (a new library, or one made before
     governance) gets its actors and its policy (``policy`` or the default); an existing
     one must not be opened with a different ``policy`` (``check=False``: a tenant view
@@ -63,39 +63,26 @@ def open_tenant(library: "SkillLibrary", policy: Policy | None, *, check: bool =
         )
 
 
-def caller_actor(library: "SkillLibrary", actor: Actor | str | None) -> Actor:
-    """:func:`resolve_actor` for a caller's per-call ``actor=``: the library's own actors
-    (``system``, ``generalizer``) are refused, whether named by id or by an Actor object."""
-    actor_id = actor.id if isinstance(actor, Actor) else actor
-    if isinstance(actor_id, str):
-        check_claimable(actor_id)
-    return resolve_actor(library, actor)
+def caller_actor(library: "Governed", actor: Actor | str | None) -> Actor:
+    """:meth:`ActorRegistry.caller`: a caller's per-call ``actor=`` resolved, the library's
+    own actors (``system``, ``generalizer``) refused."""
+    return library.actors.caller(actor)
 
 
-def resolve_actor(library: "SkillLibrary", actor: Actor | str | None) -> Actor:
-    """The registered actor for ``actor`` (None: the library's ``actor=``, else the local
-    administrator, the OS user)."""
-    if actor is None:
-        return library.actors.get(library.default_actor or os_user())
-    if isinstance(actor, Actor):
-        registered = library.actors.get(actor.id)
-        if registered.kind != actor.kind:
-            raise PermissionDenied(
-                f"actor {actor.id!r} is registered as a {registered.kind}, not a {actor.kind}")
-        return registered
-    if isinstance(actor, str):
-        return library.actors.get(actor)
-    raise TypeError(f"actor must be an Actor, an actor id or None, got {type(actor).__name__}")
+def resolve_actor(library: "Governed", actor: Actor | str | None) -> Actor:
+    """:meth:`ActorRegistry.resolve`: the registered actor for ``actor`` (None: the
+    library's ``actor=``, else the local administrator, the OS user)."""
+    return library.actors.resolve(actor)
 
 
 # -- policy and tools -----------------------------------------------------------------------
-def policy(library: "SkillLibrary") -> Policy:
+def policy(library: "Reviewing") -> Policy:
     """The tenant's stored policy, else the default (``read_only``)."""
     with sql_of(library).transaction(write=False) as conn:
         return policy_store.load(conn, tenant_of(library)) or Policy()
 
 
-def set_policy(library: "SkillLibrary", new: Policy, *, actor: Actor | str | None) -> Policy:
+def set_policy(library: "Reviewing", new: Policy, *, actor: Actor | str | None) -> Policy:
     """Store ``new`` as the tenant's policy (``skill.admin``), audited with the old one."""
     if not isinstance(new, Policy):
         raise TypeError(f"set_policy() takes a Policy, got {type(new).__name__}")
@@ -116,14 +103,14 @@ def set_policy(library: "SkillLibrary", new: Policy, *, actor: Actor | str | Non
     return result
 
 
-def tool_specs(library: "SkillLibrary") -> dict[str, ToolSpec]:
+def tool_specs(library: "Reviewing") -> dict[str, ToolSpec]:
     """``read_only_tools=`` of the library object, overridden by the tenant's declarations."""
     with sql_of(library).transaction(write=False) as conn:
         stored = tool_store.load(conn, tenant_of(library))
     return {**library.constructor_tool_specs(), **stored}
 
 
-def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None], *,
+def register_tools(library: "Reviewing", specs: Mapping[str, ToolSpec | None], *,
                    actor: Actor | str | None, tools: Mapping[str, Any] | None = None
                    ) -> "tool_schemas.Reverification":
     """Declare ``specs`` in the tenant (``skill.admin``; one audit event); a ``None`` spec
@@ -167,7 +154,7 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None]
             canaries.setdefault(n, set()).add(v)
         tool_schemas.suspend(conn, library, hits, checked, changed)
 
-    with library._index.writing() as index:
+    with library.context.index.writing() as index:
         sql_of(library).retrying(work)
         gone = sorted({n for n, v in hits if v not in canaries.get(n, ())})  # a canary has no index entry
         index.delete_ids(list(index.texts_of_many(gone)) if gone else [])  # one read, one delete
@@ -175,7 +162,7 @@ def register_tools(library: "SkillLibrary", specs: Mapping[str, ToolSpec | None]
 
 
 # -- writing versions ----------------------------------------------------------------------
-def add_active(library: "SkillLibrary", skills: Sequence[Skill], *, initial_success: bool,
+def add_active(library: "Governed", skills: Sequence[Skill], *, initial_success: bool,
                actor: Actor, reason: str) -> list[Skill]:
     """The direct path (``add``/``add_many``): store each skill as its name's active
     version, audited (``None -> active``, and ``active -> superseded`` for the one before),
@@ -211,7 +198,7 @@ def _verified_evidence(skill: Skill, verified: bool) -> dict[str, Any]:
     return {"verified": True, "trace": None, "evidence": "asserted by the local administrator"}
 
 
-def propose(library: "SkillLibrary", skill: Skill, *, actor: Actor | str | None,
+def propose(library: "Governed", skill: Skill, *, actor: Actor | str | None,
             reason: str = "") -> Skill:
     """Store ``skill`` as a draft (the next version of its name), audited."""
     from skill_library.induction.validation import check_policy
@@ -238,7 +225,7 @@ def propose(library: "SkillLibrary", skill: Skill, *, actor: Actor | str | None,
     return write(library, skill.name, work)
 
 
-def reject(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None,
+def reject(library: "Reviewing", name: str, version: int, *, actor: Actor | str | None,
            reason: str) -> Skill:
     """A draft or evaluated version becomes ``rejected`` (kept for audit)."""
     if not reason or not reason.strip():
@@ -247,7 +234,7 @@ def reject(library: "SkillLibrary", name: str, version: int, *, actor: Actor | s
                       reason=reason)
 
 
-def approve(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None,
+def approve(library: "Reviewing", name: str, version: int, *, actor: Actor | str | None,
             reason: str = "") -> Skill:
     """An evaluated version becomes ``approved`` (a user actor with ``skill.approve``, not
     its proposer, its latest evaluation passed)."""
@@ -268,7 +255,7 @@ def approve(library: "SkillLibrary", name: str, version: int, *, actor: Actor | 
     return transition(library, name, version, "approved", actor=who, reason=reason or "approved")
 
 
-def canary(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None,
+def canary(library: "Reviewing", name: str, version: int, *, actor: Actor | str | None,
            share: float | None = None, cohort: str | None = None) -> Skill:
     """An approved version becomes ``canary`` for ``share`` of sessions (default
     :data:`DEFAULT_CANARY_SHARE`) or the named ``cohort``; E's routing reads the row."""
@@ -299,13 +286,13 @@ def canary(library: "SkillLibrary", name: str, version: int, *, actor: Actor | s
     return write(library, name, work)
 
 
-def promote(library: "SkillLibrary", name: str, version: int, *, actor: Actor | str | None) -> Skill:
+def promote(library: "Reviewing", name: str, version: int, *, actor: Actor | str | None) -> Skill:
     """An approved or canary version becomes active; the active one before it superseded."""
     return transition(library, name, version, "active", actor=caller_actor(library, actor),
                       reason="promoted")
 
 
-def rollback(library: "SkillLibrary", name: str, *, actor: Actor | str | None,
+def rollback(library: "Reviewing", name: str, *, actor: Actor | str | None,
              to_version: int | None = None) -> Skill:
     """Retire the active version and make the previous released one (the newest
     superseded version before it, or ``to_version``) active, in one transaction."""
@@ -338,7 +325,7 @@ def rollback(library: "SkillLibrary", name: str, *, actor: Actor | str | None,
     return write(library, name, work)
 
 
-def retire(library: "SkillLibrary", name: str, *, actor: Actor | str | None = None) -> Skill:
+def retire(library: "Reviewing", name: str, *, actor: Actor | str | None = None) -> Skill:
     """The pointer's version (active or quarantined) becomes ``retired``."""
     current = library.context.store.get(name)
     return transition(library, name, current.version, "retired",
@@ -346,7 +333,7 @@ def retire(library: "SkillLibrary", name: str, *, actor: Actor | str | None = No
 
 
 # -- reading ---------------------------------------------------------------------------------
-def diff(library: "SkillLibrary", name: str, v1: int, v2: int) -> str:
+def diff(library: "Reviewing", name: str, v1: int, v2: int) -> str:
     """A readable diff of two versions: ``when``, tools, parameters, then the code."""
     a, b = library.context.store.get(name, v1), library.context.store.get(name, v2)
     lines = [f"--- {name} v{v1} ({a.status})", f"+++ {name} v{v2} ({b.status})"]
@@ -369,7 +356,7 @@ def diff(library: "SkillLibrary", name: str, v1: int, v2: int) -> str:
     return "\n".join(lines)
 
 
-def audit_events(library: "SkillLibrary", name: str | None = None) -> list[audit.AuditEvent]:
+def audit_events(library: "Reviewing", name: str | None = None) -> list[audit.AuditEvent]:
     """The tenant's audit events (of ``name``), oldest first."""
     with sql_of(library).transaction(write=False) as conn:
         return audit.read(conn, tenant_of(library), name)
@@ -387,7 +374,7 @@ DECISIONS: dict[str, str] = {
 }
 
 
-def review_queue(library: "SkillLibrary") -> list[Skill]:
+def review_queue(library: "Reviewing") -> list[Skill]:
     """Every version taken out of fetch or not yet in it that waits for a person, oldest
     first: draft and evaluated versions (approve or reject), quarantined ones (by
     ``system``: a failure burst or a reliably negative uplift; lift the quarantine or
@@ -398,14 +385,14 @@ def review_queue(library: "SkillLibrary") -> list[Skill]:
     return [found[k] for k in keys if k in found]
 
 
-def queue_reason(library: "SkillLibrary", skill: Skill) -> str:
+def queue_reason(library: "Reviewing", skill: Skill) -> str:
     """The reason of the latest audit event of ``skill``'s version (for a quarantined or
     suspended version: why it left fetch, e.g. the uplift interval); empty when none."""
-    events = [e for e in library.audit(skill.name) if e.version == skill.version]
+    events = [e for e in audit_events(library, skill.name) if e.version == skill.version]
     return events[-1].reason if events else ""
 
 
-def delete(library: "SkillLibrary", name: str, *, actor: Actor | str | None) -> audit.AuditEvent:
+def delete(library: "Reviewing", name: str, *, actor: Actor | str | None) -> audit.AuditEvent:
     """Remove every record of ``name`` (see ``SkillLibrary.delete``); one audit event stays."""
     who = caller_actor(library, actor)
     require(who, "skill.admin", f"delete {name!r}")

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from skill_library.models import Condition, Trace
 
 if TYPE_CHECKING:
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Mining
 
 #: chance level a condition must beat (divided by the conditions tried for a pair)
 ALPHA = 0.01
@@ -438,7 +438,7 @@ def sentence(conditions: Sequence[Condition]) -> str:
 
 
 # -- a library ---------------------------------------------------------------------------------
-def _evidence(lib: "SkillLibrary") -> dict[str, list[Trace]]:
+def _evidence(lib: "Mining") -> dict[str, list[Trace]]:
     """The verified traces of each code skill (its examples' and provenance's): an active
     skill's are its own evidence; a held or quarantined one's still show a look-alike."""
     skills = [s for s in lib.context.store.list() if s.kind == "code" and s.status not in ("rejected", "retired")]
@@ -459,7 +459,7 @@ def _evidence(lib: "SkillLibrary") -> dict[str, list[Trace]]:
     return out
 
 
-def refresh(lib: "SkillLibrary") -> list[str]:
+def refresh(lib: "Mining") -> list[str]:
     """Re-mine the preconditions of ``lib``'s active skills; store those that changed with
     their active version and its derived ``when`` (the condition sentence), and re-index
     them. Returns the names whose preconditions changed."""
@@ -479,8 +479,8 @@ def refresh(lib: "SkillLibrary") -> list[str]:
         lib.context.store.set_preconditions(skill.name, skill.version, wanted, when if when != skill.when else None)
         changed.append(skill.name)
     if changed:
-        with lib._index.writing() as index:
-            lib._sync_index_many(index, changed, {})
+        with lib.context.index.writing() as index:
+            lib.context.sync(index, changed, known={})
     return changed
 
 
@@ -492,7 +492,7 @@ PROBE_TOP = 3
 PROBE_STOP = "precondition probe: state-changing calls are not made"
 
 
-def probe(lib: "SkillLibrary", skill: Any, args: Mapping[str, Any],
+def probe(lib: "Mining", skill: Any, args: Mapping[str, Any],
           read_tools: Mapping[str, Callable[..., Any]]) -> tuple[bool | None, str | None]:
     """Whether ``skill``'s preconditions hold for ``args``: its code runs in the sandbox with
     the caller's read-only tools (``read_tools``) and every state-changing tool replaced by
@@ -531,7 +531,7 @@ def probe(lib: "SkillLibrary", skill: Any, args: Mapping[str, Any],
         "cannot check: the run made no change"
 
 
-def rank_applicable(lib: "SkillLibrary", result: Any, args: Mapping[str, Any],
+def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
                     read_tools: Mapping[str, Callable[..., Any]], *, top: int = PROBE_TOP,
                     abstain: bool = True) -> Any:
     """``fetch``'s result with the top ``top`` candidates probed (:func:`probe`); those

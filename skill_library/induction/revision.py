@@ -41,7 +41,7 @@ from skill_library.models import Skill, Trace, VerificationReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from sandbox import Sandbox
-    from skill_library.library import SkillLibrary
+    from skill_library.protocols import Verifying
 
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -247,7 +247,7 @@ class SkillCheck:
         return not self.broken
 
 
-def verify_all(lib: "SkillLibrary", names: Sequence[str] | None = None) -> list[SkillCheck]:
+def verify_all(lib: "Verifying", names: Sequence[str] | None = None) -> list[SkillCheck]:
     """Replay every stored example trace of every active learned code skill (or of
     ``names``) with the current version, in the sandbox; one :class:`SkillCheck` per skill,
     by name. Reads only: no write lock is taken and nothing is changed."""

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
     import openai
 
-    from skill_library.library import SkillLibrary
     from skill_library.procedures.extract import Extraction
+    from skill_library.protocols import Proceduring
 
 TEMPLATES = Path(__file__).with_name("templates")
 #: a new procedure's confidence
@@ -89,7 +89,7 @@ def step(confidence: float, positive: bool) -> float:
 class Procedures:
     """The instruction procedures of one library (``library.procedures``)."""
 
-    def __init__(self, library: "SkillLibrary") -> None:
+    def __init__(self, library: "Proceduring") -> None:
         self._library = library
         self._store = sql_store(library.context.store)
         #: the procedure rows of this library's tenant (skill_library.storage.procedures)

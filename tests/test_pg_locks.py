@@ -61,3 +61,49 @@ def test_each_tenant_has_its_own_advisory_write_lock(url, monkeypatch):
     finally:
         one.close()
         two.close()
+
+
+def test_a_write_that_loses_a_deadlock_is_retried_not_reported_unavailable(url):
+    """A real deadlock (two transactions taking two rows in opposite orders): the write that
+    PostgreSQL aborts is retried by the store's ``retrying`` and then succeeds. It used to
+    surface as ``RecordStoreUnavailableError: ... deadlock detected``: the transaction names a
+    driver's OperationalError "unavailable", and the retry looked only at driver errors (the
+    cause of test_shared_deployment's intermittent four-writer failure)."""
+    import threading
+    import time
+
+    store = SQLRecordStore(url)
+    other = sa.create_engine(url)
+    try:
+        with other.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE probe (id int PRIMARY KEY, v int)")
+            conn.exec_driver_sql("INSERT INTO probe VALUES (1, 0), (2, 0)")
+        both_hold_one = threading.Barrier(2, timeout=30)
+        attempts: list[int] = []
+
+        def rival() -> None:
+            with other.begin() as conn:
+                conn.exec_driver_sql("UPDATE probe SET v = v + 10 WHERE id = 2")
+                both_hold_one.wait()
+                time.sleep(0.3)  # the store's write waits first, so its deadlock check fires first
+                conn.exec_driver_sql("UPDATE probe SET v = v + 10 WHERE id = 1")
+
+        def work(conn: sa.Connection) -> int:
+            attempts.append(1)
+            conn.exec_driver_sql("UPDATE probe SET v = v + 1 WHERE id = 1")
+            if len(attempts) == 1:
+                both_hold_one.wait()
+            conn.exec_driver_sql("UPDATE probe SET v = v + 1 WHERE id = 2")
+            return len(attempts)
+
+        thread = threading.Thread(target=rival)
+        thread.start()
+        try:
+            assert store.retrying(work) == 2  # aborted once by PostgreSQL, then written
+        finally:
+            thread.join(timeout=30)
+        with other.connect() as conn:
+            assert dict(conn.exec_driver_sql("SELECT id, v FROM probe").all()) == {1: 11, 2: 11}
+    finally:
+        store.close()
+        other.dispose()

@@ -114,8 +114,11 @@ def retrying(
         try:
             with write() as conn:
                 return work(conn)
-        except sa.exc.DBAPIError as exc:
-            state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+        except (sa.exc.DBAPIError, RecordStoreUnavailableError) as exc:
+            # a deadlock is an OperationalError, which the transaction names "unavailable"
+            # (raised from the driver's error): the race is read from the cause
+            driver = exc if isinstance(exc, sa.exc.DBAPIError) else exc.__cause__
+            state = getattr(getattr(driver, "orig", None), "sqlstate", None)
             if not postgres or state not in _PG_RETRY_STATES or attempt == PG_CONFLICT_RETRIES:
                 raise
             time.sleep(0.01 * (attempt + 1))

@@ -403,6 +403,7 @@ def compact(library: "Erasing", match: Matcher | None = None) -> None:
                         conn.exec_driver_sql(f'VACUUM "{name}"')
         if library.index_path is not None:
             compact_chroma_folder(library.index_path, match, library.context.index.collection)
+            library.context.index.scrub()  # the reopen's HNSW files, past their last element
 
 
 def compact_chroma_folder(folder: Path, match: Matcher | None = None, collection: str | None = None) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sqlite3
 import threading
 import warnings
 from contextlib import contextmanager
@@ -44,7 +45,7 @@ from typing import Callable, Iterator
 
 from skill_library import prototypes
 from skill_library.embeddings import Embedder
-from skill_library.errors import IndexCorruptError, RecordsBehindIndexError
+from skill_library.errors import IndexCorruptError, IndexUnavailableError, RecordsBehindIndexError
 from skill_library.models import Skill
 from skill_library.record_store import RecordStore
 from skill_library.tenancy import DEFAULT_TENANT, collection_name
@@ -206,6 +207,9 @@ class SyncedIndex:
             return self._fresh()
         if index is not None:
             if self._reload_marked(index, generation):
+                with self._lock_if_free() as locked:  # a reload wrote the files: scrub them
+                    if locked:
+                        self._scrub(index)
                 return index
             with self._lock_if_free() as locked:
                 if not locked:
@@ -242,11 +246,28 @@ class SyncedIndex:
         if self._index is None or generation != self._generation:
             if self._index is not None and self._reload_marked(self._index, generation):
                 self._generation = generation
+                self._scrub(self._index)
                 return self._index
             self._drop()
             self._index = self._open_checked()
             self._generation = self.store.index_generation()  # a repair bumps it
+            self._scrub(self._index)
         return self._index
+
+    def scrub(self) -> None:
+        """Zero the unused capacity of the index's HNSW files now, under the write lock
+        (after a maintenance step closed and reopened the folder's client, as erasure does)."""
+        with self._lock():
+            self._scrub(self._fresh())
+
+    def _scrub(self, index: VectorIndex) -> None:
+        """Under the lock, after an open or reload: zero what Chroma wrote of uncleared
+        memory into the HNSW files (:meth:`VectorIndex.scrub_unused_slots`). A scrub that
+        cannot read the files leaves them as they are; it never fails a read."""
+        try:
+            index.scrub_unused_slots()
+        except (OSError, sqlite3.Error, IndexUnavailableError):
+            pass
 
     # -- writing ------------------------------------------------------------------------
     @contextmanager

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
+import sqlite3
+import struct
 import threading
 import time
 import weakref
@@ -41,6 +43,11 @@ INDEX_RETRY_PAUSE_SECONDS = 0.25
 INDEX_REQUEST_TIMEOUT_SECONDS = 30.0
 #: collection metadata key holding the records generation a server index was written at
 GENERATION_KEY = "generation"
+
+#: the head of hnswlib's ``header.bin`` as Chroma's local HNSW segment writes it (format 1):
+#: format, level-0 offset, capacity, element count, bytes per element, label offset
+HNSW_HEADER = struct.Struct("<i5Q")
+HNSW_HEADER_FORMAT = 1
 
 T = TypeVar("T")
 
@@ -469,6 +476,22 @@ class VectorIndex:
         meta = {"model": self.embedder.model_name, "format": INDEX_FORMAT, GENERATION_KEY: generation}
         self._retry(lambda: self._collection.modify(metadata=meta))
 
+    def scrub_unused_slots(self) -> int:
+        """Zero the unused capacity of this collection's HNSW files in a folder index (the
+        bytes zeroed; 0 for a server index, whose files are the server's).
+
+        Chroma 1.5 rewrites a collection's HNSW files at full capacity on its first call
+        after a client opens it, the slots past the last element straight from memory it
+        never cleared, so freed texts of this process (an erased email, say) can land on
+        disk. Call it with the write lock held (no other writer grows the files
+        meanwhile): it makes that first call, then zeroes the tails."""
+        if self._shared is None or self.folder is None:
+            return 0
+        collection_id = str(self._retry(lambda: self._collection.id))
+        self.count()  # the first call: Chroma loads the segment and writes its files now
+        return sum(zero_unused_hnsw_slots(self.folder / segment)
+                   for segment in _vector_segments(self.folder, collection_id))
+
     # -- reads --------------------------------------------------------------------------
     def count(self) -> int:
         """How many texts are indexed (a skill has one or more)."""
@@ -630,6 +653,54 @@ def _forget_chroma_system(folder: Path) -> None:
                 system.stop()
             except Exception:
                 pass
+
+
+def _vector_segments(folder: Path, collection_id: str) -> list[str]:
+    """The vector segment ids (= folder names) of a collection, read from Chroma's catalog."""
+    path = Path(folder) / "chroma.sqlite3"
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = conn.execute("SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
+                            (collection_id,)).fetchall()
+    finally:
+        conn.close()
+    return [str(row[0]) for row in rows]
+
+
+def zero_unused_hnsw_slots(segment: Path) -> int:
+    """Zero the slots past the element count of one HNSW segment folder (``data_level0.bin``
+    and ``length.bin``); the bytes zeroed. A folder with no header, a header of another
+    format, or files whose sizes do not match the header's capacity are left as they are
+    (0): nothing is written that the format does not say is unused."""
+    header = Path(segment) / "header.bin"
+    try:
+        head = header.read_bytes()[:HNSW_HEADER.size]
+    except OSError:
+        return 0
+    if len(head) < HNSW_HEADER.size:
+        return 0
+    fmt, _offset, capacity, count, per_element, _label = HNSW_HEADER.unpack(head)
+    if fmt != HNSW_HEADER_FORMAT or count > capacity:
+        return 0
+    zeroed = 0
+    for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
+        path = Path(segment) / name
+        try:
+            if path.stat().st_size != capacity * width:
+                continue
+            with open(path, "r+b") as handle:
+                handle.seek(count * width)
+                tail = handle.read()
+                if tail.count(0) == len(tail):
+                    continue
+                handle.seek(count * width)
+                handle.write(bytes(len(tail)))
+                zeroed += len(tail)
+        except OSError:
+            continue
+    return zeroed
 
 
 def remove_index_folder(folder: Path) -> None:

@@ -627,3 +627,68 @@ def test_the_erasure_salt_is_made_once_per_tenant_and_keys_follow_it(store):
             raise RuntimeError("rolled back")
     with store.transaction(write=False) as conn:
         assert privacy_rows.salt(conn, "zed", create=False) is None
+
+
+# -- the rows an erasure touches (storage.erasure_rows) ----------------------------------
+class _Naming:
+    """A matcher of one word (what skill_library.erasure.Matcher answers, simplified)."""
+
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    def text(self, text: str) -> bool:
+        return self.word in text
+
+    def any(self, value):
+        return self.word in str(value)
+
+    def scrub(self, value):
+        if isinstance(value, str):
+            return value.replace(self.word, "(forgotten)")
+        if isinstance(value, dict):
+            return {k: self.scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.scrub(v) for v in value]
+        return value
+
+
+def test_erasure_rows_delete_a_subjects_traces_scrub_the_rest_and_keep_tombstones(store):
+    from skill_library.storage.erasure_rows import ErasureRows, compact_records
+
+    rows = ErasureRows(store)
+    assert rows.tombstoned({}) == set() and rows.tombstoned({0: {"x"}}) == set()  # no salt yet: none
+    hers, other = trace("greet Zoe"), trace("greet Ada")
+    learned = skill(when="greet Zoe {target}")
+    learned = learned.model_copy(update={"provenance": learned.provenance.model_copy(
+        update={"trace_ids": [hers.id, other.id]})})
+    store.add_version(learned)
+    store.save_evidence("greet", trace=hers, success=True, examples=[
+        Example(trace_id=hers.id, text="greet Zoe", params={}), Example(trace_id=other.id, text="greet Ada", params={})])
+    store.save_trace(other)
+    store.save_task_vectors("m", {hers.id: b"\x01", other.id: b"\x02"})
+    store.for_tenant("acme").save_trace(hers)  # another tenant's copy is not this erasure's
+    naming = _Naming("Zoe")
+    found = rows.matching_traces(lambda task, body: naming.text(task))
+    assert list(found) == [hers.id] and found[hers.id].task == "greet Zoe"
+    asked: list[set[str]] = []
+    erased = rows.erase(sorted(found), {hers.id, "content-of-hers"}, naming,
+                        lambda old: asked.append(old) or {"no-such-digest"})
+    assert (erased.traces, erased.examples, erased.outcome_links, erased.tombstones) == (1, 1, 1, 2)
+    assert erased.affected == {"greet"} and erased.scrubbed.get("skill_versions") == 1
+    assert asked == [{"greet Zoe {target}"}]  # the old text of the scrubbed version
+    with pytest.raises(TraceNotFoundError):
+        store.get_trace(hers.id)
+    assert store.get_trace(other.id).id == other.id and store.for_tenant("acme").get_trace(hers.id)
+    assert store.get("greet").provenance.trace_ids == [other.id]
+    assert "Zoe" not in store.get("greet").when
+    assert [e.trace_id for e in store.examples(["greet"])["greet"]] == [other.id]
+    assert store.task_vector_ids("m", [hers.id, other.id]) == {other.id}
+    assert [o["trace_id"] for o in store.outcome_log("greet")] == [None]  # the outcome stays, unlinked
+    assert rows.tombstoned({0: {"content-of-hers"}, 1: {other.id}, 2: {hers.id}}) == {0, 2}
+    assert ErasureRows(store.for_tenant("acme")).tombstoned({0: {hers.id}}) == set()
+    again = rows.erase([hers.id], {hers.id}, naming, lambda old: set())
+    assert again.tombstones == 0 and again.traces == 0  # a tombstone is kept once
+    nothing = rows.erase([], set(), _Naming("nobody"), lambda old: set())
+    assert (nothing.traces, nothing.tombstones, nothing.scrubbed) == (0, 0, {})
+    compact_records(store)  # VACUUM on either backend, the rows unchanged
+    assert store.get_trace(other.id).id == other.id

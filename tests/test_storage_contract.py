@@ -670,9 +670,11 @@ def test_erasure_rows_delete_a_subjects_traces_scrub_the_rest_and_keep_tombstone
     naming = _Naming("Zoe")
     found = rows.matching_traces(lambda task, body: naming.text(task))
     assert list(found) == [hers.id] and found[hers.id].task == "greet Zoe"
+    store.save_vectors("m", {"d-old": b"\x01", "d-kept": b"\x02"})
     asked: list[set[str]] = []
     erased = rows.erase(sorted(found), {hers.id, "content-of-hers"}, naming,
-                        lambda old: asked.append(old) or {"no-such-digest"})
+                        lambda old: asked.append(old) or {"d-old"})
+    assert store.load_vectors("m", ["d-old", "d-kept"]) == {"d-kept": b"\x02"}  # the tenant's key too
     assert (erased.traces, erased.examples, erased.outcome_links, erased.tombstones) == (1, 1, 1, 2)
     assert erased.affected == {"greet"} and erased.scrubbed.get("skill_versions") == 1
     assert asked == [{"greet Zoe {target}"}]  # the old text of the scrubbed version
@@ -692,3 +694,51 @@ def test_erasure_rows_delete_a_subjects_traces_scrub_the_rest_and_keep_tombstone
     assert (nothing.traces, nothing.tombstones, nothing.scrubbed) == (0, 0, {})
     compact_records(store)  # VACUUM on either backend, the rows unchanged
     assert store.get_trace(other.id).id == other.id
+
+
+# -- the rows redaction rewrites (storage.redaction_rows) --------------------------------
+def test_redaction_rows_rewrite_a_skill_rename_it_and_keep_an_alias_in_one_transaction(store):
+    from skill_library.storage import redaction_rows
+    from skill_library.storage.redaction_rows import RedactionRows
+
+    hers = trace("greet Zoe")
+    store.add_version(skill("greet_zoe", when="greet Zoe {target}"))
+    store.save_evidence("greet_zoe", trace=hers, success=True,
+                        examples=[Example(trace_id=hers.id, text="greet Zoe", params={"target": "Zoe"})])
+    store.save_vectors("m", {"d-old": b"\x01", "d-kept": b"\x02"})
+    assert redaction_rows.alias_of(store, "greet_zoe") is None and redaction_rows.aliases(store) == {}
+    with pytest.raises(RuntimeError, match="rolled back"):
+        with RedactionRows.writing(store) as rows:
+            rows.add_version(skill("greet"), status="active", successes=0, failures=0)
+            rows.rename("greet_zoe", "greet", "9.9")
+            raise RuntimeError("rolled back")
+    assert redaction_rows.aliases(store) == {} and store.names() == ["greet_zoe"]  # nothing of it stays
+    with RedactionRows.writing(store) as rows:
+        assert rows.names() == ["greet_zoe"] and rows.aliases() == set()
+        versions = rows.versions("greet_zoe")
+        assert [(v["version"], v["when_text"]) for v in versions] == [(1, "greet Zoe {target}")]
+        assert [e["trace_id"] for e in rows.examples("greet_zoe")] == [hers.id]
+        assert [t.id for t in rows.traces({hers.id, "unknown"})] == [hers.id] and rows.traces(set()) == []
+        assert rows.active_version("greet_zoe") == 1
+        rows.set_example("greet_zoe", hers.id, text="greet (name)", params={"target": "x"})
+        stored = rows.add_version(skill("greet", when="greet (name) {target}"), status="active",
+                                  successes=3, failures=1)
+        rows.rewrite_version("greet_zoe", 1, {"when_text": "(erased)", "description": "(erased)",
+                                              "status": "retired"})
+        rows.forget_derived("greet_zoe", ["d-old"])
+        rows.rename("greet_zoe", "greet", "9.9")
+        rows.audit("greet", stored.version, None, "redacted", actor="system", reason="test", evidence={"n": 1})
+    assert (stored.name, stored.version) == ("greet", 1)
+    assert (store.get("greet").successes, store.get("greet").failures) == (3, 1)
+    assert store.get("greet_zoe", 1).when == "(erased)" and store.get("greet_zoe", 1).status == "retired"
+    assert [(e.trace_id, e.text) for e in store.examples(["greet"])["greet"]] == [(hers.id, "greet (name)")]
+    assert store.examples(["greet_zoe"])["greet_zoe"] == []
+    assert store.load_vectors("m", ["d-old", "d-kept"]) == {"d-kept": b"\x02"}
+    assert redaction_rows.alias_of(store, "greet_zoe") == ("greet", "9.9")
+    assert redaction_rows.aliases(store) == {"greet_zoe": "greet"}
+    assert redaction_rows.aliases(store.for_tenant("acme")) == {}
+    with RedactionRows.writing(store) as rows:  # an alias of the alias follows a second rename
+        rows.add_version(skill("hello"), status="draft", successes=0, failures=0)
+        rows.rename("greet", "hello", "9.10")
+    assert redaction_rows.aliases(store) == {"greet_zoe": "hello", "greet": "hello"}
+

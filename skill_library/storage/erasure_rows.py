@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import sqlalchemy as sa
 
 from skill_library.models import Trace, utc_now
-from skill_library.storage import privacy_rows
+from skill_library.storage import privacy_rows, redaction_rows
 from skill_library.storage.privacy_tables import aliases_table, tombstones_table
 from skill_library.storage.tables import (
     examples_table,
@@ -138,8 +138,9 @@ class ErasureRows:
         """In one transaction: delete the traces ``ids`` with their examples and task
         vectors, unlink the outcomes of them (the outcome rows stay), drop them from the
         versions' provenance and the affected skills' derived ``when``; replace the value in
-        every other row of the tenant that names it (:meth:`sweep`), dropping the cached
-        vectors of the changed versions' old texts (their digests: ``vector_digests``); and,
+        every other row of the tenant that names it (:meth:`_sweep`), dropping the tenant's
+        cached vectors of the changed versions' old texts (their digests: ``vector_digests``,
+        under the tenant's key and the unsalted one); and,
         when traces were erased, keep a tombstone of each of ``identities``."""
         erased = Erased()
         t = self._t
@@ -175,7 +176,8 @@ class ErasureRows:
                          .where(profiles_table.c.name.in_(sorted(erased.affected) or [""])))
             old_texts = self._sweep(conn, match, erased)
             if old_texts:
-                conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(sorted(vector_digests(old_texts)))))
+                keys = redaction_rows.stored_keys(self.tenant, vector_digests(old_texts))
+                conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(keys)))
             if ids:
                 salt = privacy_rows.salt(conn, self.tenant, create=True)
                 assert salt is not None

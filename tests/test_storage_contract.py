@@ -742,3 +742,45 @@ def test_redaction_rows_rewrite_a_skill_rename_it_and_keep_an_alias_in_one_trans
         rows.rename("greet", "hello", "9.10")
     assert redaction_rows.aliases(store) == {"greet_zoe": "hello", "greet": "hello"}
 
+
+# -- the uplift holdout's rows (storage.uplift_rows) --------------------------------------
+def test_uplift_rows_settings_change_with_their_audit_event_and_outcomes_are_one_per_session(store):
+    from skill_library.storage import audit
+    from skill_library.storage.uplift_rows import UpliftRows, delete_outcomes
+
+    rows = UpliftRows(store)
+    assert rows.settings() is None and rows.measured_names() == [] and rows.session_outcomes("greet") == []
+    seen = []
+
+    def event(old):
+        seen.append(old)
+        return {"name": "(uplift)", "to_status": "0.1", "reason": "set", "evidence": {"n": 1}}
+
+    rows.set_settings(share=0.1, side_effects=False, skills=["greet"], actor="ann", event=event)
+    rows.set_settings(share=0.2, side_effects=True, skills=None, actor="bob", event=event)
+    assert seen[0] is None and seen[1]["share"] == 0.1 and seen[1]["skills"] == ["greet"]
+    got = rows.settings()
+    assert (got["share"], got["side_effects"], got["skills"], got["actor"]) == (0.2, True, None, "bob")
+    assert UpliftRows(store.for_tenant("acme")).settings() is None
+    with store.transaction(write=False) as conn:
+        assert [e.actor for e in audit.read(conn, "default", "(uplift)")] == ["ann", "bob"]
+
+    def failing(old):
+        raise RuntimeError("the audit event could not be made")
+
+    with pytest.raises(RuntimeError, match="could not be made"):
+        rows.set_settings(share=0.5, side_effects=False, skills=None, actor="cy", event=failing)
+    assert rows.settings()["share"] == 0.2  # no setting without its audit event
+    one = {"version": 1, "kind": "success", "success": True, "reason": None, "origin": "feedback", "cost": None}
+    assert rows.add_session_outcomes("s1", [{"name": "greet", "arm": "served", **one},
+                                            {"name": "wave", "arm": "held_back", **one}]) == []
+    assert rows.add_session_outcomes("s1", [{"name": "greet", "arm": "served", **one},
+                                            {"name": "hop", "arm": "served", **one}]) == ["greet"]
+    assert rows.measured_names() == ["greet", "wave"]  # hop was not written either
+    rows.add_session_outcomes("s2", [{"name": "greet", "arm": "held_back", **{**one, "version": 2}}])
+    assert [r["arm"] for r in rows.session_outcomes("greet")] == ["served", "held_back"]
+    assert [r["arm"] for r in rows.session_outcomes("greet", 2)] == ["held_back"]
+    assert UpliftRows(store.for_tenant("acme")).measured_names() == []
+    with store.transaction(write=True) as conn:
+        delete_outcomes(conn, "default", "greet")
+    assert rows.measured_names() == ["wave"]

@@ -28,16 +28,8 @@ ALLOWED: dict[str, int] = {
     # not moved yet (issue 24: each moves into a storage/ module, then leaves this list)
     "migrations.py": 62,
     "governance/tool_schemas.py": 56,
-    "governance/rules.py": 12,
-    "governance/evaluation.py": 9,
-    "governance/lifecycle.py": 9,
-    "governance/workflow.py": 9,
-    "governance/tools.py": 8,
     "write_lock.py": 8,
-    "governance/learned.py": 5,
-    "telemetry.py": 5,
     "cli/admin.py": 2,
-    "governance/policy.py": 1,
 }
 
 _EXECUTING = {"execute", "exec_driver_sql"}
@@ -114,7 +106,9 @@ def sql_lines(path: Path, here: str | None = None) -> list[int]:
               and node.value.id in module_names and _is_table(module_names[node.value.id], node.attr)):
             lines.add(node.lineno)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in _EXECUTING):
+              and node.func.attr in _EXECUTING
+              and not (isinstance(node.func.value, ast.Name) and node.func.value.id in module_names)):
+            # conn.execute(...), not a library module's function of that name (execution.execute)
             lines.add(node.lineno)
     return sorted(lines)
 
@@ -142,7 +136,9 @@ def test_the_counter_finds_sql_and_only_sql(tmp_path):
         "    conn.execute(sa.select(versions_table.c.name))\n"            # 6
         "    rows = tables.outcomes_table.c.id\n"                         # 7
         "    text = 'select(insert(update('\n"                             # 8 a string: not SQL
-        "    return None\n"
+        "    return None\n"                                               # 9
+        "from skill_library import execution\n"                          # 10
+        "execution.execute(None, None)\n"                                # 11 a module's function: not SQL
     )
     assert sql_lines(probe, here="skill_library.probe") == [1, 6, 7]
 

@@ -784,3 +784,75 @@ def test_uplift_rows_settings_change_with_their_audit_event_and_outcomes_are_one
     with store.transaction(write=True) as conn:
         delete_outcomes(conn, "default", "greet")
     assert rows.measured_names() == ["wave"]
+
+
+# -- governance's other rows (storage.governance_rows, storage.canary_rows) ----------------
+def test_tool_specs_are_declared_redeclared_and_removed_per_tenant(store):
+    from skill_library.models import utc_now
+    from skill_library.storage import governance_rows as g
+
+    with store.transaction(write=True) as conn:
+        assert g.tool_spec_rows(conn, "default") == []
+        g.save_tool_specs(conn, "default", {"say": (False, {"type": "object"}), "pay": (True, {})}, utc_now())
+        g.save_tool_specs(conn, "default", {"say": (True, {"type": "object", "x": 1})}, utc_now())
+        g.save_tool_specs(conn, "acme", {"hop": (False, {})}, utc_now())
+    with store.transaction(write=False) as conn:
+        rows = g.tool_spec_rows(conn, "default")
+    assert [(r["name"], r["side_effects"], r["schema"]) for r in rows] == [
+        ("pay", True, {}), ("say", True, {"type": "object", "x": 1})]
+    with store.transaction(write=True) as conn:
+        g.remove_tool_specs(conn, "default", ["pay", "unknown"])
+        g.remove_tool_specs(conn, "default", [])
+        assert [r["name"] for r in g.tool_spec_rows(conn, "default")] == ["say"]
+        assert [r["name"] for r in g.tool_spec_rows(conn, "acme")] == ["hop"]
+
+
+def test_approvals_by_people_tools_of_versions_and_status_counts(store):
+    from skill_library.storage import audit
+    from skill_library.storage import governance_rows as g
+
+    store.add_version(skill())
+    store.add_version(skill(value="two"), status="draft")
+    with store.transaction(write=True) as conn:
+        assert not g.skill_exists(conn, "default", "wave") and g.skill_exists(conn, "default", "greet")
+        assert not g.skill_exists(conn, "acme", "greet")
+        audit.write(conn, "default", "greet", 1, "evaluated", "approved", actor="ann")
+        audit.write(conn, "default", "greet", 2, "evaluated", "approved", actor="system")
+        assert g.approved_versions(conn, "default", "greet", not_by={"system"}) == {1}
+        assert g.approved_versions(conn, "default", "greet", not_by=set()) == {1, 2}
+        assert g.approved_versions(conn, "acme", "greet", not_by=set()) == set()
+        assert g.version_tools(conn, "default", "greet", {1, 2}) == [[], []]
+        assert g.version_tools(conn, "default", "greet", set()) == []
+    assert g.status_counts(store, ("active", "draft", "retired")) == {"active": 1, "draft": 1}
+    assert g.status_counts(store.for_tenant("acme"), ("active",)) == {}
+
+
+def test_evaluations_are_stored_whole_and_read_oldest_first(store):
+    from skill_library.models import utc_now
+    from skill_library.storage import governance_rows as g
+
+    made = [g.add_evaluation(store, name="greet", version=v, active_version=None, suite_id="s", suite_hash="h",
+                             passed=v == 2, actor="ann", body={"passed": v == 2, "n": v}, created_at=utc_now())
+            for v in (1, 2, 2)]
+    assert made == sorted(made) and len(set(made)) == 3
+    assert [r["body"]["n"] for r in g.evaluation_rows(store, "greet")] == [1, 2, 2]
+    assert [r["id"] for r in g.evaluation_rows(store, "greet", 2)] == made[1:]
+    assert g.evaluation_rows(store, "wave") == [] and g.evaluation_rows(store.for_tenant("acme"), "greet") == []
+
+
+def test_a_canary_row_is_found_and_stopped_on_the_callers_transaction(store):
+    from skill_library.storage import canary_rows
+
+    with store.transaction(write=True) as conn:
+        canary_rows.start(conn, "default", "greet", 2, share=0.1, cohort=None, actor="ann")
+        assert canary_rows.has_row(conn, "default", "greet", 2)
+        assert not canary_rows.has_row(conn, "default", "greet", 1) and not canary_rows.has_row(conn, "acme", "greet", 2)
+    with pytest.raises(RuntimeError, match="rolled back"):
+        with store.transaction(write=True) as conn:
+            canary_rows.stop(conn, "default", "greet", 2)
+            raise RuntimeError("rolled back")
+    with store.transaction(write=True) as conn:
+        assert canary_rows.has_row(conn, "default", "greet", 2)  # the stop rolled back with its transaction
+        canary_rows.stop(conn, "default", "greet", 2)
+        assert not canary_rows.has_row(conn, "default", "greet", 2)
+

@@ -27,7 +27,6 @@ STORAGE = PACKAGE / "storage"
 ALLOWED: dict[str, int] = {
     # not moved yet (issue 24: each moves into a storage/ module, then leaves this list)
     "migrations.py": 62,
-    "governance/tool_schemas.py": 56,
     "cli/admin.py": 2,
 }
 

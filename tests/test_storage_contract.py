@@ -856,3 +856,45 @@ def test_a_canary_row_is_found_and_stopped_on_the_callers_transaction(store):
         canary_rows.stop(conn, "default", "greet", 2)
         assert not canary_rows.has_row(conn, "default", "greet", 2)
 
+
+# -- the rows of tool-schema re-verification (storage.tool_binding_rows) --------------------
+def test_tool_binding_rows_bind_rebind_and_move_versions_on_the_callers_transaction(store):
+    from skill_library.models import utc_now
+    from skill_library.storage import canary_rows
+    from skill_library.storage import tool_binding_rows as b
+
+    evidence = trace("greet Ada")
+    store.add_version(skill())
+    store.save_evidence("greet", trace=evidence, examples=[Example(trace_id=evidence.id, text="greet Ada", params={})])
+    store.add_version(skill("wave", when="wave to {target}"))
+    now = utc_now()
+    with store.transaction(write=True) as conn:
+        assert b.trace_bodies(conn, "default", [evidence.id, "unknown"])[evidence.id]["task"] == "greet Ada"
+        assert b.trace_bodies(conn, "acme", [evidence.id]) == {}
+        assert b.example_trace_ids(conn, "default", ["greet", "wave"]) == {"greet": [evidence.id]}
+        b.add_bindings(conn, [])
+        b.add_bindings(conn, [{"tenant": "default", "name": n, "version": 1, "tool": "say", "digest": "d1",
+                               "source": "traces", "schema": {}, "bound_at": now} for n in ("greet", "wave")])
+        b.replace_binding(conn, "default", "greet", 1, tool="say", digest="d2", source="declared",
+                          schema={"type": "object"}, now=now)
+        rows = b.binding_rows(conn, "default", ["greet"])
+        assert [(r["tool"], r["digest"], r["source"], r["schema"]) for r in rows] == [
+            ("say", "d2", "declared", {"type": "object"})]
+        assert sorted(r["name"] for r in b.binding_rows(conn, "default")) == ["greet", "wave"]
+        b.delete_bindings(conn, "default", "wave")
+        assert [r["name"] for r in b.binding_rows(conn, "default")] == ["greet"]
+        assert b.binding_rows(conn, "acme") == []
+        assert sorted(b.code_versions_with_status(conn, "default", ["active"])) == [("greet", 1, []), ("wave", 1, [])]
+        assert b.code_versions_with_status(conn, "default", ["suspended"], code_only=False) == []
+        assert b.version_statuses(conn, "default", [("greet", 1), ("greet", 9)]) == {("greet", 1): "active"}
+        assert b.pointers(conn, "default", ["greet", "nobody"]) == {"greet": 1}
+        b.write_statuses(conn, "default", [("greet", 1), ("wave", 1)], "suspended", now)
+        canary_rows.start(conn, "default", "wave", 1, share=0.1, cohort=None, actor="ann")
+        assert b.canary_keys(conn, "default", ["greet", "wave"]) == {("wave", 1)}
+        assert b.canary_keys(conn, "acme", ["wave"]) == set()
+    assert store.get("greet", 1).status == "suspended" and store.get("wave", 1).status == "suspended"
+    with pytest.raises(RuntimeError, match="rolled back"):
+        with store.transaction(write=True) as conn:
+            b.write_statuses(conn, "default", [("greet", 1)], "active", now)
+            raise RuntimeError("rolled back")
+    assert store.get("greet", 1).status == "suspended"

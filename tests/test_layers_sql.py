@@ -25,8 +25,9 @@ STORAGE = PACKAGE / "storage"
 #: module (path under skill_library/) -> its SQL lines today, with why it has not moved yet.
 #: Every entry must be exact (the test fails when a module has more, or fewer: lower it).
 ALLOWED: dict[str, int] = {
-    # not moved yet (issue 24: each moves into a storage/ module, then leaves this list)
-    "migrations.py": 62,
+    # `skills deploy --to URL` catches SQLAlchemy's ArgumentError (a malformed record store
+    # URL) to word the error: not a statement; it leaves when storage's create_engine
+    # raises a named library error for a bad URL (errors.py and the CLI change with it)
     "cli/admin.py": 2,
 }
 

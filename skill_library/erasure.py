@@ -35,32 +35,20 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from skill_library.errors import SkillLibraryError
-from skill_library.models import LearnResult, Trace, utc_now
+from skill_library.models import LearnResult, Trace
 from skill_library.privacy import _norm
+from skill_library.storage import chroma_file
+from skill_library.storage.erasure_rows import UNSWEPT_COLUMNS as UNSWEPT_COLUMNS
+from skill_library.storage.erasure_rows import UNSWEPT_TABLES as UNSWEPT_TABLES
+from skill_library.storage.erasure_rows import ErasureRows, compact_records
 from skill_library.storage.privacy_rows import SALT_KEY as SALT_KEY
-from skill_library.storage.privacy_rows import digest as _digest
 from skill_library.storage.privacy_rows import opt_out_key as opt_out_key
 from skill_library.storage.privacy_rows import opt_out_keys as opt_out_keys
-from skill_library.storage.privacy_rows import salt as _salt
-from skill_library.storage.privacy_tables import aliases_table, tombstones_table
-from skill_library.storage.tables import (
-    examples_table,
-    outcomes_table,
-    profiles_table,
-    task_vectors_table,
-    traces_table,
-    vectors_table,
-    versions_table,
-)
 
 if TYPE_CHECKING:
     from skill_library.protocols import Erasing, Tenant
@@ -70,11 +58,6 @@ if TYPE_CHECKING:
 MIN_SUBJECT_CHARS = 2
 #: What a value left in a row that cannot be deleted is replaced by.
 FORGOTTEN_MARK = "(forgotten)"
-#: Traces read per batch while looking for a subject's.
-SCAN_BATCH = 500
-#: Tries of the final WAL checkpoint (another reader may hold it back), and the pause between.
-CHECKPOINT_TRIES = 50
-CHECKPOINT_PAUSE_SECONDS = 0.1
 
 class ForgetError(SkillLibraryError, ValueError):
     """A forget call was wrong: an empty or too short subject."""
@@ -170,18 +153,10 @@ def forgotten(library: "Tenant", traces: "dict[int, Trace]") -> dict[int, LearnR
     if not traces:
         return {}
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
-    with store.transaction(write=False) as conn:
-        salt = _salt(conn, store.tenant, create=False)
-        if salt is None:
-            return {}
-        wanted = {n: {_digest(salt, i) for i in _identities(t)} for n, t in traces.items()}
-        every = sorted(set().union(*wanted.values()))
-        dead = set(conn.execute(sa.select(tombstones_table.c.digest)
-                                .where(tombstones_table.c.tenant == store.tenant)
-                                .where(tombstones_table.c.digest.in_(every))).scalars())
+    dead = ErasureRows(store).tombstoned({n: _identities(t) for n, t in traces.items()})
     return {n: LearnResult(status="forgotten", reasons=[
         "this trace was erased by forget(subject) at its subject's request: it is never learned again"])
-        for n, digests in wanted.items() if digests & dead}
+        for n in traces if n in dead}
 
 
 # -- forget ---------------------------------------------------------------------------
@@ -191,77 +166,6 @@ def _check_subject(subject: object) -> str:
         raise ForgetError(f"forget needs a subject of at least {MIN_SUBJECT_CHARS} characters (a user id "
                           f"or an identifying value such as an email), got {subject!r}")
     return text
-
-
-def _matching_traces(conn: sa.Connection, store: "SQLRecordStore", match: Matcher) -> dict[str, Trace]:
-    found: dict[str, Trace] = {}
-    last = ""
-    while True:
-        rows = conn.execute(sa.select(traces_table.c.id, traces_table.c.task, traces_table.c.body)
-                            .where(store.tenant_filter(traces_table)).where(traces_table.c.id > last)
-                            .order_by(traces_table.c.id).limit(SCAN_BATCH)).all()
-        if not rows:
-            return found
-        for trace_id, task, body in rows:
-            if match.text(task) or match.any(body):
-                found[trace_id] = Trace.model_validate(body)
-        last = rows[-1][0]
-
-
-def _in(column: Any, values: Sequence[str]) -> Iterator[Any]:
-    from skill_library import settings
-
-    ordered = sorted(values)
-    for start in range(0, len(ordered), settings.IN_QUERY_BATCH):
-        yield column.in_(ordered[start : start + settings.IN_QUERY_BATCH])
-
-
-def _record_tables() -> list[sa.Table]:
-    """Every table with a tenant column the library writes (records, governance, patterns,
-    procedures), for the sweep that scrubs what the specific steps left."""
-    from skill_library import migrations  # noqa: F401  (registers every table the steps create)
-    from skill_library.storage.tables import metadata
-
-    # the tombstones and the aliases of renamed skills are the erasure's own rows
-    own = {traces_table.name, tombstones_table.name, aliases_table.name}
-    return [t for t in metadata.sorted_tables if "tenant" in t.c and t.name not in own]
-
-
-#: governance records of who did what (accountability, not a subject's data): never scrubbed
-#: (an actor is removed with ``skills actors remove``)
-UNSWEPT_TABLES = frozenset({"actors", "tool_specs", "policies", "library_meta", "schema_migrations"})
-#: columns never rewritten: keys and names other rows refer to, and who acted
-UNSWEPT_COLUMNS = frozenset({"tenant", "name", "actor"})
-
-
-def _sweep(conn: sa.Connection, tenant: str, match: Matcher, report: ForgetReport) -> set[str]:
-    """Replace the value in every remaining row of the tenant that names it (text and JSON
-    columns other than keys, names and actors); rows still naming it in such a column are
-    counted in ``report.left``. Returns the old texts of versions changed (their vectors are
-    dropped from the text cache)."""
-    old_texts: set[str] = set()
-    inspector_tables = set(sa.inspect(conn).get_table_names())
-    for table in _record_tables():
-        if table.name not in inspector_tables or table.name in UNSWEPT_TABLES:
-            continue
-        keys = list(table.primary_key.columns)
-        texty = [c for c in table.c if isinstance(c.type, (sa.String, sa.Text, sa.JSON))]
-        writable = [c for c in texty if c.name not in UNSWEPT_COLUMNS and not c.primary_key]
-        if not texty:
-            continue
-        columns = list(dict.fromkeys([*keys, *texty]))
-        for row in conn.execute(sa.select(*columns).where(table.c.tenant == tenant)).mappings():
-            changed = {c.name: match.scrub(row[c.name]) for c in writable
-                       if row[c.name] is not None and match.any(row[c.name])}
-            if changed:
-                if table.name == versions_table.name and "when_text" in changed:
-                    old_texts.add(row["when_text"])
-                condition = sa.and_(*(k == row[k.name] for k in keys))
-                conn.execute(table.update().where(condition).values(**changed))
-                report.scrubbed[table.name] = report.scrubbed.get(table.name, 0) + 1
-            if any(row[c.name] is not None and match.any(row[c.name]) for c in texty if c not in writable):
-                report.left[table.name] = report.left.get(table.name, 0) + 1
-    return old_texts
 
 
 def forget(library: "Erasing", subject: str) -> ForgetReport:
@@ -277,63 +181,21 @@ def forget(library: "Erasing", subject: str) -> ForgetReport:
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     patterns = library.patterns
     with library.context.index.writing() as index:
-        with store.transaction(write=False) as conn:
-            traces = _matching_traces(conn, store, match)
+        rows = ErasureRows(store)
+        traces = rows.matching_traces(lambda task, body: match.text(task) or match.any(body))
         ids = sorted(traces)
         # patterns and procedures of the subject, by the subject column and by their text
         report.transitions = patterns.forget_matching(match.any)
         report.procedures = library.procedures.forget_matching(subject, match.any, index)
         opted = patterns.opted_out(subject)
-        affected: set[str] = set()
-        with store.transaction(write=True) as conn:
-            t = store.tenant_filter
-            for cond in _in(examples_table.c.trace_id, ids):
-                affected.update(conn.execute(sa.select(examples_table.c.name).where(t(examples_table))
-                                             .where(cond)).scalars())
-                report.examples += conn.execute(examples_table.delete().where(t(examples_table))
-                                                .where(cond)).rowcount or 0
-            for cond in _in(outcomes_table.c.trace_id, ids):
-                affected.update(conn.execute(sa.select(outcomes_table.c.name).where(t(outcomes_table))
-                                             .where(cond)).scalars())
-                report.outcome_links += conn.execute(outcomes_table.update().where(t(outcomes_table))
-                                                     .where(cond).values(trace_id=None)).rowcount or 0
-            for cond in _in(task_vectors_table.c.trace_id, ids):
-                conn.execute(task_vectors_table.delete().where(t(task_vectors_table)).where(cond))
-            for cond in _in(traces_table.c.id, ids):
-                report.traces += conn.execute(traces_table.delete().where(t(traces_table))
-                                              .where(cond)).rowcount or 0
-            # the versions' provenance keeps no link to an erased trace
-            erased = set(ids)
-            for name, version, provenance in conn.execute(
-                    sa.select(versions_table.c.name, versions_table.c.version, versions_table.c.provenance)
-                    .where(t(versions_table))).all():
-                kept = [i for i in provenance.get("trace_ids", []) if i not in erased]
-                if len(kept) != len(provenance.get("trace_ids", [])):
-                    affected.add(name)
-                    conn.execute(versions_table.update().where(t(versions_table))
-                                 .where(versions_table.c.name == name).where(versions_table.c.version == version)
-                                 .values(provenance={**provenance, "trace_ids": kept}))
-            # a derived when recomputed from examples that named the subject
-            conn.execute(profiles_table.delete().where(t(profiles_table))
-                         .where(profiles_table.c.name.in_(sorted(affected) or [""])))
-            old_texts = _sweep(conn, store.tenant, match, report)
-            if old_texts:
-                digests = {text_digest(x) for x in old_texts} | {text_digest(index_text(x)) for x in old_texts}
-                conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(sorted(digests))))
-            report.opt_out_kept = opted
-            report.found = bool(ids or report.transitions or report.procedures or report.scrubbed or opted)
-            if ids:
-                salt = _salt(conn, store.tenant, create=True)
-                assert salt is not None
-                dead = sorted({_digest(salt, i) for trace in traces.values() for i in _identities(trace)}
-                              | {_digest(salt, i) for i in ids})
-                known = set(conn.execute(sa.select(tombstones_table.c.digest)
-                                         .where(tombstones_table.c.tenant == store.tenant)).scalars())
-                fresh = [d for d in dead if d not in known]
-                if fresh:
-                    conn.execute(tombstones_table.insert(),
-                                 [{"tenant": store.tenant, "digest": d, "at": utc_now()} for d in fresh])
-                report.tombstones = len(fresh)
+        dead = {i for trace in traces.values() for i in _identities(trace)} | set(ids)
+        erased = rows.erase(ids, dead, match, lambda old: {text_digest(x) for x in old}
+                            | {text_digest(index_text(x)) for x in old})
+        report.examples, report.outcome_links, report.traces = erased.examples, erased.outcome_links, erased.traces
+        report.scrubbed, report.left, report.tombstones = erased.scrubbed, erased.left, erased.tombstones
+        affected = erased.affected
+        report.opt_out_kept = opted
+        report.found = bool(ids or report.transitions or report.procedures or report.scrubbed or opted)
         # re-derive: each affected skill's examples (which are indexed), index entries, prototype
         for name in sorted(affected):
             remaining = store.examples([name])[name]
@@ -376,31 +238,9 @@ def _audit(store: "SQLRecordStore", report: ForgetReport) -> None:
 def compact(library: "Erasing", match: Matcher | None = None) -> None:
     """Make deleted rows unrecoverable from the files: SQLite WAL checkpoint and VACUUM (and
     a folder index's applied Chroma log purged and vacuumed); PostgreSQL VACUUM."""
-    store = library.context.store
-    engine = store.engine  # type: ignore[attr-defined]
+    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     with library.context.index.locked():
-        if engine.dialect.name == "sqlite":
-            engine.dispose()  # no pooled connection keeps a snapshot that stops the checkpoint
-            raw = engine.raw_connection()  # the driver's connection: VACUUM runs outside any BEGIN
-            try:
-                cursor = raw.driver_connection.cursor()  # type: ignore[union-attr]
-                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                cursor.execute("VACUUM")
-                for _ in range(CHECKPOINT_TRIES):  # a reader in flight makes the checkpoint busy
-                    busy = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-                    if not busy:
-                        break
-                    time.sleep(CHECKPOINT_PAUSE_SECONDS)
-                cursor.close()
-            finally:
-                raw.close()
-        elif engine.dialect.name == "postgresql":
-            names = [t.name for t in _record_tables()] + [traces_table.name, tombstones_table.name]
-            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                present = set(sa.inspect(conn).get_table_names())
-                for name in names:
-                    if name in present:
-                        conn.exec_driver_sql(f'VACUUM "{name}"')
+        compact_records(store)
         if library.index_path is not None:
             compact_chroma_folder(library.index_path, match, library.context.index.collection)
             library.context.index.scrub()  # the reopen's HNSW files, past their last element
@@ -416,34 +256,7 @@ def compact_chroma_folder(folder: Path, match: Matcher | None = None, collection
     if not path.exists():
         return
     with vector_index.closed_for_maintenance(folder):
-        _purge_chroma_file(path, match, collection)
-
-
-def _purge_chroma_file(path: Path, match: Matcher | None, collection: str | None) -> None:
-    import sqlite3
-
-    conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-    try:
-        if match is not None and collection is not None:
-            # Chroma's log keeps every upsert's document; an entry of a document that names the
-            # subject (deleted from the collection above: a later log entry deletes it) keeps
-            # its place in the log, with the value scrubbed from its text. Only this tenant's
-            # collection's entries: another tenant's are not this forget's to change.
-            found = conn.execute("SELECT id FROM collections WHERE name = ?", (collection,)).fetchone()
-            topic = f"%/{found[0]}" if found else None
-            rows = conn.execute("SELECT seq_id, metadata FROM embeddings_queue WHERE topic LIKE ?",
-                                (topic,)).fetchall() if topic else []
-            for seq_id, meta in rows:
-                if meta and match.text(meta):
-                    conn.execute("UPDATE embeddings_queue SET metadata = ? WHERE seq_id = ?",
-                                 (json.dumps(match.scrub(json.loads(meta))), seq_id))
-        try:  # the full-text index keeps deleted documents' terms until its segments are merged
-            conn.execute("INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')")
-        except sqlite3.OperationalError:  # a Chroma without that table: nothing to merge
-            pass
-        conn.execute("VACUUM")
-    finally:
-        conn.close()
+        chroma_file.purge(path, match, collection)
 
 
 def files_holding(folder: Path, value: str) -> list[str]:

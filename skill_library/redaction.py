@@ -34,20 +34,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from skill_library import privacy
 from skill_library.errors import SkillNotFoundError
-from skill_library.models import Skill, Trace, utc_now
-from skill_library.storage.privacy_tables import aliases_table
-from skill_library.storage.tables import (
-    examples_table,
-    profiles_table,
-    skills_table,
-    traces_table,
-    vectors_table,
-    versions_table,
-)
+from skill_library.models import Skill, Trace
+from skill_library.storage import redaction_rows
+from skill_library.storage.redaction_rows import RedactionRows
 
 if TYPE_CHECKING:
     from skill_library.protocols import Redacting
@@ -71,10 +62,7 @@ def _release() -> str:
 def resolve(library: "Redacting", name: str) -> str:
     """``name``, or the skill an alias of it names (with a ``DeprecationWarning``)."""
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
-    with store.transaction(write=False) as conn:
-        row = conn.execute(sa.select(aliases_table.c.name, aliases_table.c.made_in)
-                           .where(aliases_table.c.tenant == store.tenant)
-                           .where(aliases_table.c.alias == name)).first()
+    row = redaction_rows.alias_of(store, name)
     if row is None:
         return name
     warnings.warn(f"skill {name!r} was renamed to {row[0]!r} (its name held personal data; "
@@ -86,9 +74,7 @@ def resolve(library: "Redacting", name: str) -> str:
 def aliases(library: "Redacting") -> dict[str, str]:
     """Every alias of the tenant: old name -> new name."""
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
-    with store.transaction(write=False) as conn:
-        return {str(a): str(n) for a, n in conn.execute(
-            sa.select(aliases_table.c.alias, aliases_table.c.name).where(aliases_table.c.tenant == store.tenant))}
+    return redaction_rows.aliases(store)
 
 
 # -- finding personal data ----------------------------------------------------------------
@@ -224,46 +210,32 @@ class RedactionReport:
                    if review else ""))
 
 
-def _traces(conn: sa.Connection, store: "SQLRecordStore", ids: set[str]) -> list[Trace]:
-    if not ids:
-        return []
-    rows = conn.execute(sa.select(traces_table.c.body).where(store.tenant_filter(traces_table))
-                        .where(traces_table.c.id.in_(sorted(ids)))).scalars()
-    return [Trace.model_validate(b) for b in rows]
-
-
 def redact_stored(library: "Redacting") -> RedactionReport:
     """Redact every stored version and example that holds personal data (module docstring)."""
-    from skill_library.governance import audit
     from skill_library.governance.actors import SYSTEM_ID
     from skill_library.induction.description import index_text
     from skill_library.learning import _renamed, free_name
     from skill_library.text_vectors import text_digest
 
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
-    t = store.tenant_filter
     report = RedactionReport()
     vocabulary = {w for n in library.read_only_tools or () for w in str(n).split("_")}
     touched: set[str] = set()
     with library.context.index.writing() as index:
-        with store.transaction(write=True) as conn:
-            names = sorted(conn.execute(sa.select(skills_table.c.name).where(t(skills_table))).scalars())
+        with RedactionRows.writing(store) as rows:
+            names = rows.names()
             taken = set(names)
-            renamed = set(conn.execute(sa.select(aliases_table.c.alias)
-                                       .where(aliases_table.c.tenant == store.tenant)).scalars())
+            renamed = rows.aliases()
             for name in names:
                 if name in renamed:  # redacted already: an alias of its new name
                     continue
-                versions = conn.execute(sa.select(versions_table).where(t(versions_table))
-                                        .where(versions_table.c.name == name)
-                                        .order_by(versions_table.c.version)).mappings().all()
+                versions = rows.versions(name)
                 if not versions or versions[0]["kind"] != "code":
                     continue
-                examples = conn.execute(sa.select(examples_table).where(t(examples_table))
-                                        .where(examples_table.c.name == name)).mappings().all()
+                examples = rows.examples(name)
                 ids = {i for v in versions for i in v["provenance"].get("trace_ids", [])}
                 ids |= {e["trace_id"] for e in examples}
-                roles = _values(_traces(conn, store, ids), vocabulary)
+                roles = _values(rows.traces(ids), vocabulary)
                 holding = [v for v in versions if any(
                     _holds(v[f], roles) for f in ("when_text", "description"))
                     or (v["code"] and _redact_code(v["code"], roles) != v["code"])]
@@ -275,16 +247,12 @@ def redact_stored(library: "Redacting") -> RedactionReport:
                     text = _redact_text(e["text"], roles)
                     params = privacy.shape_dummy(e["params"])
                     if text != e["text"] or params != e["params"]:
-                        conn.execute(examples_table.update().where(t(examples_table))
-                                     .where(examples_table.c.name == name)
-                                     .where(examples_table.c.trace_id == e["trace_id"])
-                                     .values(text=text, params=params))
+                        rows.set_example(name, e["trace_id"], text=text, params=params)
                         report.examples += 1
                         touched.add(name)
                 if not holding and new_name == name:
                     continue
-                pointer = conn.execute(sa.select(skills_table.c.active_version).where(t(skills_table))
-                                       .where(skills_table.c.name == name)).scalar_one()
+                pointer = rows.active_version(name)
                 current = next(v for v in versions if v["version"] == pointer)
                 fields = sorted({f for v in holding for f in ("when_text", "description", "code")
                                  if v[f] and (_redact_code(v[f], roles) if f == "code"
@@ -299,12 +267,8 @@ def redact_stored(library: "Redacting") -> RedactionReport:
                 })
                 if new_name != name:
                     skill = _renamed(skill, new_name)
-                stored, _ = store.insert_version(conn, skill, status="active" if current["status"] == "active"
-                                                 else "draft")
-                conn.execute(versions_table.update().where(t(versions_table))
-                             .where(versions_table.c.name == stored.name)
-                             .where(versions_table.c.version == stored.version)
-                             .values(successes=current["successes"], failures=current["failures"]))
+                stored = rows.add_version(skill, status="active" if current["status"] == "active" else "draft",
+                                          successes=current["successes"], failures=current["failures"])
                 erased = sorted({v["version"] for v in holding} | (
                     {v["version"] for v in versions} if new_name != name else set()))
                 marker = ERASED_TEXT.format(name=stored.name, version=stored.version)
@@ -318,39 +282,25 @@ def redact_stored(library: "Redacting") -> RedactionReport:
                         values["code"] = _redact_code(v["code"], roles)
                     if new_name != name:
                         values["status"] = "retired"
-                    conn.execute(versions_table.update().where(t(versions_table))
-                                 .where(versions_table.c.name == name)
-                                 .where(versions_table.c.version == v["version"]).values(**values))
-                conn.execute(profiles_table.delete().where(t(profiles_table)).where(profiles_table.c.name == name))
+                    rows.rewrite_version(name, v["version"], values)
                 digests = {d for x in old_texts if x for d in (text_digest(x), text_digest(index_text(x)))}
-                if digests:
-                    conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(sorted(digests))))
+                rows.forget_derived(name, sorted(digests))
                 if new_name != name:
                     # the evidence follows the skill to its new name; the old name is an alias
-                    moved = conn.execute(sa.select(examples_table).where(t(examples_table))
-                                         .where(examples_table.c.name == name)).mappings().all()
-                    conn.execute(examples_table.delete().where(t(examples_table)).where(examples_table.c.name == name))
-                    if moved:
-                        conn.execute(examples_table.insert(), [{**dict(e), "name": new_name} for e in moved])
-                    conn.execute(aliases_table.delete().where(aliases_table.c.tenant == store.tenant)
-                                 .where(aliases_table.c.alias == name))
-                    conn.execute(aliases_table.insert().values(tenant=store.tenant, alias=name, name=new_name,
-                                                               made_in=_release(), created_at=utc_now()))
-                    # older aliases pointing at the old name follow it
-                    conn.execute(aliases_table.update().where(aliases_table.c.tenant == store.tenant)
-                                 .where(aliases_table.c.name == name).values(name=new_name))
+                    # (older aliases pointing at the old name follow it)
+                    rows.rename(name, new_name, _release())
                     taken.add(new_name)
                 constants = constants_changed(current["code"], roles) if current["code"] else 0
                 evidence = {"erased_versions": erased, "redacted_version": stored.version,
                             "fields": fields, "values": len(roles), "renamed": new_name != name,
                             "constants": constants}
-                audit.write(conn, store.tenant, stored.name, stored.version, None, "redacted", actor=SYSTEM_ID,
-                            reason="stored texts held personal data: redacted, the old texts erased",
-                            evidence=evidence)
+                rows.audit(stored.name, stored.version, None, "redacted", actor=SYSTEM_ID,
+                           reason="stored texts held personal data: redacted, the old texts erased",
+                           evidence=evidence)
                 if new_name != name:
-                    audit.write(conn, store.tenant, name, pointer, current["status"], "retired", actor=SYSTEM_ID,
-                                reason="renamed by redaction (its name held personal data); the old name "
-                                       "is an alias", evidence=evidence)
+                    rows.audit(name, pointer, current["status"], "retired", actor=SYSTEM_ID,
+                               reason="renamed by redaction (its name held personal data); the old name "
+                                      "is an alias", evidence=evidence)
                 report.skills.append(Redacted(name=name, new_name=stored.name, new_version=stored.version,
                                               erased_versions=erased, fields=fields, values=len(roles),
                                               constants=constants))

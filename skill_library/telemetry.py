@@ -173,20 +173,15 @@ def watch(library: "Observed") -> None:
 def version_counts(library: "Observed") -> dict[str, int]:
     """``{status: n}`` of :data:`GAUGED` in ``library``'s tenant ("held": draft or
     evaluated versions waiting for a person)."""
-    import sqlalchemy as sa
-
-    from skill_library.record_store import SQLRecordStore, versions_table
+    from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.governance_rows import status_counts
 
     counts = dict.fromkeys(GAUGED, 0)
     store = library.context.store
     if not isinstance(store, SQLRecordStore):
         return counts
-    with store.transaction(write=False) as conn:
-        rows = conn.execute(sa.select(versions_table.c.status, sa.func.count())
-                            .where(store.tenant_filter(versions_table))
-                            .where(versions_table.c.status.in_(("quarantined", "suspended", "draft", "evaluated")))
-                            .group_by(versions_table.c.status)).all()
-    for status, n in rows:
+    rows = status_counts(store, ("quarantined", "suspended", "draft", "evaluated"))
+    for status, n in rows.items():
         key = "held" if status in ("draft", "evaluated") else str(status)
         counts[key] += int(n)
     return counts

@@ -56,12 +56,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
-import sqlalchemy as sa
-
 from skill_library.errors import SkillLibraryError
 from skill_library.models import Match, OutcomeKind, Skill
-from skill_library.storage.feature_tables import session_outcomes_table as session_outcomes_table
-from skill_library.storage.feature_tables import uplift_settings_table as uplift_settings_table
+from skill_library.storage.uplift_rows import UpliftRows
+from skill_library.storage.uplift_rows import delete_outcomes as delete_outcomes
 
 if TYPE_CHECKING:
     from skill_library.abstention import FetchResult
@@ -242,11 +240,9 @@ def configure(
     skills: Iterable[str] | None = None, actor: Any = None,
 ) -> UpliftSettings:
     """Store the tenant's holdout (``skill.admin``; audited under :data:`AUDIT_NAME`)."""
-    from skill_library.governance import audit
     from skill_library.governance.actors import require
     from skill_library.governance.lifecycle import sql_of
     from skill_library.governance.workflow import caller_actor
-    from skill_library.models import utc_now
 
     share = check_share(share)
     if not isinstance(side_effects, bool):
@@ -257,27 +253,21 @@ def configure(
     who = caller_actor(library, actor)
     require(who, "skill.admin", "change the tenant's uplift holdout")
     new = UpliftSettings(share=share, side_effects=side_effects, skills=names)
-    tenant = library.context.tenant
 
-    def work(conn: sa.Connection) -> None:
-        old = _load(conn, tenant)
-        conn.execute(uplift_settings_table.delete().where(uplift_settings_table.c.tenant == tenant))
-        conn.execute(uplift_settings_table.insert().values(
-            tenant=tenant, share=share, side_effects=side_effects,
-            skills=list(names) if names is not None else None, actor=who.id, updated_at=utc_now()))
-        audit.write(conn, tenant, AUDIT_NAME, None, f"{old.share:g}", f"{share:g}", actor=who.id,
-                    reason="uplift holdout set" if share > 0 else "uplift holdout off",
-                    evidence={"from": old.to_json(), "to": new.to_json()})
+    def event(row: "Mapping[str, Any] | None") -> dict[str, Any]:
+        old = _settings_of(row)
+        return {"name": AUDIT_NAME, "version": None, "from_status": f"{old.share:g}", "to_status": f"{share:g}",
+                "reason": "uplift holdout set" if share > 0 else "uplift holdout off",
+                "evidence": {"from": old.to_json(), "to": new.to_json()}}
 
-    sql_of(library).retrying(work)
+    UpliftRows(sql_of(library)).set_settings(share=share, side_effects=side_effects, skills=names,
+                                             actor=who.id, event=event)
     library.context.store.bump_index_generation()  # fetch rereads the setting at the next generation
     _SETTINGS.pop(library, None)
     return new
 
 
-def _load(conn: sa.Connection, tenant: str) -> UpliftSettings:
-    row = conn.execute(sa.select(uplift_settings_table)
-                       .where(uplift_settings_table.c.tenant == tenant)).mappings().first()
+def _settings_of(row: "Mapping[str, Any] | None") -> UpliftSettings:
     if row is None:
         return OFF
     skills = row["skills"]
@@ -297,8 +287,7 @@ def settings(library: "HoldingOut", generation: int | None = None) -> UpliftSett
     cached = _SETTINGS.get(library)
     if cached is not None and cached[0] == generation:
         return cached[1]
-    with sql_of(library).transaction(write=False) as conn:
-        found = _load(conn, library.context.tenant)
+    found = _settings_of(UpliftRows(sql_of(library)).settings())
     _SETTINGS[library] = (generation, found)
     return found
 
@@ -434,7 +423,6 @@ def record_session_outcome(
     returns skill -> arm. Without ``skills``: the ones this library's fetch gave (or held
     back from) the session as its top match; with them: each skill's arm by the hash."""
     from skill_library.governance.lifecycle import sql_of
-    from skill_library.models import utc_now
 
     if not isinstance(session, str) or not session.strip():
         raise ValueError("session must be a non-empty string (the id fetch was given)")
@@ -463,47 +451,24 @@ def record_session_outcome(
             targets[name] = (arm, skill.version)
     digest = session_digest(session)
     line = " ".join(str(reason).split())[:200] if reason else None
-    tenant = library.context.tenant
-
-    def work(conn: sa.Connection) -> None:
-        table = session_outcomes_table
-        already = conn.execute(sa.select(table.c.name).where(table.c.tenant == tenant)
-                               .where(table.c.session == digest)
-                               .where(table.c.name.in_(list(targets)))).scalars().all()
-        if already:
-            raise SkillLibraryError(
-                f"session {session!r} already has its outcome for {', '.join(sorted(already))}; one per session")
-        now = utc_now()
-        conn.execute(table.insert(), [
-            {"tenant": tenant, "session": digest, "name": name, "version": version, "arm": arm,
-             "kind": kind.value, "success": kind is OutcomeKind.SUCCESS, "reason": line,
-             "origin": origin, "cost": spent, "recorded_at": now}
-            for name, (arm, version) in targets.items()
-        ])
-
-    sql_of(library).retrying(work)
+    already = UpliftRows(sql_of(library)).add_session_outcomes(digest, [
+        {"name": name, "version": version, "arm": arm, "kind": kind.value,
+         "success": kind is OutcomeKind.SUCCESS, "reason": line, "origin": origin, "cost": spent}
+        for name, (arm, version) in targets.items()
+    ])
+    if already:
+        raise SkillLibraryError(
+            f"session {session!r} already has its outcome for {', '.join(sorted(already))}; one per session")
     for name in targets:
         after_outcome(library, name)
     return {name: str(arm) for name, (arm, _) in targets.items()}
-
-
-def delete_outcomes(conn: sa.Connection, tenant: str, name: str) -> None:
-    """Remove ``name``'s session outcomes (``SkillLibrary.delete``, in its transaction)."""
-    table = session_outcomes_table
-    conn.execute(table.delete().where(table.c.tenant == tenant).where(table.c.name == name))
 
 
 def _rows(library: "HoldingOut", name: str, version: int | None,
           since: datetime | None = None) -> list[dict[str, Any]]:
     from skill_library.governance.lifecycle import sql_of
 
-    table = session_outcomes_table
-    query = sa.select(table.c.arm, table.c.kind, table.c.cost, table.c.recorded_at) \
-        .where(table.c.tenant == library.context.tenant).where(table.c.name == name)
-    if version is not None:
-        query = query.where(table.c.version == version)
-    with sql_of(library).transaction(write=False) as conn:
-        rows = [dict(r) for r in conn.execute(query.order_by(table.c.id)).mappings()]
+    rows = UpliftRows(sql_of(library)).session_outcomes(name, version)
     if since is not None:
         rows = [r for r in rows if _aware(r["recorded_at"]) > since]
     return rows
@@ -657,10 +622,7 @@ def summary(library: "HoldingOut") -> UpliftSummary:
     from skill_library.errors import SkillNotFoundError
     from skill_library.governance.lifecycle import sql_of
 
-    table = session_outcomes_table
-    with sql_of(library).transaction(write=False) as conn:
-        names = sorted(conn.execute(sa.select(table.c.name).where(table.c.tenant == library.context.tenant)
-                                    .distinct()).scalars())
+    names = UpliftRows(sql_of(library)).measured_names()
     found = []
     for name in names:
         try:

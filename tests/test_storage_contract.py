@@ -627,3 +627,274 @@ def test_the_erasure_salt_is_made_once_per_tenant_and_keys_follow_it(store):
             raise RuntimeError("rolled back")
     with store.transaction(write=False) as conn:
         assert privacy_rows.salt(conn, "zed", create=False) is None
+
+
+# -- the rows an erasure touches (storage.erasure_rows) ----------------------------------
+class _Naming:
+    """A matcher of one word (what skill_library.erasure.Matcher answers, simplified)."""
+
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    def text(self, text: str) -> bool:
+        return self.word in text
+
+    def any(self, value):
+        return self.word in str(value)
+
+    def scrub(self, value):
+        if isinstance(value, str):
+            return value.replace(self.word, "(forgotten)")
+        if isinstance(value, dict):
+            return {k: self.scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.scrub(v) for v in value]
+        return value
+
+
+def test_erasure_rows_delete_a_subjects_traces_scrub_the_rest_and_keep_tombstones(store):
+    from skill_library.storage.erasure_rows import ErasureRows, compact_records
+
+    rows = ErasureRows(store)
+    assert rows.tombstoned({}) == set() and rows.tombstoned({0: {"x"}}) == set()  # no salt yet: none
+    hers, other = trace("greet Zoe"), trace("greet Ada")
+    learned = skill(when="greet Zoe {target}")
+    learned = learned.model_copy(update={"provenance": learned.provenance.model_copy(
+        update={"trace_ids": [hers.id, other.id]})})
+    store.add_version(learned)
+    store.save_evidence("greet", trace=hers, success=True, examples=[
+        Example(trace_id=hers.id, text="greet Zoe", params={}), Example(trace_id=other.id, text="greet Ada", params={})])
+    store.save_trace(other)
+    store.save_task_vectors("m", {hers.id: b"\x01", other.id: b"\x02"})
+    store.for_tenant("acme").save_trace(hers)  # another tenant's copy is not this erasure's
+    naming = _Naming("Zoe")
+    found = rows.matching_traces(lambda task, body: naming.text(task))
+    assert list(found) == [hers.id] and found[hers.id].task == "greet Zoe"
+    store.save_vectors("m", {"d-old": b"\x01", "d-kept": b"\x02"})
+    asked: list[set[str]] = []
+    erased = rows.erase(sorted(found), {hers.id, "content-of-hers"}, naming,
+                        lambda old: asked.append(old) or {"d-old"})
+    assert store.load_vectors("m", ["d-old", "d-kept"]) == {"d-kept": b"\x02"}  # the tenant's key too
+    assert (erased.traces, erased.examples, erased.outcome_links, erased.tombstones) == (1, 1, 1, 2)
+    assert erased.affected == {"greet"} and erased.scrubbed.get("skill_versions") == 1
+    assert asked == [{"greet Zoe {target}"}]  # the old text of the scrubbed version
+    with pytest.raises(TraceNotFoundError):
+        store.get_trace(hers.id)
+    assert store.get_trace(other.id).id == other.id and store.for_tenant("acme").get_trace(hers.id)
+    assert store.get("greet").provenance.trace_ids == [other.id]
+    assert "Zoe" not in store.get("greet").when
+    assert [e.trace_id for e in store.examples(["greet"])["greet"]] == [other.id]
+    assert store.task_vector_ids("m", [hers.id, other.id]) == {other.id}
+    assert [o["trace_id"] for o in store.outcome_log("greet")] == [None]  # the outcome stays, unlinked
+    assert rows.tombstoned({0: {"content-of-hers"}, 1: {other.id}, 2: {hers.id}}) == {0, 2}
+    assert ErasureRows(store.for_tenant("acme")).tombstoned({0: {hers.id}}) == set()
+    again = rows.erase([hers.id], {hers.id}, naming, lambda old: set())
+    assert again.tombstones == 0 and again.traces == 0  # a tombstone is kept once
+    nothing = rows.erase([], set(), _Naming("nobody"), lambda old: set())
+    assert (nothing.traces, nothing.tombstones, nothing.scrubbed) == (0, 0, {})
+    compact_records(store)  # VACUUM on either backend, the rows unchanged
+    assert store.get_trace(other.id).id == other.id
+
+
+# -- the rows redaction rewrites (storage.redaction_rows) --------------------------------
+def test_redaction_rows_rewrite_a_skill_rename_it_and_keep_an_alias_in_one_transaction(store):
+    from skill_library.storage import redaction_rows
+    from skill_library.storage.redaction_rows import RedactionRows
+
+    hers = trace("greet Zoe")
+    store.add_version(skill("greet_zoe", when="greet Zoe {target}"))
+    store.save_evidence("greet_zoe", trace=hers, success=True,
+                        examples=[Example(trace_id=hers.id, text="greet Zoe", params={"target": "Zoe"})])
+    store.save_vectors("m", {"d-old": b"\x01", "d-kept": b"\x02"})
+    assert redaction_rows.alias_of(store, "greet_zoe") is None and redaction_rows.aliases(store) == {}
+    with pytest.raises(RuntimeError, match="rolled back"):
+        with RedactionRows.writing(store) as rows:
+            rows.add_version(skill("greet"), status="active", successes=0, failures=0)
+            rows.rename("greet_zoe", "greet", "9.9")
+            raise RuntimeError("rolled back")
+    assert redaction_rows.aliases(store) == {} and store.names() == ["greet_zoe"]  # nothing of it stays
+    with RedactionRows.writing(store) as rows:
+        assert rows.names() == ["greet_zoe"] and rows.aliases() == set()
+        versions = rows.versions("greet_zoe")
+        assert [(v["version"], v["when_text"]) for v in versions] == [(1, "greet Zoe {target}")]
+        assert [e["trace_id"] for e in rows.examples("greet_zoe")] == [hers.id]
+        assert [t.id for t in rows.traces({hers.id, "unknown"})] == [hers.id] and rows.traces(set()) == []
+        assert rows.active_version("greet_zoe") == 1
+        rows.set_example("greet_zoe", hers.id, text="greet (name)", params={"target": "x"})
+        stored = rows.add_version(skill("greet", when="greet (name) {target}"), status="active",
+                                  successes=3, failures=1)
+        rows.rewrite_version("greet_zoe", 1, {"when_text": "(erased)", "description": "(erased)",
+                                              "status": "retired"})
+        rows.forget_derived("greet_zoe", ["d-old"])
+        rows.rename("greet_zoe", "greet", "9.9")
+        rows.audit("greet", stored.version, None, "redacted", actor="system", reason="test", evidence={"n": 1})
+    assert (stored.name, stored.version) == ("greet", 1)
+    assert (store.get("greet").successes, store.get("greet").failures) == (3, 1)
+    assert store.get("greet_zoe", 1).when == "(erased)" and store.get("greet_zoe", 1).status == "retired"
+    assert [(e.trace_id, e.text) for e in store.examples(["greet"])["greet"]] == [(hers.id, "greet (name)")]
+    assert store.examples(["greet_zoe"])["greet_zoe"] == []
+    assert store.load_vectors("m", ["d-old", "d-kept"]) == {"d-kept": b"\x02"}
+    assert redaction_rows.alias_of(store, "greet_zoe") == ("greet", "9.9")
+    assert redaction_rows.aliases(store) == {"greet_zoe": "greet"}
+    assert redaction_rows.aliases(store.for_tenant("acme")) == {}
+    with RedactionRows.writing(store) as rows:  # an alias of the alias follows a second rename
+        rows.add_version(skill("hello"), status="draft", successes=0, failures=0)
+        rows.rename("greet", "hello", "9.10")
+    assert redaction_rows.aliases(store) == {"greet_zoe": "hello", "greet": "hello"}
+
+
+# -- the uplift holdout's rows (storage.uplift_rows) --------------------------------------
+def test_uplift_rows_settings_change_with_their_audit_event_and_outcomes_are_one_per_session(store):
+    from skill_library.storage import audit
+    from skill_library.storage.uplift_rows import UpliftRows, delete_outcomes
+
+    rows = UpliftRows(store)
+    assert rows.settings() is None and rows.measured_names() == [] and rows.session_outcomes("greet") == []
+    seen = []
+
+    def event(old):
+        seen.append(old)
+        return {"name": "(uplift)", "to_status": "0.1", "reason": "set", "evidence": {"n": 1}}
+
+    rows.set_settings(share=0.1, side_effects=False, skills=["greet"], actor="ann", event=event)
+    rows.set_settings(share=0.2, side_effects=True, skills=None, actor="bob", event=event)
+    assert seen[0] is None and seen[1]["share"] == 0.1 and seen[1]["skills"] == ["greet"]
+    got = rows.settings()
+    assert (got["share"], got["side_effects"], got["skills"], got["actor"]) == (0.2, True, None, "bob")
+    assert UpliftRows(store.for_tenant("acme")).settings() is None
+    with store.transaction(write=False) as conn:
+        assert [e.actor for e in audit.read(conn, "default", "(uplift)")] == ["ann", "bob"]
+
+    def failing(old):
+        raise RuntimeError("the audit event could not be made")
+
+    with pytest.raises(RuntimeError, match="could not be made"):
+        rows.set_settings(share=0.5, side_effects=False, skills=None, actor="cy", event=failing)
+    assert rows.settings()["share"] == 0.2  # no setting without its audit event
+    one = {"version": 1, "kind": "success", "success": True, "reason": None, "origin": "feedback", "cost": None}
+    assert rows.add_session_outcomes("s1", [{"name": "greet", "arm": "served", **one},
+                                            {"name": "wave", "arm": "held_back", **one}]) == []
+    assert rows.add_session_outcomes("s1", [{"name": "greet", "arm": "served", **one},
+                                            {"name": "hop", "arm": "served", **one}]) == ["greet"]
+    assert rows.measured_names() == ["greet", "wave"]  # hop was not written either
+    rows.add_session_outcomes("s2", [{"name": "greet", "arm": "held_back", **{**one, "version": 2}}])
+    assert [r["arm"] for r in rows.session_outcomes("greet")] == ["served", "held_back"]
+    assert [r["arm"] for r in rows.session_outcomes("greet", 2)] == ["held_back"]
+    assert UpliftRows(store.for_tenant("acme")).measured_names() == []
+    with store.transaction(write=True) as conn:
+        delete_outcomes(conn, "default", "greet")
+    assert rows.measured_names() == ["wave"]
+
+
+# -- governance's other rows (storage.governance_rows, storage.canary_rows) ----------------
+def test_tool_specs_are_declared_redeclared_and_removed_per_tenant(store):
+    from skill_library.models import utc_now
+    from skill_library.storage import governance_rows as g
+
+    with store.transaction(write=True) as conn:
+        assert g.tool_spec_rows(conn, "default") == []
+        g.save_tool_specs(conn, "default", {"say": (False, {"type": "object"}), "pay": (True, {})}, utc_now())
+        g.save_tool_specs(conn, "default", {"say": (True, {"type": "object", "x": 1})}, utc_now())
+        g.save_tool_specs(conn, "acme", {"hop": (False, {})}, utc_now())
+    with store.transaction(write=False) as conn:
+        rows = g.tool_spec_rows(conn, "default")
+    assert [(r["name"], r["side_effects"], r["schema"]) for r in rows] == [
+        ("pay", True, {}), ("say", True, {"type": "object", "x": 1})]
+    with store.transaction(write=True) as conn:
+        g.remove_tool_specs(conn, "default", ["pay", "unknown"])
+        g.remove_tool_specs(conn, "default", [])
+        assert [r["name"] for r in g.tool_spec_rows(conn, "default")] == ["say"]
+        assert [r["name"] for r in g.tool_spec_rows(conn, "acme")] == ["hop"]
+
+
+def test_approvals_by_people_tools_of_versions_and_status_counts(store):
+    from skill_library.storage import audit
+    from skill_library.storage import governance_rows as g
+
+    store.add_version(skill())
+    store.add_version(skill(value="two"), status="draft")
+    with store.transaction(write=True) as conn:
+        assert not g.skill_exists(conn, "default", "wave") and g.skill_exists(conn, "default", "greet")
+        assert not g.skill_exists(conn, "acme", "greet")
+        audit.write(conn, "default", "greet", 1, "evaluated", "approved", actor="ann")
+        audit.write(conn, "default", "greet", 2, "evaluated", "approved", actor="system")
+        assert g.approved_versions(conn, "default", "greet", not_by={"system"}) == {1}
+        assert g.approved_versions(conn, "default", "greet", not_by=set()) == {1, 2}
+        assert g.approved_versions(conn, "acme", "greet", not_by=set()) == set()
+        assert g.version_tools(conn, "default", "greet", {1, 2}) == [[], []]
+        assert g.version_tools(conn, "default", "greet", set()) == []
+    assert g.status_counts(store, ("active", "draft", "retired")) == {"active": 1, "draft": 1}
+    assert g.status_counts(store.for_tenant("acme"), ("active",)) == {}
+
+
+def test_evaluations_are_stored_whole_and_read_oldest_first(store):
+    from skill_library.models import utc_now
+    from skill_library.storage import governance_rows as g
+
+    made = [g.add_evaluation(store, name="greet", version=v, active_version=None, suite_id="s", suite_hash="h",
+                             passed=v == 2, actor="ann", body={"passed": v == 2, "n": v}, created_at=utc_now())
+            for v in (1, 2, 2)]
+    assert made == sorted(made) and len(set(made)) == 3
+    assert [r["body"]["n"] for r in g.evaluation_rows(store, "greet")] == [1, 2, 2]
+    assert [r["id"] for r in g.evaluation_rows(store, "greet", 2)] == made[1:]
+    assert g.evaluation_rows(store, "wave") == [] and g.evaluation_rows(store.for_tenant("acme"), "greet") == []
+
+
+def test_a_canary_row_is_found_and_stopped_on_the_callers_transaction(store):
+    from skill_library.storage import canary_rows
+
+    with store.transaction(write=True) as conn:
+        canary_rows.start(conn, "default", "greet", 2, share=0.1, cohort=None, actor="ann")
+        assert canary_rows.has_row(conn, "default", "greet", 2)
+        assert not canary_rows.has_row(conn, "default", "greet", 1) and not canary_rows.has_row(conn, "acme", "greet", 2)
+    with pytest.raises(RuntimeError, match="rolled back"):
+        with store.transaction(write=True) as conn:
+            canary_rows.stop(conn, "default", "greet", 2)
+            raise RuntimeError("rolled back")
+    with store.transaction(write=True) as conn:
+        assert canary_rows.has_row(conn, "default", "greet", 2)  # the stop rolled back with its transaction
+        canary_rows.stop(conn, "default", "greet", 2)
+        assert not canary_rows.has_row(conn, "default", "greet", 2)
+
+
+# -- the rows of tool-schema re-verification (storage.tool_binding_rows) --------------------
+def test_tool_binding_rows_bind_rebind_and_move_versions_on_the_callers_transaction(store):
+    from skill_library.models import utc_now
+    from skill_library.storage import canary_rows
+    from skill_library.storage import tool_binding_rows as b
+
+    evidence = trace("greet Ada")
+    store.add_version(skill())
+    store.save_evidence("greet", trace=evidence, examples=[Example(trace_id=evidence.id, text="greet Ada", params={})])
+    store.add_version(skill("wave", when="wave to {target}"))
+    now = utc_now()
+    with store.transaction(write=True) as conn:
+        assert b.trace_bodies(conn, "default", [evidence.id, "unknown"])[evidence.id]["task"] == "greet Ada"
+        assert b.trace_bodies(conn, "acme", [evidence.id]) == {}
+        assert b.example_trace_ids(conn, "default", ["greet", "wave"]) == {"greet": [evidence.id]}
+        b.add_bindings(conn, [])
+        b.add_bindings(conn, [{"tenant": "default", "name": n, "version": 1, "tool": "say", "digest": "d1",
+                               "source": "traces", "schema": {}, "bound_at": now} for n in ("greet", "wave")])
+        b.replace_binding(conn, "default", "greet", 1, tool="say", digest="d2", source="declared",
+                          schema={"type": "object"}, now=now)
+        rows = b.binding_rows(conn, "default", ["greet"])
+        assert [(r["tool"], r["digest"], r["source"], r["schema"]) for r in rows] == [
+            ("say", "d2", "declared", {"type": "object"})]
+        assert sorted(r["name"] for r in b.binding_rows(conn, "default")) == ["greet", "wave"]
+        b.delete_bindings(conn, "default", "wave")
+        assert [r["name"] for r in b.binding_rows(conn, "default")] == ["greet"]
+        assert b.binding_rows(conn, "acme") == []
+        assert sorted(b.code_versions_with_status(conn, "default", ["active"])) == [("greet", 1, []), ("wave", 1, [])]
+        assert b.code_versions_with_status(conn, "default", ["suspended"], code_only=False) == []
+        assert b.version_statuses(conn, "default", [("greet", 1), ("greet", 9)]) == {("greet", 1): "active"}
+        assert b.pointers(conn, "default", ["greet", "nobody"]) == {"greet": 1}
+        b.write_statuses(conn, "default", [("greet", 1), ("wave", 1)], "suspended", now)
+        canary_rows.start(conn, "default", "wave", 1, share=0.1, cohort=None, actor="ann")
+        assert b.canary_keys(conn, "default", ["greet", "wave"]) == {("wave", 1)}
+        assert b.canary_keys(conn, "acme", ["wave"]) == set()
+    assert store.get("greet", 1).status == "suspended" and store.get("wave", 1).status == "suspended"
+    with pytest.raises(RuntimeError, match="rolled back"):
+        with store.transaction(write=True) as conn:
+            b.write_statuses(conn, "default", [("greet", 1)], "active", now)
+            raise RuntimeError("rolled back")
+    assert store.get("greet", 1).status == "suspended"

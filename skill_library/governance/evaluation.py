@@ -36,7 +36,6 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Sequence
 
-import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill_library import execution
@@ -44,7 +43,7 @@ from skill_library.errors import SkillLibraryError, SkillUsageError
 from skill_library.governance.lifecycle import sql_of, tenant_of
 from skill_library.governance.suite import Suite, SuiteTask, ToolsFactory, environment
 from skill_library.models import Skill, SkillRun, utc_now
-from skill_library.storage.governance_tables import evaluations_table
+from skill_library.storage import governance_rows
 
 if TYPE_CHECKING:
     from skill_library.governance.actors import Actor
@@ -167,14 +166,10 @@ def evaluate(library: "Evaluating", name: str, version: int, suite: "Suite | str
         "candidate_success_rate": rates[0], "active_success_rate": rates[1],
         "actor": str(actor.id), "created_at": utc_now(),
     }
-    with sql_of(library).transaction(write=True) as conn:
-        row_id = conn.execute(
-            evaluations_table.insert().values(
-                tenant=body["tenant"], name=name, version=version, active_version=body["active_version"],
-                suite_id=suite.id, suite_hash=body["suite_hash"], passed=passed, actor=body["actor"],
-                body={k: v for k, v in body.items() if k != "created_at"}, created_at=body["created_at"],
-            )
-        ).inserted_primary_key[0]
+    row_id = governance_rows.add_evaluation(
+        sql_of(library), name=name, version=version, active_version=body["active_version"],
+        suite_id=suite.id, suite_hash=body["suite_hash"], passed=passed, actor=body["actor"],
+        body={k: v for k, v in body.items() if k != "created_at"}, created_at=body["created_at"])
     evaluation = Evaluation(id=int(row_id), **body)
     if passed and candidate.status == "draft":
         from skill_library.governance import rules
@@ -199,15 +194,7 @@ def evaluations(library: "Tenant", name: str, version: int | None = None) -> lis
     """The stored evaluations of ``name`` (optionally one version), oldest first."""
     from skill_library.governance.canary import aware
 
-    query = (
-        sa.select(evaluations_table)
-        .where(evaluations_table.c.tenant == tenant_of(library))
-        .where(evaluations_table.c.name == name)
-    )
-    if version is not None:
-        query = query.where(evaluations_table.c.version == version)
-    with sql_of(library).transaction(write=False) as conn:
-        rows = conn.execute(query.order_by(evaluations_table.c.id)).mappings().all()
+    rows = governance_rows.evaluation_rows(sql_of(library), name, version)
     return [Evaluation(id=int(r["id"]), created_at=aware(r["created_at"]), **r["body"]) for r in rows]
 
 

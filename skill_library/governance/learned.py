@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from skill_library.governance import audit, rules, tool_schemas
 from skill_library.governance import policy as policy_store
 from skill_library.governance import tools as tool_store
@@ -24,7 +22,8 @@ from skill_library.governance.instructed import instructed_calls
 from skill_library.governance.lifecycle import apply, sql_of, tenant_of
 from skill_library.governance.policy import Policy
 from skill_library.models import Skill, Trace, VerificationReport
-from skill_library.record_store import skills_table
+from skill_library.storage import governance_rows
+from skill_library.storage.transactions import Connection
 
 if TYPE_CHECKING:
     from skill_library.protocols import Admitting
@@ -55,10 +54,8 @@ def admit_learned(library: "Admitting", version: Skill, trace: Trace,
     provenance = version.provenance.model_copy(update={"created_by": generalizer.id})
     draft = version.model_copy(update={"provenance": provenance, "status": "draft"})
 
-    def work(conn: sa.Connection) -> Admitted:
-        revision = conn.execute(sa.select(skills_table.c.name)
-                                .where(store.tenant_filter(skills_table))
-                                .where(skills_table.c.name == draft.name)).first() is not None
+    def work(conn: Connection) -> Admitted:
+        revision = governance_rows.skill_exists(conn, store.tenant, draft.name)
         policy = policy_store.load(conn, tenant) or Policy()
         specs = tool_store.load(conn, tenant)
         ungrounded = ungrounded_calls(trace, {**library.constructor_tool_specs(), **specs},

@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import sqlalchemy as sa
-
 from skill_library.errors import LifecycleError, PermissionDenied
 from skill_library.governance import audit
 from skill_library.governance.actors import Actor, Permission, require
-from skill_library.governance.tables import canaries_table
 from skill_library.models import Skill, SkillStatus
+from skill_library.storage import canary_rows
+from skill_library.storage.transactions import Connection
 
 if TYPE_CHECKING:
     from skill_library.protocols import Governed, Ruled, Tenant
@@ -93,7 +92,7 @@ def transition_problem(skill: Skill, to_status: SkillStatus) -> str | None:
 
 
 def apply(
-    conn: sa.Connection,
+    conn: Connection,
     library: "Ruled",
     name: str,
     version: int,
@@ -117,9 +116,7 @@ def apply(
         if refused is not None:
             raise PermissionDenied(refused)
     tenant = tenant_of(library)
-    if skill.status == "suspended" and to_status == "canary" and not conn.execute(
-            sa.select(canaries_table.c.version).where(canaries_table.c.tenant == tenant)
-            .where(canaries_table.c.name == name).where(canaries_table.c.version == version)).first():
+    if skill.status == "suspended" and to_status == "canary" and not canary_rows.has_row(conn, tenant, name, version):
         raise LifecycleError(f"skill {name!r} v{version} was not a canary when it was suspended: "
                              "it can only return to active")
     if to_status == "active":
@@ -130,9 +127,7 @@ def apply(
                             reason=f"superseded by v{version}")
         store.write_pointer(conn, name, version)
     if skill.status == "canary" or (skill.status == "suspended" and to_status != "canary"):
-        conn.execute(canaries_table.delete().where(canaries_table.c.tenant == tenant)
-                     .where(canaries_table.c.name == name)
-                     .where(canaries_table.c.version == version))
+        canary_rows.stop(conn, tenant, name, version)
     store.write_status(conn, name, version, to_status)
     audit.write(conn, tenant, name, version, skill.status, to_status, actor=actor.id,
                 reason=reason, evidence=evidence)
@@ -182,7 +177,7 @@ def library_transition(
     ))
 
 
-def write(library: "Tenant", name: str | None, work: Callable[[sa.Connection], T]) -> T:
+def write(library: "Tenant", name: str | None, work: Callable[[Connection], T]) -> T:
     """``work(conn)`` in one write transaction under the library's write lock, then the
     index entries of ``name`` made to match its pointer's version: at once when this process
     has the index open, else left to the index's next open (SyncedIndex.deferring), so that

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-import sqlalchemy as sa
 from pydantic import BaseModel, Field
+
+from skill_library.storage.transactions import Connection
 
 #: outcomes each side of a canary needs before the significance test may roll it back
 #: (E's setting; read by the canary routing)
@@ -37,7 +38,7 @@ class Policy(BaseModel, frozen=True):
 BREADTH: dict[str, int] = {"never": 0, "read_only": 1, "all": 2}
 
 
-def load(conn: "sa.Connection", tenant: str) -> Policy | None:
+def load(conn: Connection, tenant: str) -> Policy | None:
     """The stored policy of ``tenant`` (None: none stored), on ``conn``."""
     from skill_library.storage.policy_rows import load_body
 
@@ -45,7 +46,7 @@ def load(conn: "sa.Connection", tenant: str) -> Policy | None:
     return None if body is None else Policy.model_validate(body)
 
 
-def save(conn: "sa.Connection", tenant: str, policy: Policy) -> None:
+def save(conn: Connection, tenant: str, policy: Policy) -> None:
     """Store ``policy`` as ``tenant``'s (replacing any), on ``conn`` (the caller's
     transaction, which writes the audit event of the change too)."""
     from skill_library.storage.policy_rows import save_body

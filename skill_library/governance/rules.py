@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from skill_library.governance import audit
 from skill_library.governance import policy as policy_store
 from skill_library.governance import tools as tool_store
 from skill_library.governance.actors import Actor
 from skill_library.governance.policy import Policy
 from skill_library.models import Skill
+from skill_library.storage import governance_rows
+from skill_library.storage.transactions import Connection
 
 if TYPE_CHECKING:
     from skill_library.protocols import Ruled, Tenant
@@ -38,28 +38,19 @@ UNGROUNDED_KEY = "ungrounded"
 _NOT_PEOPLE = frozenset({"system", "generalizer"})
 
 
-def human_approved_tools(conn: sa.Connection, tenant: str, name: str) -> set[str]:
+def human_approved_tools(conn: Connection, tenant: str, name: str) -> set[str]:
     """The tools of the versions of ``name`` that a person (not the system actor)
     approved: a workflow a person approved asks for its tools."""
-    from skill_library.governance.tables import audit_table
-    from skill_library.record_store import versions_table
-
-    versions = {r[0] for r in conn.execute(
-        sa.select(audit_table.c.version).where(audit_table.c.tenant == tenant)
-        .where(audit_table.c.name == name).where(audit_table.c.to_status == "approved")
-        .where(audit_table.c.actor.not_in(sorted(_NOT_PEOPLE))))}
+    versions = governance_rows.approved_versions(conn, tenant, name, not_by=_NOT_PEOPLE)
     if not versions:
         return set()
     tools: set[str] = set()
-    rows = conn.execute(sa.select(versions_table.c.tools).where(versions_table.c.tenant == tenant)
-                        .where(versions_table.c.name == name)
-                        .where(versions_table.c.version.in_(sorted(versions))))
-    for (found,) in rows:
-        tools.update(found or [])
+    for found in governance_rows.version_tools(conn, tenant, name, versions):
+        tools.update(found)
     return tools
 
 
-def _events(library: "Tenant", skill: Skill, conn: sa.Connection | None) -> list[audit.AuditEvent]:
+def _events(library: "Tenant", skill: Skill, conn: Connection | None) -> list[audit.AuditEvent]:
     from skill_library.governance.lifecycle import sql_of, tenant_of
 
     if conn is not None:
@@ -74,7 +65,7 @@ def proposer(events: list[audit.AuditEvent], skill: Skill) -> str | None:
 
 
 def needs_human(
-    library: "Ruled", skill: Skill, *, conn: sa.Connection | None = None,
+    library: "Ruled", skill: Skill, *, conn: Connection | None = None,
     policy: Policy | None = None, specs: dict[str, Any] | None = None,
 ) -> list[str]:
     """Why a human must approve ``skill`` (empty: the policy may approve it automatically)."""
@@ -136,7 +127,7 @@ def _released_before(library: "Tenant", skill: Skill) -> Skill | None:
 
 
 def approval_problem(
-    library: "Ruled", skill: Skill, actor: Actor, *, conn: sa.Connection | None = None,
+    library: "Ruled", skill: Skill, actor: Actor, *, conn: Connection | None = None,
 ) -> str | None:
     """Why ``actor`` may not approve ``skill`` now (None: it may)."""
     events = _events(library, skill, conn)

@@ -31,11 +31,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
-from skill_library import record_store as rs
 from skill_library.models import Skill, utc_now
-from skill_library.storage.feature_tables import tool_bindings_table as tool_bindings_table  # defined in storage/
+from skill_library.storage import tool_binding_rows as rows_of
+from skill_library.storage.tool_binding_rows import trace_bodies as trace_bodies
+from skill_library.storage.transactions import Connection
 
 if TYPE_CHECKING:
     from skill_library.governance.tools import ToolSpec
@@ -145,26 +144,12 @@ def bindings_of(skill: Skill, specs: Mapping[str, "ToolSpec"],
 
 
 # -- storing ------------------------------------------------------------------------------
-def trace_calls(conn: sa.Connection, tenant: str, trace_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+def trace_calls(conn: Connection, tenant: str, trace_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     """The recorded calls of the stored traces ``trace_ids`` (raw dicts), by trace id."""
     return {t: list(body.get("calls") or []) for t, body in trace_bodies(conn, tenant, trace_ids).items()}
 
 
-def trace_bodies(conn: sa.Connection, tenant: str, trace_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The stored traces ``trace_ids`` (raw dicts: ``params``, ``calls``, ...), by trace id."""
-    ids = sorted(set(trace_ids))
-    found: dict[str, dict[str, Any]] = {}
-    for start in range(0, len(ids), 500):
-        rows = conn.execute(sa.select(rs.traces_table.c.id, rs.traces_table.c.body)
-                            .where(rs.traces_table.c.tenant == tenant)
-                            .where(rs.traces_table.c.id.in_(ids[start:start + 500])))
-        for trace_id, body in rows:
-            data = json.loads(body) if isinstance(body, str) else body
-            found[trace_id] = dict(data or {})
-    return found
-
-
-def record(conn: sa.Connection, tenant: str, skills: Sequence[Skill], specs: Mapping[str, "ToolSpec"],
+def record(conn: Connection, tenant: str, skills: Sequence[Skill], specs: Mapping[str, "ToolSpec"],
            extra_calls: Sequence[Mapping[str, Any]] = ()) -> None:
     """Store the bindings of the stored versions ``skills`` on ``conn`` (inside the
     transaction that stored them): declared schemas under ``specs``, else the schemas seen
@@ -180,11 +165,10 @@ def record(conn: sa.Connection, tenant: str, skills: Sequence[Skill], specs: Map
         rows.extend({"tenant": tenant, "name": skill.name, "version": skill.version, "tool": b.tool,
                      "digest": b.digest, "source": b.source, "schema": b.schema, "bound_at": now}
                     for b in bindings_of(skill, specs, mine))
-    if rows:
-        conn.execute(tool_bindings_table.insert(), rows)
+    rows_of.add_bindings(conn, rows)
 
 
-def record_for(conn: sa.Connection, library: "Ruled", skills: Sequence[Skill]) -> None:
+def record_for(conn: Connection, library: "Ruled", skills: Sequence[Skill]) -> None:
     """:func:`record` under ``library``'s tool specs as stored on ``conn``."""
     from skill_library.governance import tools as tool_store
 
@@ -192,18 +176,17 @@ def record_for(conn: sa.Connection, library: "Ruled", skills: Sequence[Skill]) -
     record(conn, tenant, skills, {**library.constructor_tool_specs(), **tool_store.load(conn, tenant)})
 
 
-def load(conn: sa.Connection, tenant: str, keys: Iterable[tuple[str, int]] | None = None
+def load(conn: Connection, tenant: str, keys: Iterable[tuple[str, int]] | None = None
          ) -> dict[tuple[str, int], dict[str, Binding]]:
     """The bindings of ``tenant``'s versions (of ``keys`` only, when given), by version."""
-    query = sa.select(tool_bindings_table).where(tool_bindings_table.c.tenant == tenant)
     wanted = None if keys is None else set(keys)
+    names: list[str] | None = None
     if wanted is not None:
         names = sorted({n for n, _ in wanted})
         if not names:
             return {}
-        query = query.where(tool_bindings_table.c.name.in_(names))
     found: dict[tuple[str, int], dict[str, Binding]] = {}
-    for row in conn.execute(query).mappings():
+    for row in rows_of.binding_rows(conn, tenant, names):
         key = (row["name"], int(row["version"]))
         if wanted is None or key in wanted:
             found.setdefault(key, {})[row["tool"]] = Binding(row["tool"], row["digest"], row["source"],
@@ -211,24 +194,18 @@ def load(conn: sa.Connection, tenant: str, keys: Iterable[tuple[str, int]] | Non
     return found
 
 
-def rebind(conn: sa.Connection, tenant: str, name: str, version: int, bindings: Iterable[Binding]) -> None:
+def rebind(conn: Connection, tenant: str, name: str, version: int, bindings: Iterable[Binding]) -> None:
     """Replace ``name`` v``version``'s bindings of the tools in ``bindings`` (after it was
     re-verified against them)."""
     now = utc_now()
     for b in bindings:
-        conn.execute(tool_bindings_table.delete().where(tool_bindings_table.c.tenant == tenant)
-                     .where(tool_bindings_table.c.name == name)
-                     .where(tool_bindings_table.c.version == version)
-                     .where(tool_bindings_table.c.tool == b.tool))
-        conn.execute(tool_bindings_table.insert().values(
-            tenant=tenant, name=name, version=version, tool=b.tool, digest=b.digest, source=b.source,
-            schema=b.schema, bound_at=now))
+        rows_of.replace_binding(conn, tenant, name, version, tool=b.tool, digest=b.digest, source=b.source,
+                                schema=b.schema, now=now)
 
 
-def purge(conn: sa.Connection, tenant: str, name: str) -> None:
+def purge(conn: Connection, tenant: str, name: str) -> None:
     """Delete every binding of ``name`` (the skill is deleted)."""
-    conn.execute(tool_bindings_table.delete().where(tool_bindings_table.c.tenant == tenant)
-                 .where(tool_bindings_table.c.name == name))
+    rows_of.delete_bindings(conn, tenant, name)
 
 
 def digests(library: "Rechecking", name: str, version: int) -> dict[str, str]:
@@ -254,15 +231,12 @@ def changed_tools(old: Mapping[str, "ToolSpec"], new: Mapping[str, "ToolSpec | N
     return found
 
 
-def affected(conn: sa.Connection, tenant: str, new: Mapping[str, "ToolSpec | None"],
+def affected(conn: Connection, tenant: str, new: Mapping[str, "ToolSpec | None"],
              changed: Mapping[str, str]) -> dict[tuple[str, int], list[str]]:
     """The served (active and canary) versions bound to a tool of ``changed`` (or, for a
     tool declared for the first time with a schema, bound to a different schema seen in
     traces), with those tools."""
-    active = [(r[0], int(r[1]), list(r[2] or [])) for r in conn.execute(
-        sa.select(rs.versions_table.c.name, rs.versions_table.c.version, rs.versions_table.c.tools)
-        .where(rs.versions_table.c.tenant == tenant).where(rs.versions_table.c.status.in_(SERVED))
-        .where(rs.versions_table.c.kind == "code"))]
+    active = rows_of.code_versions_with_status(conn, tenant, SERVED)
     declared = {t: s for t, s in new.items() if s is not None}
     bound = load(conn, tenant, [(n, v) for n, v, _ in active])
     found: dict[tuple[str, int], list[str]] = {}
@@ -281,17 +255,15 @@ def affected(conn: sa.Connection, tenant: str, new: Mapping[str, "ToolSpec | Non
     return found
 
 
-def suspended_calling(conn: sa.Connection, tenant: str, tools: Iterable[str]) -> list[tuple[str, int]]:
+def suspended_calling(conn: Connection, tenant: str, tools: Iterable[str]) -> list[tuple[str, int]]:
     """The suspended versions of ``tenant`` that call one of ``tools`` (a new declaration
     of the tool re-verifies them: a schema put back, or fixed, returns them to active)."""
     wanted = set(tools)
-    rows = conn.execute(sa.select(rs.versions_table.c.name, rs.versions_table.c.version, rs.versions_table.c.tools)
-                        .where(rs.versions_table.c.tenant == tenant)
-                        .where(rs.versions_table.c.status == SUSPENDED))
-    return [(r[0], int(r[1])) for r in rows if wanted & set(r[2] or [])]
+    rows = rows_of.code_versions_with_status(conn, tenant, [SUSPENDED], code_only=False)
+    return [(n, v) for n, v, tools in rows if wanted & set(tools)]
 
 
-def suspend(conn: sa.Connection, library: "Rechecking", hits: Mapping[tuple[str, int], list[str]],
+def suspend(conn: Connection, library: "Rechecking", hits: Mapping[tuple[str, int], list[str]],
             new: Mapping[str, "ToolSpec | None"], changed: Mapping[str, str]) -> None:
     """Move every version of ``hits`` from active (or canary) to suspended on ``conn`` (the
     transaction that stores the new schemas), audited by ``system`` with the reason. A
@@ -311,38 +283,22 @@ def suspend(conn: sa.Connection, library: "Rechecking", hits: Mapping[tuple[str,
         move_many(conn, library, group, from_status, SUSPENDED)
 
 
-def statuses(conn: sa.Connection, tenant: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+def statuses(conn: Connection, tenant: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
     """The status of each version of ``keys``."""
-    wanted = sorted(set(keys))
-    found: dict[tuple[str, int], str] = {}
-    versions = rs.versions_table
-    for start in range(0, len(wanted), 500):
-        part = wanted[start:start + 500]
-        found.update({(r[0], int(r[1])): r[2] for r in conn.execute(
-            sa.select(versions.c.name, versions.c.version, versions.c.status)
-            .where(versions.c.tenant == tenant).where(sa.tuple_(versions.c.name, versions.c.version).in_(part)))})
-    return found
+    return rows_of.version_statuses(conn, tenant, keys)
 
 
-def canaries_of(conn: sa.Connection, tenant: str, names: Iterable[str]) -> set[tuple[str, int]]:
+def canaries_of(conn: Connection, tenant: str, names: Iterable[str]) -> set[tuple[str, int]]:
     """The (name, version) of each canary row of ``names``: a suspended version with one was
     a canary when it was suspended, and returns to canary."""
-    from skill_library.governance.tables import canaries_table
-
-    ordered = sorted(set(names))
-    found: set[tuple[str, int]] = set()
-    for start in range(0, len(ordered), 500):
-        found.update((r[0], int(r[1])) for r in conn.execute(
-            sa.select(canaries_table.c.name, canaries_table.c.version).where(canaries_table.c.tenant == tenant)
-            .where(canaries_table.c.name.in_(ordered[start:start + 500]))))
-    return found
+    return rows_of.canary_keys(conn, tenant, names)
 
 
 def _digest_or_none(spec: "ToolSpec | None") -> str | None:
     return None if spec is None else digest(spec.schema_)
 
 
-def move_many(conn: sa.Connection, library: "Rechecking", moves: Sequence[tuple[str, int, str, dict[str, Any]]],
+def move_many(conn: Connection, library: "Rechecking", moves: Sequence[tuple[str, int, str, dict[str, Any]]],
               from_status: str, to_status: str) -> None:
     """Move the versions of ``moves`` (name, version, reason, evidence) from
     ``from_status`` to ``to_status`` as ``system`` on ``conn``: a few statements for all
@@ -360,26 +316,19 @@ def move_many(conn: sa.Connection, library: "Rechecking", moves: Sequence[tuple[
     system = library.actors.resolve("system")
     require(system, REQUIRED[to_status], f"move versions from {from_status} to {to_status}")
     tenant = library.context.tenant
-    versions, skills = rs.versions_table, rs.skills_table
     keys = [(n, v) for n, v, _, _ in moves]
-    for start in range(0, len(keys), 500):
-        part = keys[start:start + 500]
-        where = sa.and_(versions.c.tenant == tenant, sa.tuple_(versions.c.name, versions.c.version).in_(part))
-        found = {(r[0], int(r[1])): r[2] for r in conn.execute(
-            sa.select(versions.c.name, versions.c.version, versions.c.status).where(where))}
+    for start in range(0, len(keys), rows_of.BATCH):
+        part = keys[start:start + rows_of.BATCH]
+        found = rows_of.version_statuses(conn, tenant, part)
         wrong = [f"{n!r} v{v} is {found.get((n, v), 'gone')}" for n, v in part if found.get((n, v)) != from_status]
         if wrong:
             raise LifecycleError(f"expected {from_status} versions: {', '.join(wrong[:5])}")
         if to_status == "active":
-            pointers = dict(conn.execute(sa.select(skills.c.name, skills.c.active_version)
-                                         .where(skills.c.tenant == tenant)
-                                         .where(skills.c.name.in_(sorted({n for n, _ in part})))).all())
+            pointers = rows_of.pointers(conn, tenant, {n for n, _ in part})
             moved = [f"{n!r} v{v}" for n, v in part if pointers.get(n) != v]
             if moved:
                 raise LifecycleError(f"the active pointer moved on: {', '.join(moved[:5])}")
-        conn.execute(versions.update().where(where).values(status=to_status))
-        conn.execute(skills.update().where(skills.c.tenant == tenant)
-                     .where(skills.c.name.in_(sorted({n for n, _ in part}))).values(updated_at=utc_now()))
+        rows_of.write_statuses(conn, tenant, part, to_status, utc_now())
     audit.write_many(conn, tenant, [{"name": n, "version": v, "from_status": from_status, "to_status": to_status,
                                      "reason": reason, "evidence": evidence} for n, v, reason, evidence in moves],
                      actor=system.id)
@@ -489,7 +438,7 @@ def reverify(library: "Rechecking", suspended: Sequence[tuple[str, int]],
         verdicts[key] = (rebound, problems, "".join(diffs))
     system = library.actors.resolve("system")
 
-    def work(conn: sa.Connection) -> None:
+    def work(conn: Connection) -> None:
         held: list[dict[str, Any]] = []
         passed: list[tuple[str, int, str, dict[str, Any]]] = []
         for (name, version), (rebound, problems, diff) in sorted(verdicts.items()):
@@ -520,18 +469,8 @@ def reverify(library: "Rechecking", suspended: Sequence[tuple[str, int]],
     return result
 
 
-def _example_ids(conn: sa.Connection, tenant: str, names: Iterable[str]) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    ordered = sorted(set(names))
-    for start in range(0, len(ordered), 500):
-        for name, trace_id in conn.execute(
-            sa.select(rs.examples_table.c.name, rs.examples_table.c.trace_id)
-            .where(rs.examples_table.c.tenant == tenant)
-            .where(rs.examples_table.c.name.in_(ordered[start:start + 500]))
-            .order_by(rs.examples_table.c.created_at)
-        ):
-            found.setdefault(name, []).append(trace_id)
-    return found
+def _example_ids(conn: Connection, tenant: str, names: Iterable[str]) -> dict[str, list[str]]:
+    return rows_of.example_trace_ids(conn, tenant, names)
 
 
 def resume(library: "Rechecking", name: str, *, actor: Any, reason: str) -> Skill:

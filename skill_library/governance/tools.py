@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
+
+from skill_library.storage import governance_rows
+from skill_library.storage.transactions import Connection
 
 
 class ToolSpec(BaseModel):
@@ -26,12 +28,9 @@ def side_effect_tools(tools: list[str], specs: dict[str, ToolSpec]) -> list[str]
     return [t for t in tools if t not in specs or specs[t].side_effects]
 
 
-def load(conn: "sa.Connection", tenant: str) -> dict[str, ToolSpec]:
+def load(conn: Connection, tenant: str) -> dict[str, ToolSpec]:
     """The tools declared in ``tenant``, by name."""
-    from skill_library.governance.tables import tool_specs_table
-
-    rows = conn.execute(sa.select(tool_specs_table).where(tool_specs_table.c.tenant == tenant)
-                        .order_by(tool_specs_table.c.name)).mappings()
+    rows = governance_rows.tool_spec_rows(conn, tenant)
     return {r["name"]: _spec(r["schema"], bool(r["side_effects"])) for r in rows}
 
 
@@ -42,25 +41,16 @@ def _spec(schema: dict[str, Any], side_effects: bool) -> ToolSpec:
                     description=described if isinstance(described, str) else "")
 
 
-def save(conn: "sa.Connection", tenant: str, specs: dict[str, ToolSpec]) -> None:
+def save(conn: Connection, tenant: str, specs: dict[str, ToolSpec]) -> None:
     """Declare (or redeclare) ``specs`` in ``tenant``."""
-    from skill_library.governance.tables import tool_specs_table
     from skill_library.models import utc_now
 
-    now = utc_now()
-    for name, spec in specs.items():
-        conn.execute(tool_specs_table.delete().where(tool_specs_table.c.tenant == tenant)
-                     .where(tool_specs_table.c.name == name))
-        conn.execute(tool_specs_table.insert().values(
-            tenant=tenant, name=name, side_effects=spec.side_effects,
-            schema={**spec.schema_, **({"x-tool-description": spec.description} if spec.description else {})},
-            updated_at=now))
+    governance_rows.save_tool_specs(conn, tenant, {
+        name: (spec.side_effects,
+               {**spec.schema_, **({"x-tool-description": spec.description} if spec.description else {})})
+        for name, spec in specs.items()}, utc_now())
 
 
-def remove(conn: "sa.Connection", tenant: str, names: list[str]) -> None:
+def remove(conn: Connection, tenant: str, names: list[str]) -> None:
     """Remove the declarations of ``names`` in ``tenant``."""
-    from skill_library.governance.tables import tool_specs_table
-
-    if names:
-        conn.execute(tool_specs_table.delete().where(tool_specs_table.c.tenant == tenant)
-                     .where(tool_specs_table.c.name.in_(names)))
+    governance_rows.remove_tool_specs(conn, tenant, names)

@@ -9,8 +9,6 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Sequence
 
-import sqlalchemy as sa
-
 from skill_library.errors import LifecycleError, PermissionDenied, SkillLibraryError
 from skill_library.governance import audit, tool_schemas
 from skill_library.governance import policy as policy_store
@@ -22,6 +20,7 @@ from skill_library.governance.tools import ToolSpec
 from skill_library.models import Skill
 from skill_library.storage import canary_rows
 from skill_library.storage.skill_rows import SkillRows
+from skill_library.storage.transactions import Connection
 
 if TYPE_CHECKING:
     from skill_library.protocols import Governed, Reviewing
@@ -46,7 +45,7 @@ def open_tenant(library: "Reviewing", policy: Policy | None, *, check: bool = Tr
     if stored is None and library.actors.seed():
         chosen = policy or Policy()
 
-        def store_policy(conn: sa.Connection) -> None:
+        def store_policy(conn: Connection) -> None:
             if policy_store.load(conn, tenant) is None:
                 policy_store.save(conn, tenant, chosen)
                 audit.write(conn, tenant, audit.POLICY, None, None, "set", actor=os_user(),
@@ -90,7 +89,7 @@ def set_policy(library: "Reviewing", new: Policy, *, actor: Actor | str | None) 
     require(who, "skill.admin", "change the tenant's policy")
     tenant = tenant_of(library)
 
-    def work(conn: sa.Connection) -> Policy:
+    def work(conn: Connection) -> Policy:
         old = policy_store.load(conn, tenant) or Policy()
         policy_store.save(conn, tenant, new)
         widened = BREADTH[new.auto_approve] > BREADTH[old.auto_approve]
@@ -135,7 +134,7 @@ def register_tools(library: "Reviewing", specs: Mapping[str, ToolSpec | None], *
     waiting: list[tuple[str, int]] = []
     canaries: dict[str, set[int]] = {}
 
-    def work(conn: sa.Connection) -> None:
+    def work(conn: Connection) -> None:
         old = {**library.constructor_tool_specs(), **tool_store.load(conn, tenant)}
         changed = tool_schemas.changed_tools(old, checked)
         tool_store.save(conn, tenant, {n: s for n, s in checked.items() if s is not None})
@@ -171,7 +170,7 @@ def add_active(library: "Governed", skills: Sequence[Skill], *, initial_success:
     store = sql_of(library)
     tenant = tenant_of(library)
 
-    def work(conn: sa.Connection) -> list[Skill]:
+    def work(conn: Connection) -> list[Skill]:
         stored, superseded = store.insert_versions(conn, skills, initial_success=initial_success)
         tool_schemas.record_for(conn, library, stored)
         events: list[dict[str, Any]] = []
@@ -215,7 +214,7 @@ def propose(library: "Governed", skill: Skill, *, actor: Actor | str | None,
     store = sql_of(library)
     tenant = tenant_of(library)
 
-    def work(conn: sa.Connection) -> Skill:
+    def work(conn: Connection) -> Skill:
         stored, _ = store.insert_version(conn, draft, status="draft")
         tool_schemas.record_for(conn, library, [stored])
         audit.write(conn, tenant, stored.name, stored.version, None, "draft", actor=who.id,
@@ -268,7 +267,7 @@ def canary(library: "Reviewing", name: str, version: int, *, actor: Actor | str 
     who = caller_actor(library, actor)
     tenant = tenant_of(library)
 
-    def work(conn: sa.Connection) -> Skill:
+    def work(conn: Connection) -> Skill:
         running = canary_rows.running_version(conn, tenant, name)
         if running is not None:
             raise LifecycleError(f"skill {name!r} already has a canary (v{running}): promote or "
@@ -299,7 +298,7 @@ def rollback(library: "Reviewing", name: str, *, actor: Actor | str | None,
     who = caller_actor(library, actor)
     store = sql_of(library)
 
-    def work(conn: sa.Connection) -> Skill:
+    def work(conn: Connection) -> Skill:
         current = store.read_version(conn, name)
         if current.status != "active":
             raise LifecycleError(f"skill {name!r} has no active version to roll back "
@@ -402,7 +401,7 @@ def delete(library: "Reviewing", name: str, *, actor: Actor | str | None) -> aud
     traces.update(i for s in history for i in s.provenance.trace_ids)
     tenant = tenant_of(library)
 
-    def work(conn: sa.Connection) -> audit.AuditEvent:
+    def work(conn: Connection) -> audit.AuditEvent:
         # the records, canary, evaluations, audit and reliability events of the name
         gone = SkillRows(store).delete_skill(conn, name, traces)
         from skill_library.uplift import delete_outcomes

@@ -11,5 +11,9 @@ versions in a few statements) and ``copying`` (every row into an empty store).
 The rows of the concepts, each with its tables: ``audit``, ``actor_rows``,
 ``policy_rows``, ``canary_rows`` and ``skill_rows`` (governance; ``governance_tables``),
 ``patterns`` and ``procedures`` (``pattern_tables``), ``privacy_rows`` (the erasure salt;
-``privacy_tables``), ``feature_tables`` (uplift, tool bindings).
+``privacy_tables``), ``feature_tables`` (uplift, tool bindings), ``erasure_rows`` and
+``chroma_file`` (forget), ``redaction_rows``, ``uplift_rows``, ``governance_rows`` (tool
+specs, approvals, evaluations), ``tool_binding_rows`` (tool-schema re-verification).
+``migrations`` (the schema steps) and ``advisory_lock`` (PostgreSQL's write lock) are
+storage primitives too.
 """

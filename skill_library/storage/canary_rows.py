@@ -42,3 +42,18 @@ def start(conn: sa.Connection, tenant: str, name: str, version: int, *, share: f
     conn.execute(canaries_table.insert().values(
         tenant=tenant, name=name, version=version, share=share, cohort=cohort, actor=actor,
         started_at=utc_now()))
+
+
+def has_row(conn: sa.Connection, tenant: str, name: str, version: int) -> bool:
+    """Whether ``name`` v``version`` has a canary row (running, or suspended from one), on
+    the caller's transaction."""
+    return conn.execute(sa.select(canaries_table.c.version).where(canaries_table.c.tenant == tenant)
+                        .where(canaries_table.c.name == name)
+                        .where(canaries_table.c.version == version)).first() is not None
+
+
+def stop(conn: sa.Connection, tenant: str, name: str, version: int) -> None:
+    """Remove the canary row of ``name`` v``version``, on the caller's transaction (the one
+    that moves the version out of ``canary`` and writes its audit event)."""
+    conn.execute(canaries_table.delete().where(canaries_table.c.tenant == tenant)
+                 .where(canaries_table.c.name == name).where(canaries_table.c.version == version))

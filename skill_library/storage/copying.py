@@ -32,7 +32,7 @@ def copy_records(source: "SQLRecordStore", destination: "SQLRecordStore") -> dic
         raise DestinationNotEmptyError(
             f"the record store {destination.url} already holds skills: migrate copies only into an empty one"
         )
-    from skill_library.migrations import migrations_table  # and every table the steps create
+    from skill_library.storage.migrations import migrations_table  # and every table the steps create
 
     copied: dict[str, int] = {}
     with source._read() as src, destination._write() as dst:

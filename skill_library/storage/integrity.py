@@ -23,7 +23,7 @@ def open_records(conn: Connection, *, create: bool, sqlite: bool, url: str, path
     version, :class:`SchemaVersionError` when it is newer than :data:`SCHEMA_VERSION`,
     :class:`LibraryNotFoundError` for an empty server database without ``create``.
     """
-    from skill_library import migrations
+    from skill_library.storage import migrations
 
     present = set(sa.inspect(conn).get_table_names())
     # no table at all: a database another process is creating right now (or a new one)

@@ -37,6 +37,7 @@ from skill_library.errors import (
     TraceNotFoundError,
 )
 from skill_library.models import COUNTED_KINDS, Example, OutcomeKind, Skill, SkillStatus, Trace, utc_now
+from skill_library.storage.advisory_lock import AdvisoryWriteLock
 from skill_library.storage.bulk import insert_distinct_versions
 from skill_library.storage.dialects import (
     EMPTY_FILE_CHECKS,
@@ -66,7 +67,7 @@ from skill_library.storage.tables import (
 )
 from skill_library.storage.transactions import Transaction
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
-from skill_library.write_lock import AdvisoryWriteLock, FileWriteLock, WriteLock, advisory_key
+from skill_library.write_lock import FileWriteLock, WriteLock, advisory_key
 
 __all__ = [
     "EMPTY_FILE_CHECKS",

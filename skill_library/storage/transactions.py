@@ -57,3 +57,5 @@ class Transaction:
             corrupt = self._named_error(exc)
             if corrupt is not None:
                 raise corrupt from exc
+
+__all__ = ["Connection", "ErrorNamer", "Transaction"]

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from skill_library import signature
 from skill_library.errors import TraceError
+from skill_library.reliability import laplace_reliability as laplace_reliability  # re-exported
 
 SkillKind = Literal["code", "instruction"]
 #: The lifecycle of one version (skill_library.governance.lifecycle): ``draft`` (proposed,
@@ -70,11 +71,6 @@ def utc_now() -> datetime:
 def new_id() -> str:
     """A fresh random identifier (32 hex digits)."""
     return uuid.uuid4().hex
-
-
-def laplace_reliability(successes: int, failures: int) -> float:
-    """Laplace-smoothed success rate: ``(successes + 1) / (n + 2)``."""
-    return (successes + 1) / (successes + failures + 2)
 
 
 class ToolCall(BaseModel):

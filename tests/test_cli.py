@@ -112,7 +112,8 @@ def test_a_bug_is_not_turned_into_a_one_line_message(tmp_path, monkeypatch):
         raise KeyError("a bug")
 
     monkeypatch.setattr(SkillLibrary, "list", broken)
-    result = runner.invoke(app, ["list"], env={"SKILLS_DIR": str(lib)})
+    # --json: the text form is read without opening the library (skill_library/cli/light.py)
+    result = runner.invoke(app, ["list", "--json"], env={"SKILLS_DIR": str(lib)})
     assert result.exit_code == 1 and isinstance(result.exception, KeyError)
     assert "error:" not in result.output
 

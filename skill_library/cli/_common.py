@@ -17,6 +17,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -206,6 +207,23 @@ def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
 def notice(message: str) -> None:
     """A one-line notice on stderr (what a warning becomes in the CLI)."""
     err_console.print(styled(("notice:", "yellow"), f" {message}"), highlight=False)
+
+
+def warm_up_in_background(library: "SkillLibrary") -> threading.Thread:
+    """Load ``library``'s embedding model on a daemon thread, so a server (the console, MCP)
+    answers before the model is loaded; a first search meanwhile waits for it (the
+    embedder loads a model once, under its own lock). A model that cannot load is a notice:
+    the searches then report it themselves."""
+
+    def load() -> None:
+        try:
+            library.embedder.embed(["warm up"])
+        except Exception as exc:  # reported; the first search raises it again
+            notice(f"the embedding model did not load yet: {short(str(exc))}")
+
+    thread = threading.Thread(target=load, name="skills-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def validation_message(exc: "ValidationError") -> str:

@@ -7,7 +7,15 @@ from typing import Optional
 
 import typer
 
-from skill_library.cli._common import EXIT_UNUSABLE, DirOption, command, fail, notice, open_library
+from skill_library.cli._common import (
+    EXIT_UNUSABLE,
+    DirOption,
+    command,
+    fail,
+    notice,
+    open_library,
+    warm_up_in_background,
+)
 from skill_library.errors import require_extra
 
 
@@ -34,9 +42,15 @@ def ui(
         fail(f"refusing to serve the console on {host}, which is not a loopback address: "
              "pass --allow-remote to do it anyway", EXIT_UNUSABLE)
     with open_library(directory) as library:
-        library.embedder.embed(["warm up"])  # load the model before the first search
+        def announce(line: str) -> None:
+            if line.startswith("warning:"):
+                return notice(line)
+            typer.echo(line)
+            if "/login?token=" in line:  # the URL is out: load the model while the browser comes
+                warm_up_in_background(library)
+
         serve(library, actor_id=actor or default_actor_id(), host=host, port=port, allow_remote=allow_remote,
-              announce=lambda line: notice(line) if line.startswith("warning:") else typer.echo(line))
+              announce=announce)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,6 +19,7 @@ from skill_library.cli._common import (
     load_tools,
     open_library,
     required_text,
+    warm_up_in_background,
 )
 from skill_library.errors import require_extra
 
@@ -44,7 +45,7 @@ def serve_mcp(
         except ValueError as exc:
             fail(str(exc), EXIT_UNUSABLE)
     with open_library(directory) as library:
-        library.embedder.embed(["warm up"])  # load the model before the first request
+        warm_up_in_background(library)  # initialize and list_tools answer before the model is loaded
         mcp_server.serve(library, tool_map, http=http)
 
 

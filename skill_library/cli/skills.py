@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import enum
 import json
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.table import Table
@@ -30,6 +31,11 @@ from skill_library.cli._common import (
     styled,
     trace_json,
 )
+from skill_library.cli.light import read as light_read
+from skill_library.reliability import laplace_reliability
+
+if TYPE_CHECKING:
+    from skill_library.storage.light_reads import FolderReader
 
 #: the statuses `list --status` accepts: exactly the records' own
 StatusChoice = enum.Enum(  # type: ignore[misc]
@@ -135,18 +141,39 @@ def list_(
     as_json: bool = JsonOption,
 ) -> None:
     """List every skill's current version: SkillLibrary.list()."""
+    chosen = status.value if status is not None else None
+    if not as_json:
+        from skill_library.storage.light_reads import current_when
+
+        def light(reader: "FolderReader") -> list[SkillLine]:
+            return [(r["name"], r["version"], r["kind"], r["status"], r["successes"], r["failures"],
+                     current_when(r)) for r in reader.current_versions(chosen)]
+
+        lines = light_read(directory, light)
+        if lines is not None:
+            return _print_skills(lines)
     with open_library(directory) as lib:
-        skills = lib.list(status=status.value if status is not None else None)
+        skills = lib.list(status=chosen)
     if as_json:
         emit([skill_json(s) for s in skills])
         return
+    _print_skills([(s.name, s.version, s.kind, s.status, s.successes, s.failures, s.when) for s in skills])
+
+
+#: one row of `skills list`: name, version, kind, status, successes, failures, when
+SkillLine = tuple[str, int, str, str, int, int, str]
+
+
+def _reliability(successes: int, failures: int) -> str:
+    return f"{laplace_reliability(successes, failures):.2f}"
+
+
+def _print_skills(lines: list[SkillLine]) -> None:
     table = _table("name", "version", "kind", "status", "reliability", "ok/fail", "when",
-                   names=[s.name for s in skills])
-    for s in skills:
-        table.add_row(
-            s.name, str(s.version), s.kind, s.status, f"{s.reliability:.2f}",
-            f"{s.successes}/{s.failures}", s.when,
-        )
+                   names=[line[0] for line in lines])
+    for name, version, kind, status, successes, failures, when in lines:
+        table.add_row(name, str(version), kind, status, _reliability(successes, failures),
+                      f"{successes}/{failures}", when)
     _print_table(table)
 
 
@@ -234,18 +261,35 @@ def stats(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> 
 @command
 def history(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
     """Every version of a skill with its counts: SkillLibrary.history(name)."""
+    if not as_json:
+        def light(reader: "FolderReader") -> list[VersionLine] | None:
+            rows = reader.versions(name)
+            return None if rows is None else [
+                (r["version"], r["status"], r["successes"], r["failures"], r["provenance"]["generalizer"],
+                 datetime.fromisoformat(r["provenance"]["created_at"])) for r in rows]
+
+        lines = light_read(directory, light)
+        if lines is not None:
+            return _print_versions(lines)
     with open_library(directory) as lib:
         versions = lib.history(name)
     if as_json:
         emit([skill_json(s) for s in versions])
         return
+    _print_versions([(s.version, s.status, s.successes, s.failures, s.provenance.generalizer,
+                      s.provenance.created_at) for s in versions])
+
+
+#: one row of `skills history`: version, status, successes, failures, generalizer, created
+VersionLine = tuple[int, str, int, int, str, datetime]
+
+
+def _print_versions(lines: list[VersionLine]) -> None:
     table = _table("version", "status", "reliability", "ok/fail", "generalizer", "created",
-                   names=[str(s.version) for s in versions])
-    for s in versions:
-        table.add_row(
-            str(s.version), s.status, f"{s.reliability:.2f}", f"{s.successes}/{s.failures}",
-            s.provenance.generalizer, s.provenance.created_at.isoformat(timespec="seconds"),
-        )
+                   names=[str(line[0]) for line in lines])
+    for version, status, successes, failures, generalizer, created in lines:
+        table.add_row(str(version), status, _reliability(successes, failures), f"{successes}/{failures}",
+                      generalizer, created.isoformat(timespec="seconds"))
     _print_table(table)
 
 
@@ -266,23 +310,36 @@ def retire(
 @command
 def outcomes(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
     """The outcome log of a skill, all versions, oldest first: SkillLibrary.outcomes(name)."""
+    if not as_json:
+        found = light_read(directory, lambda reader: reader.outcomes(name))
+        if found is not None:
+            return _print_outcomes(name, found)
     with open_library(directory) as lib:
         log = lib.outcomes(name)
     if as_json:
         emit([outcome_json(o) for o in log])
         return
-    rows = [outcome_json(o) for o in log]
-    reasons = any(r.get("reason") for r in rows)  # the column only when some outcome says why
+    _print_outcomes(name, log)
+
+
+def _recorded(entry: dict[str, Any]) -> str:
+    """When an outcome was recorded, to the second, as its JSON form (outcome_json) has it."""
+    recorded = entry["recorded_at"]
+    return str(recorded.isoformat() if hasattr(recorded, "isoformat") else recorded)[:19]
+
+
+def _print_outcomes(name: str, log: list[dict[str, Any]]) -> None:
+    reasons = any(r.get("reason") for r in log)  # the column only when some outcome says why
     table = _table("recorded", "version", "outcome", "trace id", *(("reason",) if reasons else ()),
-                   names=[str(r["recorded_at"])[:19] for r in rows])
-    for r in rows:
+                   names=[_recorded(r) for r in log])
+    for r in log:
         table.add_row(
-            str(r["recorded_at"])[:19], str(r["version"]),
+            _recorded(r), str(r["version"]),
             r.get("kind") or ("success" if r["success"] else "failure"), r["trace_id"] or "-",
             *((r.get("reason") or "",) if reasons else ()),
         )
     _print_table(table)
-    if not rows:
+    if not log:
         console.print(f"no outcomes recorded for {name}")
 
 
@@ -295,6 +352,17 @@ def traces(
 ) -> None:
     """The traces of a skill (learned from, or made by its runs): SkillLibrary.traces(name);
     with --id, one trace in full: SkillLibrary.trace(id)."""
+    if trace_id is None and not as_json:
+        def light(reader: "FolderReader") -> list[TraceLine] | None:
+            bodies = reader.trace_bodies(name)
+            return None if bodies is None else sorted(
+                (datetime.fromisoformat(b["created_at"]), str(b["id"]), str(b["source"]), len(b["calls"]),
+                 None if b["outcome"] is None else bool(b["outcome"]["success"]), _text(b["task"]))
+                for b in bodies)
+
+        lines = light_read(directory, light)
+        if lines is not None:
+            return _print_traces(name, lines)
     with open_library(directory) as lib:
         if trace_id is not None:
             one = lib.trace(trace_id)
@@ -309,15 +377,29 @@ def traces(
     if as_json:
         emit([trace_json(t) for t in found])
         return
-    table = _table("id", "created", "source", "calls", "outcome", "task", names=[t.id for t in found])
-    for t in found:
-        verdict = "-" if t.outcome is None else ("success" if t.outcome.success else "failure")
-        table.add_row(
-            t.id, t.created_at.isoformat(timespec="seconds"), t.source, str(len(t.calls)),
-            verdict, short(t.task, TASK_COLUMN_CHARS),
-        )
+    _print_traces(name, [(t.created_at, t.id, t.source, len(t.calls),
+                          None if t.outcome is None else t.outcome.success, t.task) for t in found])
+
+
+#: one row of `skills traces`, in its order: created, id, source, calls, success (None: no
+#: verdict), task
+TraceLine = tuple[datetime, str, str, int, Optional[bool], str]
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not a text")  # not what a stored trace holds: the full path reads it
+    return value
+
+
+def _print_traces(name: str, lines: list[TraceLine]) -> None:
+    table = _table("id", "created", "source", "calls", "outcome", "task", names=[line[1] for line in lines])
+    for created, trace_id, source, calls, success, task in lines:
+        verdict = "-" if success is None else ("success" if success else "failure")
+        table.add_row(trace_id, created.isoformat(timespec="seconds"), source, str(calls), verdict,
+                      short(task, TASK_COLUMN_CHARS))
     _print_table(table)
-    if not found:
+    if not lines:
         console.print(f"no traces stored for {name}")
 
 

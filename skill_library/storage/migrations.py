@@ -1,7 +1,7 @@
 """Schema migrations of the record store: a list, applied in order, recorded in a table.
 
 The position of a step in :data:`MIGRATIONS` is the schema version it brings the store to
-(``SCHEMA_VERSION == len(MIGRATIONS)``). The steps already applied are rows of
+(``storage.layout.SCHEMA_VERSION == len(MIGRATIONS)``, checked on import). The steps already applied are rows of
 ``schema_migrations``; the version is also kept in ``library_meta`` (``schema_version``),
 which stores made before this table existed have. Opening a store applies the missing
 steps in one transaction: an existing SQLite folder upgrades in place, a new PostgreSQL
@@ -25,6 +25,7 @@ from skill_library.storage import sql_store as rs
 from skill_library.storage.feature_tables import UPLIFT_TABLES as uplift_tables
 from skill_library.storage.feature_tables import tool_bindings_table
 from skill_library.storage.governance_tables import evaluations_table
+from skill_library.storage.layout import SCHEMA_VERSION
 from skill_library.storage.pattern_tables import TENANT_TABLES as pattern_tenant_tables
 from skill_library.storage.privacy_tables import PRIVACY_TABLES
 from skill_library.tenancy import DEFAULT_TENANT
@@ -203,6 +204,9 @@ MIGRATIONS: list[Migration] = [
     Migration("memory and privacy: pattern, reliability and procedure tables; forgotten_traces, skill_aliases",
               _create(*pattern_tenant_tables, *PRIVACY_TABLES)),
 ]
+if len(MIGRATIONS) != SCHEMA_VERSION:  # one number, kept in storage.layout (the light reads read it)
+    raise RuntimeError(f"storage.layout.SCHEMA_VERSION is {SCHEMA_VERSION} but there are {len(MIGRATIONS)} "
+                       "migrations: a new step raises SCHEMA_VERSION in skill_library/storage/layout.py")
 
 
 def applied_version(conn: Connection) -> int:

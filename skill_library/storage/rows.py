@@ -7,6 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from skill_library.models import Provenance, Skill
+from skill_library.storage.light_reads import current_when
 from skill_library.storage.tables import profiles_table, versions_table
 
 
@@ -30,11 +31,7 @@ def row_to_skill(row: Any) -> Skill:
         name=row["name"],
         version=row["version"],
         kind=row["kind"],
-        when=(
-            row["derived_when"]
-            if row.get("derived_when") and row.get("derived_version") == row["version"]
-            else row["when_text"]
-        ),
+        when=current_when(row),
         description=row["description"],
         code=row["code"],
         parameters=row["parameters"],

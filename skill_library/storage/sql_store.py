@@ -37,6 +37,7 @@ from skill_library.errors import (
     TraceNotFoundError,
 )
 from skill_library.models import COUNTED_KINDS, Example, OutcomeKind, Skill, SkillStatus, Trace, utc_now
+from skill_library.storage import layout
 from skill_library.storage.advisory_lock import AdvisoryWriteLock
 from skill_library.storage.bulk import insert_distinct_versions
 from skill_library.storage.dialects import (
@@ -50,6 +51,7 @@ from skill_library.storage.dialects import (
 )
 from skill_library.storage.integrity import open_records, records_problem
 from skill_library.storage.interface import RecordStore
+from skill_library.storage.light_reads import outcome_row as _outcome_row
 from skill_library.storage.rows import row_to_skill, versions_query
 from skill_library.storage.tables import (
     SCHEMA_VERSION,
@@ -93,8 +95,8 @@ __all__ = [
     "versions_table",
 ]
 
-#: the file name of the SQLite records inside a library folder
-RECORDS_FILE = "records.db"
+#: the file name of the SQLite records inside a library folder (its one home: storage.layout)
+RECORDS_FILE = layout.RECORDS_FILE
 #: the file a folder library's writers lock (skill_library.write_lock.FileWriteLock)
 WRITE_LOCK_FILE = "write.lock"
 
@@ -925,18 +927,6 @@ def counted_outcome() -> Any:
     """The outcome rows that are the skill's own record: success or failure (a row no
     migration gave a kind counts by its flag)."""
     return sa.or_(outcomes_table.c.kind.is_(None), outcomes_table.c.kind.in_(sorted(COUNTED_KINDS)))
-
-
-def _outcome_row(r: Any) -> dict[str, Any]:
-    return {
-        "version": r["version"],
-        "success": bool(r["success"]),
-        "kind": r["kind"] or ("success" if r["success"] else "failure"),
-        "reason": r["reason"],
-        "origin": r["origin"],
-        "trace_id": r["trace_id"],
-        "recorded_at": r["recorded_at"],
-    }
 
 
 def delete_text_vectors(conn: sa.Connection, store: "SQLRecordStore", name: str) -> None:

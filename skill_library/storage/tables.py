@@ -2,17 +2,15 @@
 
 Every record carries the ``tenant`` it belongs to (``skill_library.tenancy``); the text
 vector cache is the one table shared by all tenants. Changing a table means a new step
-in ``skill_library.storage.migrations`` and a new :data:`SCHEMA_VERSION`.
+in ``skill_library.storage.migrations`` and a new :data:`SCHEMA_VERSION` (``storage.layout``).
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
+from skill_library.storage.layout import SCHEMA_VERSION as SCHEMA_VERSION  # its one home
 from skill_library.tenancy import DEFAULT_TENANT, TENANT_MAX_LENGTH
-
-#: the schema version this code writes: len(skill_library.storage.migrations.MIGRATIONS)
-SCHEMA_VERSION = 11
 
 metadata = sa.MetaData()
 

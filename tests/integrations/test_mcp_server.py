@@ -157,7 +157,9 @@ def test_handshake_era_clients_get_the_list_changed_notification(desk):
 @pytest.mark.slow
 def test_stdio_subprocess_serves_the_library(desk, tmp_path):
     desk.close()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=str(HERE))
+    # the tree under test first (a worktree's PYTHONPATH), then desk_tools' folder
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([*paths, str(HERE)]))
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "skill_library.cli", "serve-mcp", "--dir", str(desk.path), "--tools", "desk_tools"],

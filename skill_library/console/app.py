@@ -238,7 +238,9 @@ _HEADER_NAMES = frozenset(k.lower() for k in SECURITY_HEADERS)
 
 
 class _FormMiddleware:
-    """Reads a POST's form before the (sync) handler runs, into ``request.state.form``."""
+    """Reads a POST's form before the (sync) handler runs: ``request.state.form`` (each
+    field's last value) and ``request.state.form_lists`` (every value of each field: the
+    review queue's checked rows)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -249,9 +251,10 @@ class _FormMiddleware:
             try:
                 form = await request.form()
                 values = {k: v for k, v in form.items() if isinstance(v, str)}
+                lists = {k: [v for v in form.getlist(k) if isinstance(v, str)] for k in form}
             except Exception:  # an unparsable body is an empty form (refused by the CSRF check)
-                values = {}
-            scope.setdefault("state", {})["form"] = values
+                values, lists = {}, {}
+            scope.setdefault("state", {}).update(form=values, form_lists=lists)
 
             async def empty() -> dict[str, Any]:
                 return {"type": "http.request", "body": b"", "more_body": False}

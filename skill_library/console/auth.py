@@ -86,6 +86,8 @@ class Session:
     #: what the last write did, shown once on the next page (kept here, not in the URL, so a
     #: crafted link cannot put words in the console's mouth)
     notice: str | None = None
+    #: the last bulk write's refusals, by (name, version): shown once, each on its row
+    refusals: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def expired(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) - self.started > SESSION_SECONDS

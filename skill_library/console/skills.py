@@ -14,6 +14,8 @@ from starlette.routing import Route
 from skill_library.console.app import Console, page
 from skill_library.console.auth import Session
 from skill_library.console.charts import reliability_png, uplift_png
+from skill_library.console.evidence import parameter_rows, precondition_lines, tool_rows
+from skill_library.console.review import decision_of
 from skill_library.models import SkillStatus
 
 __all__ = ["CODE_FORMATTER", "RECENT_TRACES", "SEARCH_K", "SORT_KEYS", "routes"]
@@ -92,8 +94,10 @@ def audit_of(library: Any, name: str) -> list[Any]:
 
 @page()
 def skill_page(console: Console, request: Request, session: Session) -> Response:
-    """``/skills/{name}``: versions and audit trail, code, when, examples, parameters,
-    the reliability chart and recent traces."""
+    """``/skills/{name}``: versions and audit trail, code, its docstring as written, when,
+    examples, parameters with their descriptions, tools with their side effects,
+    preconditions, the reliability chart and recent traces; a version waiting for a decision
+    says which (the review queue's words)."""
     tenant = console.tenant_of(request)
     library = console.view(tenant)
     name = request.path_params["name"]
@@ -107,8 +111,12 @@ def skill_page(console: Console, request: Request, session: Session) -> Response
     trace_versions = _trace_versions(history, outcomes)
     traces = sorted(library.traces(name), key=lambda t: t.created_at, reverse=True)[:RECENT_TRACES]
     code = highlight(current.code, PythonLexer(), CODE_FORMATTER) if current.code else None
+    evaluations = library.evaluations(name, current.version)
+    decision, hint, _ = decision_of(current, evaluations[-1] if evaluations else None)
     return console.render(
         request, session, "skill.html", tenant=tenant, skill=current, history=list(reversed(history)),
+        parameters=parameter_rows(current), tools=tool_rows(current, library.tool_specs()),
+        preconditions=precondition_lines(current), decision=decision, hint=hint,
         audit=audit_of(library, name), code=code, examples=library.examples(name), outcomes=outcomes,
         traces=[(t, getattr(t, "version", None) or trace_versions.get(t.id)) for t in traces],
         uplift=library.uplift(name, current.version), page_name="skills",

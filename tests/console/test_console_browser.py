@@ -1,6 +1,6 @@
 """The review console in a real browser: Debian's headless Chromium (/usr/bin/chromium)
 driven by Playwright's Python client (which downloads no browser). Screenshots go to
-``docs/images/`` when SKILLS_CONSOLE_SCREENSHOTS=1 (how the README's were made), else to
+``docs/images/`` when SKILLS_CONSOLE_SCREENSHOTS=1 (how docs/console.md's were made), else to
 the test's temporary folder."""
 
 from __future__ import annotations
@@ -88,7 +88,6 @@ def test_approve_from_the_review_queue_in_the_browser(browser, live_server, libr
     assert "Needs a human because" in section.inner_text()
     assert section.locator("tr.critical").count() == 1
     assert section.locator("pre.diff .add").count() >= 1
-    screenshot(page, tmp_path, "console-review.png")
     section.locator("form[action$='/approve'] input[name=reason]").fill("checked the diff and the suite")
     section.locator("button.approve").click()
     page.wait_for_load_state("load")
@@ -99,3 +98,108 @@ def test_approve_from_the_review_queue_in_the_browser(browser, live_server, libr
     event = library.audit(name)[-1]
     assert (event.version, event.from_status, event.to_status) == (version, "evaluated", "approved")
     assert (event.actor, event.reason) == (APPROVER.id, "checked the diff and the suite")
+
+
+NAVIGATION = ["Skills", "Review queue", "Canaries", "Subjects"]
+#: a skill whose code has a line far wider than its column, and a docstring with an Args: section
+LABEL = (
+    "def label_shelf(aisle: str, text: str = 'fresh') -> dict:\n"
+    '    """Print a label for the shelf of an aisle.\n\n'
+    "    One label per call; the printer keeps no queue.\n\n"
+    "    Args:\n"
+    "        aisle (str): the aisle whose shelf is labelled\n"
+    "        text (str): what the label says\n"
+    '    """\n'
+    "    return restock(item='label-' + aisle + '-' + text + '-with-a-suffix-long-enough-that-this-line-is-far-"
+    "wider-than-the-code-column-of-the-page-and-must-wrap', count=1)\n"
+)
+
+
+def assert_navigation(page) -> None:
+    """The header's navigation leads to every page, the current one marked."""
+    links = page.locator("header nav a")
+    assert links.all_inner_texts() == NAVIGATION, page.url
+    hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
+    assert [h.split("?")[0] for h in hrefs] == ["/skills", "/review", "/canaries", "/subjects"]
+
+
+def test_every_page_has_the_navigation_and_a_screenshot(browser, live_server, library, tmp_path):
+    """Skills, a skill, the review queue (bulk approve of a checked row), canaries (the
+    approved row started as one), subjects and the error page: each has the navigation, and
+    each is photographed (into docs/images/ with SKILLS_CONSOLE_SCREENSHOTS=1). The skill
+    page's long code line wraps and its docstring keeps its lines."""
+    from governed_world import APPROVER, V_BAD, held, proposed
+
+    from skill_library.models import Skill
+
+    library.actors.add(APPROVER)
+    name, version = held(library)
+    _, failed = proposed(library, V_BAD, ["restock"])
+    library.add(Skill.from_function(LABEL, when="print a label for the shelf of an aisle", tools=["restock"]))
+    for n in range(6):
+        library.patterns.record_transition("carol", "browsing", "checkout", session=f"s{n}")
+    page = browser.new_page()
+    page.goto(f"{live_server}/login?token={TOKEN}")
+
+    assert page.url.endswith("/skills") and page.locator("#skills").count() == 1
+    assert_navigation(page)
+    screenshot(page, tmp_path, "console-skills.png")
+
+    page.click("text=label_shelf")
+    page.wait_for_load_state("load")
+    assert_navigation(page)
+    wraps = page.evaluate("() => { const p = document.querySelector('#code pre');"
+                          " return [p.scrollWidth <= p.clientWidth + 1, getComputedStyle(p).whiteSpace]; }")
+    assert wraps == [True, "pre-wrap"]  # the long line wraps inside its column
+    docstring = page.locator("#docstring")
+    assert docstring.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+    assert "shelf of an aisle.\n\nOne label per call" in docstring.inner_text()  # as written
+    assert "the aisle whose shelf is labelled" in page.locator("#parameters").inner_text()
+    page.screenshot(path=str(tmp_path / "skill-wrapped.png"))
+
+    page.click("header nav >> text=Review queue")
+    page.wait_for_load_state("load")
+    assert_navigation(page)
+    row = page.locator(f"#review-{name}-{version}")
+    assert page.locator(f"#review-{name}-{failed} input[name=pick]").count() == 0  # failed: nothing to approve
+    assert "--world MODULE:NAME" in page.locator(f"#review-{name}-{failed} .hint").inner_text()
+    row.locator("input[name=pick]").check()
+    row.locator("details").evaluate("d => { d.open = true; }")
+    assert "undeclared: counted as side effects" in row.locator("table.tools").inner_text()
+    screenshot(page, tmp_path, "console-review.png")
+    page.fill("#bulk input[name=reason]", "diff and suite read fine")
+    page.click("#approve-selected")
+    page.wait_for_load_state("load")
+    assert f"approved 1 of 1 selected: {name} v{version}" in page.locator(".notice").inner_text()
+    assert library.get(name, version).status == "approved"
+
+    approved = page.locator(f"#approved-{name}-{version}")
+    approved.locator("input[name=share]").fill("20")
+    approved.locator("button[value=canary]").click()
+    page.wait_for_load_state("load")
+    assert page.url.split("?")[0].endswith("/canaries") and library.get(name, version).status == "canary"
+    assert_navigation(page)
+    assert page.locator(f"#canary-{name}-{version}").count() == 1
+    screenshot(page, tmp_path, "console-canaries.png")
+
+    page.click("header nav >> text=Subjects")
+    page.fill("input[name=subject]", "carol")
+    page.click("text=Explain")
+    page.wait_for_load_state("load")
+    assert_navigation(page)
+    assert page.locator("#patterns").count() == 1
+    screenshot(page, tmp_path, "console-subjects.png")
+
+    response = page.goto(f"{live_server}/skills/no_such_skill")
+    assert response is not None and response.status == 404
+    assert_navigation(page)
+    assert "no skill named 'no_such_skill'" in page.locator("#message").inner_text()
+    screenshot(page, tmp_path, "console-error.png")
+    page.click("header nav >> text=Review queue")  # the error page leads back
+    page.wait_for_load_state("load")
+    assert page.locator("h1").inner_text() == "Review queue"
+
+    browser.clear_cookies()  # logged out: the refusal page has the navigation too
+    response = page.goto(f"{live_server}/canaries")
+    assert response is not None and response.status == 401
+    assert_navigation(page)

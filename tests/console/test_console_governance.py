@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import ACTOR, TOKEN, csrf_of, message_of
-from governed_world import APPROVER, V_BAD, held, proposed
+from governed_world import APPROVER, SUITE, V_BAD, held, proposed
 from markupsafe import escape
 
 from skill_library.governance import Actor
@@ -223,3 +223,109 @@ def test_an_actor_without_approve_cannot_promote_a_canary(governed, client, libr
         refused = other.post(f"/canaries/{name}/{version}/rollback", data={"csrf": csrf_of(page.text)})
         assert refused.status_code == 403 and "skill.approve" in message_of(refused.text)
     assert library.get(name, version).status == "canary"
+
+
+# -- bulk approve and what each row says -------------------------------------------------
+def _row(html: str, name: str, version: int) -> str:
+    start = html.index(f'id="review-{name}-{version}"')
+    return html[start:html.index('<tr class="details">', start)]
+
+
+def test_bulk_approve_of_the_checked_rows_reports_each_refusal_on_its_row(library, client):
+    """Two checked rows: bob's v2 is approved, the console actor's own v3 is refused (nobody
+    approves their own proposal); the refusal is on v3's row, v2 moved to the approved list."""
+    from governed_world import V2, WHEN, shelf
+
+    from skill_library.governance.suite import Suite
+    from skill_library.models import Skill
+
+    library.actors.add(Actor(id=ACTOR, kind="user", permissions=frozenset({"skill.approve", "skill.propose"})))
+    name, bobs = held(library)
+    own = library.propose(Skill.from_function(V2.replace("check(item='apple')", "check(item='apple')\n    "
+                                                           "check(item='pear')"), when=WHEN,
+                                              tools=["check", "restock"]), actor=ACTOR)
+    library.evaluate(own.name, own.version, Suite.model_validate(SUITE), shelf, actor=None)
+    assert library.get(name, own.version).status == "evaluated"
+    page = client.get("/review").text
+    for version in (bobs, own.version):
+        assert f'name="pick" value="{name}:{version}" form="bulk"' in _row(page, name, version)
+    done = client.post("/review/approve", data={"csrf": csrf_of(page), "reason": "both read fine",
+                                                "pick": [f"{name}:{bobs}", f"{name}:{own.version}"]})
+    assert done.status_code == 200, message_of(done.text)
+    assert f"approved 1 of 2 selected: {name} v{bobs}; 1 refused (the reason is on each row)" in done.text
+    assert library.get(name, bobs).status == "approved" and library.get(name, own.version).status == "evaluated"
+    assert library.audit(name)[-1].reason == "both read fine"
+    row = _row(done.text, name, own.version)
+    assert '<tr class="row refused">' in row
+    assert f"refused: actor {ACTOR!r} proposed {name!r} v{own.version}".replace("'", "&#39;") in row
+    assert f'id="approved-{name}-{bobs}"' in done.text
+    again = client.get("/review").text  # shown once
+    assert "refused:" not in _row(again, name, own.version)
+
+
+def test_bulk_approve_needs_a_checked_row_and_the_csrf_token(governed, client):
+    name, version = held(governed)
+    page = client.get("/review").text
+    assert client.post("/review/approve", data={"pick": f"{name}:{version}"}).status_code == 403
+    none = client.post("/review/approve", data={"csrf": csrf_of(page)})
+    assert none.status_code == 400 and "select at least one row to approve" in message_of(none.text)
+    bad = client.post("/review/approve", data={"csrf": csrf_of(page), "pick": "nonsense"})
+    assert bad.status_code == 400 and "NAME:VERSION" in message_of(bad.text)
+    assert governed.get(name, version).status == "evaluated"
+
+
+def test_a_row_offers_only_what_its_status_allows_and_its_hint_names_the_required_options(governed, client):
+    """A draft that failed its evaluation has no Approve button and no checkbox; its hint
+    says why and gives `skills evaluate` with --suite and --world (statuses and hints agree)."""
+    name, version = proposed(governed, V_BAD, ["restock"])
+    row = _row(client.get("/review").text, name, version)
+    assert governed.get(name, version).status == "draft"
+    assert "/approve" not in row and 'name="pick"' not in row and f"/review/{name}/{version}/reject" in row
+    assert "reject, or evaluate it again" in row
+    assert f"skills evaluate {name} {version} --suite FILE --world MODULE:NAME" in row
+
+
+def test_an_unevaluated_draft_is_evaluated_before_it_is_approved(governed, client):
+    from governed_world import PROPOSER, V2
+
+    from skill_library.models import Skill
+
+    pear = V2.replace("restock_apple", "restock_pear").replace("'apple'", "'pear'")
+    governed.actors.add(PROPOSER)
+    draft = governed.propose(Skill.from_function(pear, when="restock pears in the fruit aisle",
+                                                 tools=["check", "restock"]), actor="bob")
+    assert draft.status == "draft"
+    row = _row(client.get("/review").text, draft.name, draft.version)
+    assert "/approve" not in row and 'name="pick"' not in row and "evaluate, then approve; or reject" in row
+    assert f"skills evaluate {draft.name} {draft.version} --suite FILE --world MODULE:NAME" in row
+    assert '<span class="status draft">draft</span>' in row and "not evaluated" in row
+
+
+def test_a_row_shows_its_tools_with_their_side_effects_and_its_preconditions(governed, client):
+    """check is declared read-only (and new since v1), restock is undeclared: counted as
+    having side effects; the version's mined precondition is shown in words."""
+    from governed_world import PROPOSER, V2, WHEN, shelf
+
+    from skill_library.governance import ToolSpec
+    from skill_library.governance.suite import Suite
+    from skill_library.models import Condition, Provenance, Skill
+
+    governed.register_tools({"check": ToolSpec(side_effects=False, description="Reads an item's stock.")})
+    held(governed)  # v1 active, bob's v2 evaluated
+    governed.actors.add(PROPOSER)
+    condition = Condition(tool="check", path=["stock"], op="eq", value=0, against="restock_pear")
+    v3 = governed.propose(Skill.from_function(V2, when=WHEN, tools=["check", "restock"],
+                                              provenance=Provenance(preconditions=[condition])), actor="bob")
+    governed.evaluate(v3.name, v3.version, Suite.model_validate(SUITE), shelf, actor=None)
+    html = client.get("/review").text
+    row = _row(html, v3.name, v3.version)
+    assert '<code class="reads" title="read-only">check</code> <b class="new">new</b>' in row
+    assert '<code class="changes" title="undeclared: counted as side effects">restock</code><b class="effect"' in row
+    assert "1 precondition(s)" in row
+    start = html.index(f'id="review-{v3.name}-{v3.version}"')
+    details = html[html.index('<tr class="details">', start):]
+    details = details[:details.index("</details>")]
+    assert '<td class="success">read-only</td><td>Reads an item&#39;s stock.</td>' in details
+    assert '<td class="failure">undeclared: counted as side effects</td>' in details
+    assert "<b class=\"new\">new since v1</b>" in details
+    assert "<li>the check&#39;s stock is 0 (tells it apart from restock_pear)</li>" in details

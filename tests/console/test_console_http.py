@@ -112,6 +112,54 @@ def test_skill_page_shows_code_when_examples_parameters_versions_chart_and_trace
     assert client.get("/static/console.css").status_code == 200
 
 
+def test_skill_page_shows_the_docstring_as_written_and_each_parameters_description(client, library, skill_name):
+    """The docstring keeps its lines (a pre-wrapped block, not one run-on paragraph); each
+    parameter's description comes from its Args: line; the tools say their side effects."""
+    from markupsafe import escape
+
+    skill = library.get(skill_name)
+    assert "\n\nArgs:\n    count (int): the count" in skill.description
+    html = client.get(f"/skills/{skill_name}").text
+    assert f'<pre class="docstring" id="docstring">{escape(skill.description)}</pre>' in html
+    params = html[html.index('id="parameters"'):]
+    assert "<tr><td><code>count</code></td><td>integer</td><td>yes</td><td>the count</td></tr>" in params
+    tools = html[html.index('id="tools"'):]
+    assert '<td><code>restock</code></td><td class="failure">undeclared: counted as side effects</td>' in tools
+    assert "None mined" in html and 'id="status-hint"' not in html  # active: nothing to decide
+
+
+def test_parameter_descriptions_are_read_from_google_numpy_and_sphinx_docstrings():
+    from skill_library.console.evidence import docstring_parameters, parameter_rows
+    from skill_library.models import Skill
+
+    google = "Restock.\n\nArgs:\n    item (str): the item\n        to restock.\n    count: how many\n\nCalls restock."
+    numpy = "Restock.\n\nParameters\n----------\nitem : str\n    the item\ncount : int\n    how many\n"
+    sphinx = "Restock.\n\n:param item: the item\n   to restock.\n:param int count: how many\n:returns: the stock"
+    assert docstring_parameters(google) == {"item": "the item to restock.", "count": "how many"}
+    assert docstring_parameters(numpy) == {"item": "the item", "count": "how many"}
+    assert docstring_parameters(sphinx) == {"item": "the item to restock.", "count": "how many"}
+    assert docstring_parameters("Restock an item.") == {}
+    code = f'def restock(item: str, count: int = 1) -> dict:\n    """{google}"""\n    return {{}}\n'
+    rows = parameter_rows(Skill.from_function(code, when="restock an item"))
+    assert [(r["name"], r["required"], r["default"], r["description"]) for r in rows] == [
+        ("item", True, None, "the item to restock."), ("count", False, 1, "how many")]
+
+
+def test_a_waiting_versions_page_says_what_it_waits_for_as_the_queue_does(client, library):
+    from governed_world import PROPOSER, V2, WHEN
+
+    from skill_library.models import Skill
+
+    library.actors.add(PROPOSER)
+    draft = library.propose(Skill.from_function(V2, when=WHEN, tools=["check", "restock"]), actor="bob")
+    html = client.get(f"/skills/{draft.name}", params={"version": draft.version}).text
+    hint = html[html.index('id="status-hint"'):]
+    hint = hint[:hint.index("</p>")]
+    assert '<span class="status draft">draft</span>: waiting in the' in hint
+    assert "evaluate, then approve; or reject" in hint
+    assert f"skills evaluate {draft.name} {draft.version} --suite FILE --world MODULE:NAME" in hint
+
+
 def test_the_chart_is_a_png_of_the_outcomes(client, skill_name):
     from skill_library.console.charts import reliability_series
 

@@ -10,6 +10,7 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
           - SPECIFICITY_WEIGHT * (1 - specificity)
           - RELIABILITY_WEIGHT * (1 - reliability)
           - intent.CONFLICT_PENALTY * conflicts   # skill_library.intent: the task rules it out
+          - intent.STATE_PENALTY * excluded_state # the task names a state its precondition excludes
 
 * **evidence**: a log-evidence prior on the verified successes ``n`` of the version
   (each trace learned into it and each successful run is one):
@@ -46,7 +47,9 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
   (skill_library.intent: a question or a "nothing needs to change" against a state-changing
   skill, a request for the opposite of what the skill does, or a negated verb of it), so a
   skill that fits comes first when there is one; abstention abstains when the top match
-  still conflicts.
+  still conflicts. ``-intent.STATE_PENALTY`` for a skill whose mined precondition excludes a
+  state the task names ("our contractor" against a skill for staff, when a look-alike's
+  precondition admits contractors: :func:`skill_library.intent.named_states`).
 
 ``Match.score`` is this score; ``fetch(..., explain=True)`` sets ``Match.explanation``
 (:class:`~skill_library.models.ScoreBreakdown`), whose terms add up to it. Ties (within
@@ -207,11 +210,13 @@ def entry_fit(task: value_fit.TaskValues, hit: Any, named: Sequence[str]) -> flo
 def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping[str, Any] | None,
           leanest: int, *, every_penalty: float = 0.0,
           also_missing: Sequence[str] = (), conflict: str | None = None,
-          named: Sequence[str] = ()) -> tuple[float, ScoreBreakdown, list[str]]:
+          named: Sequence[str] = (), state: str | None = None) -> tuple[float, ScoreBreakdown, list[str]]:
     """The candidate's score, its breakdown and its missing parameters; ``every_penalty``
     and ``also_missing``: the one-vs-every rule's (skill_library.one_vs_every); ``conflict``:
     why the task rules the skill out (skill_library.intent), or None; ``named``: parameters
-    whose declared identifier values the task names (never missing, no value-shape check)."""
+    whose declared identifier values the task names (never missing, no value-shape check);
+    ``state``: why the task names a state the skill's precondition excludes
+    (skill_library.intent.named_states), charged ``intent.STATE_PENALTY``."""
     skill = candidate.skill
     shapes = candidate.shapes
     if named and shapes:
@@ -228,14 +233,14 @@ def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping
         "bindability": -BINDABILITY_WEIGHT * (1.0 - bind),
         "specificity": -SPECIFICITY_WEIGHT * (1.0 - 1.0 / (1.0 + extra)) - every_penalty,
         "reliability": -RELIABILITY_WEIGHT * (1.0 - skill.reliability),
-        "intent": -intent.CONFLICT_PENALTY if conflict else 0.0,
+        "intent": (-intent.CONFLICT_PENALTY if conflict else 0.0) - (intent.STATE_PENALTY if state else 0.0),
     }
     total = candidate.best_cosine + sum(terms.values())
     breakdown = ScoreBreakdown.model_construct(
         entry=candidate.entry, by_entry=dict(candidate.by_entry), similarity=candidate.best_cosine,
         value_fit=terms["value_fit"], evidence=terms["evidence"], bindability=terms["bindability"],
         specificity=terms["specificity"], reliability=terms["reliability"],
-        intent=terms["intent"], conflict=conflict, score=total, successes=skill.successes, required=required,
+        intent=terms["intent"], conflict=conflict or state, score=total, successes=skill.successes, required=required,
         acting_tools=candidate.acting,
     )
     return total, breakdown, missing
@@ -271,13 +276,14 @@ def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues 
         scope, [c.skill.name for c in found], task.text if task is not None else "", args)
     matches = []
     ruled_out: dict[str, tuple[float, str]] = {}  # name -> (score without the intent penalty, why)
+    states = intent.named_states(reading.text, [c.skill for c in found]) if reading is not None else {}
     for c in found:
         conflict = reading.conflict(c.skill, c.acting) if reading is not None else None
         unnamed = [p for p in reading.unnamed(c.skill) if args is None or p not in args] if reading else []
         named = named_choices(reading, c.skill.name)
         total, breakdown, missing = score(c, task, args, leanest, every_penalty=penalty.get(c.skill.name, 0.0),
                                           also_missing=[*also_missing.get(c.skill.name, ()), *unnamed],
-                                          conflict=conflict, named=named)
+                                          conflict=conflict, named=named, state=states.get(c.skill.name))
         matches.append(make_match(c.skill, c.similarity, total, missing=missing,
                                   explanation=breakdown if explain else None))
         if conflict:

@@ -82,7 +82,9 @@ def search(
             index = synced.current()
             continue
         below = bool(found) and found[-1].similarity < floor  # the rest is further away
-        fitted = {id(h): value_fit.score(values, h) if values is not None else h.similarity for h in found}
+        named = {name: ranking.named_choices(reading, name) for name in {h.name for h in found}}
+        fitted = {id(h): ranking.entry_fit(values, h, named[h.name]) if values is not None else h.similarity
+                  for h in found}
         by_entry: dict[str, dict[str, float]] = {}
         for h in found:
             kinds_seen = by_entry.setdefault(h.name, {})

@@ -546,3 +546,46 @@ def reading(library: "Vocabularied", text: str) -> Reading:
     found = known(library)
     return Reading(text=text, vocabulary=found.vocabulary, read_only=found.read_only,
                    descriptions=found.descriptions, choices=found.choices)
+
+
+#: score penalty of a candidate whose precondition excludes a state the task names (ranking's
+#: ``intent`` term; smaller than CONFLICT_PENALTY: the run's precondition check still stops it)
+STATE_PENALTY = 0.1
+
+
+def _state_values(condition: Any) -> list[str]:
+    values = condition.value if condition.op == "in" else [condition.value] if condition.op == "eq" else []
+    return [v for v in values if isinstance(v, str) and v.strip()] if isinstance(values, list) else []
+
+
+def named_states(text: str, skills: Iterable["Skill"]) -> dict[str, str]:
+    """Skill name -> why the task's own words rule out its precondition (issue 21 item 3,
+    read from the text): a state value the task names ("contractor", "locked",
+    "disabled") at a read another candidate's precondition admits and this one's excludes.
+    The categories are the candidates' own mined conditions (the read's tool and path and
+    the values they name), so only a library's own states are read, never a word list.
+    A value counts when the task names it (:func:`names_value`: ``contractors`` names
+    ``contractor``); a question about a state is abstention's (a message kind), not this."""
+    by_read: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = {}
+    for skill in skills:
+        for condition in skill.provenance.preconditions:
+            states = _state_values(condition)
+            if states:
+                key = (condition.tool, tuple(condition.path))
+                by_read.setdefault(key, {}).setdefault(skill.name, set()).update(states)
+    out: dict[str, str] = {}
+    for (tool, path), admitted in by_read.items():
+        if len(admitted) < 2:
+            continue
+        every = set().union(*admitted.values())
+        named = {v for v in every if names_value(text, [v])}
+        if not named:
+            continue
+        for name, values in admitted.items():
+            if named & values:
+                continue  # it admits a state the task names
+            if any(named & others for other, others in admitted.items() if other != name):
+                what = " ".join(path) or tool
+                out[name] = (f"the task names {sorted(named)[0]!r} ({what}), which {name}'s precondition "
+                             f"excludes (it applies to {' or '.join(sorted(values))})")
+    return out

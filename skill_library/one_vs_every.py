@@ -41,8 +41,11 @@ so the loop skill, the destructive one of the pair, is never returned alone and 
 for a task that did not ask for every item. Pairs are found from the skills' code (an AST
 read, no run): the loop skill has a ``for`` over a lookup's result (not over a parameter)
 whose body calls a tool with an argument taken from the loop item; the look-alike calls the
-same tool with that argument taken from one of its own parameters, and both use the same
-tools. Computed once per index generation of a library (cached), from its active skills and
+same tool with that argument taken from one of its own parameters, both use the same
+tools, and the loop skill takes no parameter the one-item skill lacks (a loop over a
+*colleague's* access, given the colleague's email, is another workflow than granting one
+system). Function words (:data:`FUNCTION_WORDS`: "of", "them") are never learned.
+Computed once per index generation of a library (cached), from its active skills and
 their stored example tasks (masked: no value of a trace is read, only its shape).
 """
 
@@ -73,6 +76,13 @@ MIN_PAIRS_FOR_WORD = 2
 MIN_EXAMPLES_FOR_WORD = 2
 #: a loop word at least this long also matches the words that start with it (``everything``)
 MIN_PREFIX_LETTERS = 4
+#: English function words (pronouns, prepositions, articles, auxiliaries) never join the
+#: learned every vocabulary: they say nothing of one item or every item, and a handful of
+#: example tasks can hold one on the loop side by chance ("of", "them")
+FUNCTION_WORDS = frozenset("""a an the of to in on at by for from with about into onto off out up down over
+under and or but nor so if then than as that this these those it its they them their theirs he him his she
+her hers we us our you your yours i me my mine who whom whose which what there here is are was were be been
+being am do does did has have had will would can could shall should may might must not no please""".split())
 
 _WORD_RE = re.compile(r"[^\W\d_]+")
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}|\([^()]*\)")
@@ -301,6 +311,8 @@ def find_pairs(skills: Sequence[Skill]) -> list[tuple[Skill, Skill, str]]:
         for one, passed in taking:
             if one.name == every.name or sorted(one.tools) != sorted(every.tools):
                 continue
+            if not set(_parameter_names(every)) <= set(_parameter_names(one)):
+                continue  # the loop needs an input the one-item skill lacks: another workflow
             for key in sorted(found):
                 if key in passed:
                     out.append((every, one, passed[key]))
@@ -335,7 +347,8 @@ def build(skills: Sequence[Skill], examples: Mapping[str, Sequence[Any]],
         loop_words = _example_words([e.text for e in examples.get(every.name, ())])
         one_words = _example_words([e.text for e in examples.get(one.name, ())])
         for word, n in loop_words.items():
-            if n >= MIN_EXAMPLES_FOR_WORD and word not in one_words and (every.name, word) not in voted:
+            if (n >= MIN_EXAMPLES_FOR_WORD and word not in one_words and word not in FUNCTION_WORDS
+                    and (every.name, word) not in voted):
                 voted.add((every.name, word))
                 votes[word] += 1
     learned = frozenset(w for w, n in votes.items() if n >= MIN_PAIRS_FOR_WORD)

@@ -10,6 +10,7 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
           - SPECIFICITY_WEIGHT * (1 - specificity)
           - RELIABILITY_WEIGHT * (1 - reliability)
           - intent.CONFLICT_PENALTY * conflicts   # skill_library.intent: the task rules it out
+          - intent.STATE_PENALTY * excluded_state # the task names a state its precondition excludes
 
 * **evidence**: a log-evidence prior on the verified successes ``n`` of the version
   (each trace learned into it and each successful run is one):
@@ -24,7 +25,12 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
   have no distinctive shape (a name, a reason) counts as bindable unless ``args`` is given
   and lacks it; nor does one whose tool declares its values as identifiers (an ``enum``:
   ``system`` in ``email vpn crm ...``) when the task names none of them
-  (skill_library.intent, :func:`~skill_library.intent.identifier_choices`). The parameters
+  (skill_library.intent, :func:`~skill_library.intent.identifier_choices`); when the task
+  names one of them (``git``), that parameter is bound whatever shapes the examples' values
+  had (``hr_portal`` -> ``a_a`` says which systems were seen, not which the tool takes), and
+  value fit does not charge it either. Parameters of one shape (``email`` and
+  ``colleague_email``) need as many distinct values of it in the task as there are of them
+  (one email cannot be both the employee's and the colleague's). The parameters
   that cannot be bound are the match's ``missing``. Without
   ``args``, a single parameter whose shape the task lacks entirely is value fit's penalty
   already and is not charged twice here.
@@ -41,7 +47,9 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
   (skill_library.intent: a question or a "nothing needs to change" against a state-changing
   skill, a request for the opposite of what the skill does, or a negated verb of it), so a
   skill that fits comes first when there is one; abstention abstains when the top match
-  still conflicts.
+  still conflicts. ``-intent.STATE_PENALTY`` for a skill whose mined precondition excludes a
+  state the task names ("our contractor" against a skill for staff, when a look-alike's
+  precondition admits contractors: :func:`skill_library.intent.named_states`).
 
 ``Match.score`` is this score; ``fetch(..., explain=True)`` sets ``Match.explanation``
 (:class:`~skill_library.models.ScoreBreakdown`), whose terms add up to it. Ties (within
@@ -134,6 +142,18 @@ def missing_parameters(
             missing.append(name)  # a shape the task holds too few values of
         elif args is not None or n > 1:
             missing.append(name)  # not given, and nothing says the task holds it
+    # parameters of one shape (``email`` and ``colleague_email``) need as many distinct
+    # values of it in the task: one email cannot be both the employee and the colleague
+    numbered_bases = {_numbered(n, names)[0] for n in names if _numbered(n, names)[1] > 1}
+    alike: dict[tuple[str, ...], list[str]] = {}
+    for name in required:
+        if (task is None or name in missing or name in numbered_bases or _numbered(name, names)[1] > 1
+                or (args is not None and name in args) or not shapes.get(name)):
+            continue
+        alike.setdefault(tuple(sorted(shapes[name])), []).append(name)
+    for shared, members in alike.items():
+        if len(members) > 1 and task is not None:
+            missing += members[task.count(shared):]
     return required, missing
 
 
@@ -168,16 +188,43 @@ class Candidate:
     acting: int = 0
 
 
+def named_choices(reading: "intent.Reading | None", name: str) -> list[str]:
+    """The parameters of skill ``name`` whose tool declares identifier values
+    (skill_library.intent) of which the task names one (``git`` of ``system``)."""
+    if reading is None:
+        return []
+    return [p for p, values in reading.choices.get(name, {}).items() if intent.names_value(reading.text, values)]
+
+
+def entry_fit(task: value_fit.TaskValues, hit: Any, named: Sequence[str]) -> float:
+    """``value_fit.score`` of an index entry with the ``named`` parameters (see
+    :func:`named_choices`) out of its shapes: an enumerated value's example shapes
+    (``hr_portal`` -> ``a_a``) say which values were seen, not which the tool takes."""
+    shapes = value_fit.decode(hit.shapes) if named and hit.shapes else None
+    if not shapes or not set(named) & set(shapes):
+        return value_fit.score(task, hit)
+    share, loose = value_fit.fit(task, {p: v for p, v in shapes.items() if p not in named})
+    return float(hit.similarity - value_fit.FIT_WEIGHT * (1.0 - share) - value_fit.UNEXPLAINED_WEIGHT * loose)
+
+
 def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping[str, Any] | None,
           leanest: int, *, every_penalty: float = 0.0,
-          also_missing: Sequence[str] = (), conflict: str | None = None) -> tuple[float, ScoreBreakdown, list[str]]:
+          also_missing: Sequence[str] = (), conflict: str | None = None,
+          named: Sequence[str] = (), state: str | None = None) -> tuple[float, ScoreBreakdown, list[str]]:
     """The candidate's score, its breakdown and its missing parameters; ``every_penalty``
     and ``also_missing``: the one-vs-every rule's (skill_library.one_vs_every); ``conflict``:
-    why the task rules the skill out (skill_library.intent), or None."""
+    why the task rules the skill out (skill_library.intent), or None; ``named``: parameters
+    whose declared identifier values the task names (never missing, no value-shape check);
+    ``state``: why the task names a state the skill's precondition excludes
+    (skill_library.intent.named_states), charged ``intent.STATE_PENALTY``."""
     skill = candidate.skill
-    required, missing = missing_parameters(skill, task, candidate.shapes, args)
+    shapes = candidate.shapes
+    if named and shapes:
+        shapes = {p: v for p, v in shapes.items() if p not in named}
+    required, missing = missing_parameters(skill, task, shapes, args)
+    missing = [p for p in missing if p not in named]
     missing += [p for p in also_missing if p in required and p not in missing]
-    charged = charged_by_value_fit(skill, task, candidate.shapes, missing) if args is None else set()
+    charged = charged_by_value_fit(skill, task, shapes, missing) if args is None else set()
     bind = 1.0 - (len(missing) - len(charged)) / len(required) if required else 1.0
     extra = max(0, candidate.acting - leanest)
     terms = {
@@ -186,14 +233,14 @@ def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping
         "bindability": -BINDABILITY_WEIGHT * (1.0 - bind),
         "specificity": -SPECIFICITY_WEIGHT * (1.0 - 1.0 / (1.0 + extra)) - every_penalty,
         "reliability": -RELIABILITY_WEIGHT * (1.0 - skill.reliability),
-        "intent": -intent.CONFLICT_PENALTY if conflict else 0.0,
+        "intent": (-intent.CONFLICT_PENALTY if conflict else 0.0) - (intent.STATE_PENALTY if state else 0.0),
     }
     total = candidate.best_cosine + sum(terms.values())
     breakdown = ScoreBreakdown.model_construct(
         entry=candidate.entry, by_entry=dict(candidate.by_entry), similarity=candidate.best_cosine,
         value_fit=terms["value_fit"], evidence=terms["evidence"], bindability=terms["bindability"],
         specificity=terms["specificity"], reliability=terms["reliability"],
-        intent=terms["intent"], conflict=conflict, score=total, successes=skill.successes, required=required,
+        intent=terms["intent"], conflict=conflict or state, score=total, successes=skill.successes, required=required,
         acting_tools=candidate.acting,
     )
     return total, breakdown, missing
@@ -229,12 +276,14 @@ def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues 
         scope, [c.skill.name for c in found], task.text if task is not None else "", args)
     matches = []
     ruled_out: dict[str, tuple[float, str]] = {}  # name -> (score without the intent penalty, why)
+    states = intent.named_states(reading.text, [c.skill for c in found]) if reading is not None else {}
     for c in found:
         conflict = reading.conflict(c.skill, c.acting) if reading is not None else None
         unnamed = [p for p in reading.unnamed(c.skill) if args is None or p not in args] if reading else []
+        named = named_choices(reading, c.skill.name)
         total, breakdown, missing = score(c, task, args, leanest, every_penalty=penalty.get(c.skill.name, 0.0),
                                           also_missing=[*also_missing.get(c.skill.name, ()), *unnamed],
-                                          conflict=conflict)
+                                          conflict=conflict, named=named, state=states.get(c.skill.name))
         matches.append(make_match(c.skill, c.similarity, total, missing=missing,
                                   explanation=breakdown if explain else None))
         if conflict:

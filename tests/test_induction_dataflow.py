@@ -539,3 +539,71 @@ def test_a_long_number_copied_out_of_result_text_is_refused():
     )
     with pytest.raises(GeneralizationError, match="the value 99887766 occurs in the result of call 1"):
         DataflowGeneralizer().generalize(trace)
+
+
+class Directory:
+    """Employees with a mapping of system -> access level, and a log of every change."""
+
+    def __init__(self) -> None:
+        self.people = {
+            "a@x.io": {"id": "E1", "access": {"crm": "read", "git": "admin", "vpn": "write"}},
+            "b@x.io": {"id": "E2", "access": {"wiki": "read", "payroll": "admin"}},
+            "c@x.io": {"id": "E3", "access": {}},
+        }
+        self.log: list[tuple[str, dict[str, Any]]] = []
+
+    def tools(self) -> dict[str, Any]:
+        by_id = {p["id"]: p for p in self.people.values()}
+
+        def find(email):
+            return self.people[email]["id"]
+
+        def get(employee_id):
+            return {"id": employee_id, "access": dict(by_id[employee_id]["access"])}
+
+        def revoke(employee_id, system):
+            self.log.append(("revoke", {"employee_id": employee_id, "system": system}))
+            by_id[employee_id]["access"].pop(system)
+            return "ok"
+
+        def grant(employee_id, system, level):
+            self.log.append(("grant", {"employee_id": employee_id, "system": system, "level": level}))
+            by_id[employee_id]["access"][system] = level
+            return "ok"
+
+        return {"find_employee": find, "get_employee": get, "revoke_access": revoke, "grant_access": grant}
+
+
+def test_calls_over_the_keys_or_pairs_of_a_looked_up_mapping_become_a_loop(sandbox):
+    read = frozenset({"find_employee", "get_employee"})
+    tools = Directory().tools()
+    revoke_all = record("remove every access of a@x.io",
+                        [(tools, "find_employee", {"email": "a@x.io"}), (tools, "get_employee", {"employee_id": "E1"})]
+                        + [(tools, "revoke_access", {"employee_id": "E1", "system": s}) for s in ("crm", "git", "vpn")],
+                        params={"email": "a@x.io"}, final_from_last=True)
+    candidate = DataflowGeneralizer().generalize(revoke_all, read_only=read)
+    assert "for item in r2['access']:" in candidate.code and "'crm'" not in candidate.code
+    assert "for every one that get employee returns" in candidate.when
+    assert verify_candidate(candidate, revoke_all, sandbox).passed
+    fresh = Directory()  # b has two systems, not a's three: the loop revokes exactly those
+    run = sandbox.run(candidate.code, entry=candidate.name, args={"email": "b@x.io"}, tools=fresh.tools())
+    assert run.ok, run.error
+    assert fresh.log == [("revoke", {"employee_id": "E2", "system": "wiki"}),
+                         ("revoke", {"employee_id": "E2", "system": "payroll"})]
+
+    tools = Directory().tools()
+    copy = record("give c@x.io the access a@x.io has",
+                  [(tools, "find_employee", {"email": "c@x.io"}), (tools, "find_employee", {"email": "a@x.io"}),
+                   (tools, "get_employee", {"employee_id": "E1"})]
+                  + [(tools, "grant_access", {"employee_id": "E3", "system": s, "level": v})
+                     for s, v in (("crm", "read"), ("git", "admin"), ("vpn", "write"))],
+                  params={"email": "c@x.io", "colleague_email": "a@x.io"}, final_from_last=True)
+    candidate = DataflowGeneralizer().generalize(copy, read_only=read)
+    assert "for item in r3['access'].items():" in candidate.code
+    assert "system=item[0], level=item[1]" in candidate.code
+    assert verify_candidate(candidate, copy, sandbox).passed
+    fresh = Directory()
+    run = sandbox.run(candidate.code, entry=candidate.name, args={"email": "c@x.io", "colleague_email": "b@x.io"},
+                      tools=fresh.tools())
+    assert run.ok, run.error
+    assert fresh.people["c@x.io"]["access"] == {"wiki": "read", "payroll": "admin"}

@@ -245,3 +245,27 @@ def test_what_the_task_says_to_keep_as_it_is_rules_out_skills_changing_it():
     assert "keep the file as it is" in (reading.conflict(purge) or "")
     archive = _skill("archive_project_by_id", ["get_project", "archive_project"])
     assert reading.conflict(archive) is None
+
+
+def _with_conditions(name: str, *conditions: "object") -> Skill:
+    from skill_library.models import Provenance
+
+    code = f'def {name}(email: str):\n    """Does it."""\n    return {{}}\n'
+    skill = Skill.from_function(code, when=f"{name} things", tools=["get_employee", name])
+    return skill.model_copy(update={"provenance": Provenance(preconditions=list(conditions))})
+
+
+def test_a_state_the_task_names_rules_out_the_look_alike_whose_precondition_excludes_it():
+    from skill_library.models import Condition
+
+    role = {"tool": "get_employee", "path": ["role"]}
+    grant = _with_conditions("grant_access", Condition(**role, op="in", value=["manager", "staff"]))
+    request = _with_conditions("submit_access_request", Condition(**role, op="eq", value="contractor"))
+    unlock = _with_conditions("unlock_account", Condition(tool="get_employee", path=["status"], value="locked"))
+    skills = [grant, request, unlock]
+    found = intent.named_states("Our contractors need read access to the wiki", skills)
+    assert list(found) == ["grant_access"] and "'contractor' (role)" in found["grant_access"]
+    assert list(intent.named_states("Please give our staff member wiki access", skills)) == ["submit_access_request"]
+    # no state named, or a state of a read only one candidate has a condition on: nothing
+    assert intent.named_states("Please give Dana read access to the wiki", skills) == {}
+    assert intent.named_states("My account is locked", skills) == {}

@@ -228,3 +228,47 @@ def test_every_before_what_another_skill_acts_on_is_not_about_the_loop_s_items()
     assert found.says_every("shut down every system I use")  # without a pair: any every word
     assert found.says_every("please lock every device and all my tablets", pair)
     assert found.judge(pair, "shut down every system I use").kind == "neither"
+
+
+def test_a_loop_needing_an_input_the_one_item_skill_lacks_is_no_pair():
+    # copy a colleague's every system (given the colleague's email) vs grant one system:
+    # the same tools, but the loop runs over another lookup's items: another workflow
+    tools = ["find_user", "get_user", "grant_access"]
+    grant_one = code_skill("grant_one", "email: str, system: str, level: str",
+                           "r1 = find_user(email=email)\nget_user(user_id=r1)\n"
+                           "return grant_access(user_id=r1, system=system, level=level)", tools)
+    copy_all = code_skill("copy_all", "email: str, colleague_email: str",
+                          "r1 = find_user(email=email)\nr2 = find_user(email=colleague_email)\n"
+                          "r3 = get_user(user_id=r2)\nout = []\nfor item in r3['access'].items():\n"
+                          "    out.append(grant_access(user_id=r1, system=item[0], level=item[1]))\nreturn out", tools)
+    assert one_vs_every.loops(copy_all) == {("grant_access", "system"), ("grant_access", "level")}
+    assert one_vs_every.find_pairs([grant_one, copy_all]) == []
+    assert [(e.name, o.name) for e, o, _ in one_vs_every.find_pairs([LOCK_ONE, LOCK_ALL, grant_one, copy_all])] \
+        == [("lock_all", "lock_one")]
+
+
+def test_function_words_never_join_the_every_vocabulary():
+    leave_one = code_skill("leave_one", "email: str, group: str",
+                           "r1 = find_user(email=email)\nget_user(user_id=r1)\n"
+                           "return remove_from_group(user_id=r1, group=group)",
+                           ["find_user", "get_user", "remove_from_group"])
+    leave_all = code_skill("leave_all", "email: str",
+                           "r1 = find_user(email=email)\nr2 = get_user(user_id=r1)\nout = []\n"
+                           "for item in r2['groups']:\n    out.append(remove_from_group(user_id=r1, group=item))\n"
+                           "return out", ["find_user", "get_user", "remove_from_group"])
+
+    def ex(*texts: str, **params: str) -> list[Example]:
+        return [Example(trace_id=f"t{i}", text=t, params=dict(params)) for i, t in enumerate(texts)]
+
+    # "of" and "them" happen to be in both loop skills' examples and in neither look-alike's
+    examples = {
+        "lock_all": ex("Lock all devices of {email}.", "Every device of {email}: lock them all."),
+        "lock_one": ex("Lock {asset_tag}, it is {email}'s.", "Please lock {asset_tag} ({email}).",
+                       asset_tag="XX-0000"),
+        "leave_all": ex("Remove {email} from each list of theirs, all of them.", "Take {email} off all of them."),
+        "leave_one": ex("Remove {email} from {group}.", "Please take {email} off {group}.", group="xxx-xxxxxxxx"),
+    }
+    found = one_vs_every.build([LOCK_ONE, LOCK_ALL, leave_one, leave_all], examples)
+    assert "of" not in found.learned and "them" not in found.learned
+    assert not found.says_every("Writing on behalf of my team: please take them off that one list")
+    assert found.says_every("Please take them off all lists")

@@ -115,3 +115,34 @@ def _spec(side_effects: bool):
     from skill_library.governance.tools import ToolSpec
 
     return ToolSpec(side_effects=side_effects)
+
+
+def test_parameters_of_one_shape_need_as_many_values_in_the_task():
+    copy = skill("copy_access", "Give an employee the access a colleague has", "email: str, colleague_email: str")
+    shapes = {"email": ["a@a"], "colleague_email": ["a@a"]}
+    one = value_fit.TaskValues.of("Please add me to the design-guild list, dana@example.org")
+    two = value_fit.TaskValues.of("Give dana@example.org the access of lee@example.org")
+    assert ranking.missing_parameters(copy, one, shapes, None) == (["email", "colleague_email"], ["colleague_email"])
+    assert ranking.missing_parameters(copy, two, shapes, None)[1] == []
+    # the caller passes one of them: the task's one email is the other
+    assert ranking.missing_parameters(copy, one, shapes, {"colleague_email": "lee@example.org"})[1] == []
+
+
+def test_an_enumerated_value_the_task_names_is_bound_whatever_shapes_the_examples_had():
+    class Hit:
+        similarity = 0.7
+        shapes = value_fit.encode({"email": "dana@example.org", "system": "hr_portal"})
+
+    task = value_fit.TaskValues.of("Please remove git from dana@example.org")
+    revoke = skill("revoke_access", "Remove an employee's access to one system", "email: str, system: str")
+    shapes = value_fit.decode(Hit.shapes)
+    assert shapes == {"email": ["a@a"], "system": ["a_a"]}
+    # the examples only saw hr_portal (a_a): by shape the task's git is no system ...
+    assert ranking.missing_parameters(revoke, task, shapes, None)[1] == ["system"]
+    assert value_fit.score(task, Hit()) < Hit.similarity
+    # ... but the tool declares system's values and the task names one: bound, not charged
+    assert ranking.entry_fit(task, Hit(), ["system"]) == pytest.approx(Hit.similarity)
+    candidate = ranking.Candidate(skill=revoke, similarity=0.7, fitted=0.7, entry="when", best_cosine=0.7,
+                                  by_entry={"when": 0.7}, shapes=shapes)
+    assert ranking.score(candidate, task, None, 0, named=["system"])[2] == []
+    assert ranking.score(candidate, task, None, 0)[2] == ["system"]

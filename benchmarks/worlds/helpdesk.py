@@ -185,6 +185,11 @@ class HelpdeskWorld(World):
     def read_only_tools(self) -> frozenset[str]:
         return frozenset({"find_employee_by_email", "get_employee", "list_devices"})
 
+    def trusted_output_tools(self) -> frozenset[str]:
+        # the company's own directory: its records are the helpdesk's data (ids, statuses,
+        # managers, access levels), no third party writes free text into them
+        return frozenset({"find_employee_by_email", "get_employee", "list_devices"})
+
     def tool_schemas(self) -> dict[str, dict[str, Any]]:
         s = {"type": "string"}
         eid = {"employee_id": s}

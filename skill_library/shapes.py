@@ -1,6 +1,7 @@
 """The forms fetch and the index embed: a task or a ``when`` with its values as shapes.
 
-:func:`value_shape` turns value-shaped tokens into words (``email``, ``id``, ``number``);
+:func:`value_shape` turns value-shaped tokens into words (``email``, ``date``, ``time``, ``id``,
+``number``);
 :func:`query_text` is the form of a task that fetch embeds, :func:`index_text` the form of a
 ``when`` or masked example that the index embeds, :func:`shared_sentences` the filter of
 the chatter that varies between a skill's examples. They sit below the record store and the
@@ -21,6 +22,14 @@ from skill_library.privacy import sentences
 EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 #: an id: ``#W123``, ``user_42``
 ID_RE = re.compile(r"(?<![\w@{])(#[A-Za-z]*\d+|[A-Za-z]+_[A-Za-z_]*\d+)(?![\w@}])")
+#: a calendar date: ISO ``2026-05-21`` (with an optional ``T13:00`` time), ``21/05/2026``,
+#: ``5/21/26``, ``21.05.2026``
+DATE_RE = re.compile(
+    r"(?<![\w./:-])(?:\d{4}-\d{1,2}-\d{1,2}(?:T\d{1,2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})(?![\w/:-]|\.\d)"
+)
+#: a clock time: ``9:30``, ``13:00:15``, ``4:15 pm``
+TIME_RE = re.compile(r"(?<![\w.:-])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s?[ap]\.?m\b\.?)?(?!\w|:\d)",
+                     re.IGNORECASE)
 #: a long number (five digits or more)
 NUMBER_RE = re.compile(r"(?<![\w{])\d{5,}(?![\w}])")
 #: a ``{name}`` placeholder of a ``when``
@@ -32,10 +41,15 @@ SHARED_SENTENCE_SHARE = 0.5
 
 
 def value_shape(text: str) -> str:
-    """``text`` with value-shaped tokens as words: emails ``email``, ids ``id``, long
-    numbers ``number``. Applied alike to queries and to the texts they are compared with, so
-    an order id in a task meets the id an example had, whoever the customer was."""
+    """``text`` with value-shaped tokens as words: emails ``email``, calendar dates ``date``,
+    clock times ``time``, ids ``id``, long numbers ``number``. Applied alike to queries and
+    to the texts they are compared with, so an order id in a task meets the id an example
+    had, whoever the customer was, and "on 2026-05-21 at 13:00" reads as "on date at time"
+    (digits are noise to the embedder: a date's tokens drew a query towards any skill whose
+    example held numbers)."""
     text = EMAIL_RE.sub("email", text)
+    text = DATE_RE.sub("date", text)
+    text = TIME_RE.sub("time", text)
     text = ID_RE.sub("id", text)
     return NUMBER_RE.sub("number", text)
 

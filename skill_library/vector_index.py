@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
-import sqlite3
 import struct
 import threading
 import time
@@ -24,6 +23,7 @@ from urllib.parse import urlsplit
 
 from skill_library.embeddings import Embedder, same_model
 from skill_library.errors import IndexCorruptError, IndexUnavailableError, SkillLibraryError
+from skill_library.storage import chroma_file
 
 if TYPE_CHECKING:  # chromadb is imported when an index is opened, not with this module
     import chromadb
@@ -490,7 +490,7 @@ class VectorIndex:
         collection_id = str(self._retry(lambda: self._collection.id))
         self.count()  # the first call: Chroma loads the segment and writes its files now
         return sum(zero_unused_hnsw_slots(self.folder / segment)
-                   for segment in _vector_segments(self.folder, collection_id))
+                   for segment in chroma_file.vector_segments(self.folder / "chroma.sqlite3", collection_id))
 
     # -- reads --------------------------------------------------------------------------
     def count(self) -> int:
@@ -653,20 +653,6 @@ def _forget_chroma_system(folder: Path) -> None:
                 system.stop()
             except Exception:
                 pass
-
-
-def _vector_segments(folder: Path, collection_id: str) -> list[str]:
-    """The vector segment ids (= folder names) of a collection, read from Chroma's catalog."""
-    path = Path(folder) / "chroma.sqlite3"
-    if not path.exists():
-        return []
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    try:
-        rows = conn.execute("SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
-                            (collection_id,)).fetchall()
-    finally:
-        conn.close()
-    return [str(row[0]) for row in rows]
 
 
 def zero_unused_hnsw_slots(segment: Path) -> int:

@@ -1,6 +1,7 @@
 """Maintenance of a folder index's Chroma file (``chroma.sqlite3``) that Chroma's API does
 not offer: scrubbing an erased subject from its log, merging its full-text index and
-vacuuming it (skill_library.erasure). The caller holds the folder's client closed."""
+vacuuming it (skill_library.erasure; the caller holds the folder's client closed), and
+reading which HNSW segment folders are a collection's (skill_library.vector_index)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ def purge(path: Path, match: Matching | None, collection: str | None) -> None:
         conn.execute("VACUUM")
     finally:
         conn.close()
+
+
+def vector_segments(path: Path, collection_id: str) -> list[str]:
+    """The vector segment ids (= folder names beside ``path``) of a collection, read from
+    Chroma's catalog in ``path`` (read-only; [] when there is no file yet)."""
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        rows = conn.execute("SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
+                            (collection_id,)).fetchall()
+    finally:
+        conn.close()
+    return [str(row[0]) for row in rows]

@@ -40,6 +40,11 @@ class RecordStoreUnavailableError(SkillLibraryError):
     (the transaction in flight was rolled back; nothing committed is lost)."""
 
 
+class RecordStoreURLError(SkillLibraryError, ValueError):
+    """A record store URL that cannot be parsed (``postgresql+psycopg://USER@HOST/DATABASE``
+    or ``sqlite:///PATH``); the message says what was wrong."""
+
+
 class LockTimeoutError(SkillLibraryError, TimeoutError):
     """A lock the library waited for was not free within its timeout: the library's write
     lock (``settings.WRITE_LOCK_TIMEOUT_SECONDS``) or the records database's own lock

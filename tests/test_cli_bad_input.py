@@ -92,3 +92,11 @@ def test_fetch_with_an_empty_task_is_one_line(folder):
     """The report's case: `skills fetch ""` printed a traceback."""
     result = run(folder, ["fetch", ""])
     assert result.exit_code == 1 and one_line(result, ["fetch", ""]) == "error: task must be a non-empty string"
+
+
+def test_migrate_to_a_record_store_url_that_cannot_be_parsed_is_one_line(folder):
+    argv = ["migrate", "--to", "not a url at all"]
+    result = run(folder, argv)
+    assert result.exit_code != 0
+    line = one_line(result, argv)
+    assert line.startswith("error: --to: Could not parse") and "postgresql+psycopg://" in line, line

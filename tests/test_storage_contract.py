@@ -898,3 +898,11 @@ def test_tool_binding_rows_bind_rebind_and_move_versions_on_the_callers_transact
             b.write_statuses(conn, "default", [("greet", 1)], "active", now)
             raise RuntimeError("rolled back")
     assert store.get("greet", 1).status == "suspended"
+
+
+def test_a_record_store_url_that_cannot_be_parsed_is_a_named_error():
+    from skill_library.errors import RecordStoreURLError
+
+    with pytest.raises(RecordStoreURLError, match="Could not parse") as info:
+        SQLRecordStore("not a url at all", create=True)
+    assert isinstance(info.value, ValueError)

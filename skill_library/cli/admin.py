@@ -72,13 +72,12 @@ def migrate(
     as_json: bool = JsonOption,
 ) -> None:
     """Copy a folder library into a shared deployment: skill_library.deploy.copy_folder_library(dir, to, index_to)."""
-    import sqlalchemy.exc
-
     from skill_library.deploy import copy_folder_library
+    from skill_library.errors import RecordStoreURLError
 
     try:
         report = copy_folder_library(directory or DEFAULT_DIR, to, index_to)
-    except sqlalchemy.exc.ArgumentError as exc:
+    except RecordStoreURLError as exc:
         fail(f"--to: {exc} (a record store URL: postgresql+psycopg://USER@HOST/DATABASE)", EXIT_UNUSABLE)
     if as_json:
         emit({"rows": report.rows, "indexed": report.indexed})

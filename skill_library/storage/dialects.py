@@ -19,7 +19,12 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from skill_library import settings
-from skill_library.errors import LockTimeoutError, RecordStoreCorruptError, RecordStoreUnavailableError
+from skill_library.errors import (
+    LockTimeoutError,
+    RecordStoreCorruptError,
+    RecordStoreUnavailableError,
+    RecordStoreURLError,
+)
 
 #: a 0-byte records file is re-checked this often, this far apart, before it is an error
 EMPTY_FILE_CHECKS = 5
@@ -38,8 +43,12 @@ _PG_LOCK_NOT_AVAILABLE = "55P03"
 
 
 def create_engine(url: str) -> Engine:
-    """The engine for ``url``; on SQLite its connections are set up by :func:`enable_sqlite_wal`."""
-    engine = sa.create_engine(url, future=True, pool_pre_ping=True)
+    """The engine for ``url``; on SQLite its connections are set up by :func:`enable_sqlite_wal`.
+    A URL that cannot be parsed: :class:`RecordStoreURLError`."""
+    try:
+        engine = sa.create_engine(url, future=True, pool_pre_ping=True)
+    except sa.exc.ArgumentError as exc:
+        raise RecordStoreURLError(str(exc)) from exc
     if engine.dialect.name == "sqlite":
         enable_sqlite_wal(engine)
     return engine

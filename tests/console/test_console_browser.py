@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TOKEN
+from conftest import ACTOR, TOKEN
 
 pytestmark = pytest.mark.browser
 
@@ -194,6 +194,7 @@ def test_every_page_has_the_navigation_and_a_screenshot(browser, live_server, li
     assert response is not None and response.status == 404
     assert_navigation(page)
     assert "no skill named 'no_such_skill'" in page.locator("#message").inner_text()
+    assert page.locator("#actor").inner_text() == ACTOR  # logged in: the whole header
     screenshot(page, tmp_path, "console-error.png")
     page.click("header nav >> text=Review queue")  # the error page leads back
     page.wait_for_load_state("load")

@@ -145,6 +145,20 @@ def message_page(request: Request, message: str, status_code: int, *, title: str
     )
 
 
+def session_message(console: Console, request: Request, session: Session, message: str, status_code: int,
+                    *, title: str) -> Response:
+    """A message page for a logged-in browser: the whole header (navigation, tenant box,
+    actor, log out), as on every other page; the plain :func:`message_page` when that
+    header cannot be drawn (the library itself failing)."""
+    try:
+        with console.lock:
+            return console.render(request, session, "message.html", status_code=status_code,
+                                  title=title, message=message, nav=True)
+    except Exception:  # the plain page needs nothing of the library
+        log.exception("console: the message page's header failed on %s", request.url.path)
+        return message_page(request, message, status_code, title=title)
+
+
 def error_status(exc: BaseException) -> int | None:
     """The status a library error is shown with (None: not one of the library's errors)."""
     if isinstance(exc, ConsoleRefusal):
@@ -187,13 +201,14 @@ def page(*, write: bool = False) -> Callable[[Handler], Callable[[Request], Resp
                 if status is None:
                     log.exception("console: unexpected error on %s %s", request.method, request.url.path)
                     return message_page(request, f"internal error ({type(exc).__name__}); see the server log",
-                                        500, title="Error")
+                                        500, title="Error")  # plain: the library may be what failed
                 if isinstance(exc, ValidationError):
                     text = "; ".join(str(e.get("msg", "")) for e in exc.errors())
                 else:
                     plain_key_error = type(exc) is KeyError and exc.args
                     text = str(exc.args[0]) if plain_key_error else str(exc)
-                return message_page(request, text, status, title="Refused" if status == 403 else "Error")
+                return session_message(console, request, session, text, status,
+                                       title="Refused" if status == 403 else "Error")
 
         return endpoint
 
@@ -296,7 +311,12 @@ def home(request: Request) -> Response:
 
 
 def not_found(request: Request, exc: Exception) -> Response:
-    return message_page(request, f"no page at {request.url.path}", 404, title="Not found")
+    console: Console = request.app.state.console
+    session = console.sessions.get(request.cookies.get(COOKIE_NAME))
+    text = f"no page at {request.url.path}"
+    if session is None:
+        return message_page(request, text, 404, title="Not found")
+    return session_message(console, request, session, text, 404, title="Not found")
 
 
 def server_error(request: Request, exc: Exception) -> Response:

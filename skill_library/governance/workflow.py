@@ -250,7 +250,7 @@ def approve(library: "Reviewing", name: str, version: int, *, actor: Actor | str
     elif skill.status == "draft":
         raise LifecycleError(
             f"skill {name!r} v{version} is draft: it must pass an evaluation first "
-            f"(`skills evaluate {name} {version} --suite FILE`) before it can be approved")
+            f"(`skills evaluate {name} {version} --suite FILE --world MODULE:NAME`) before it can be approved")
     return transition(library, name, version, "approved", actor=who, reason=reason or "approved")
 
 

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TOKEN
+from conftest import ACTOR, TOKEN
 
 pytestmark = pytest.mark.browser
 
@@ -194,6 +194,7 @@ def test_every_page_has_the_navigation_and_a_screenshot(browser, live_server, li
     assert response is not None and response.status == 404
     assert_navigation(page)
     assert "no skill named 'no_such_skill'" in page.locator("#message").inner_text()
+    assert page.locator("#actor").inner_text() == ACTOR  # logged in: the whole header
     screenshot(page, tmp_path, "console-error.png")
     page.click("header nav >> text=Review queue")  # the error page leads back
     page.wait_for_load_state("load")
@@ -203,3 +204,28 @@ def test_every_page_has_the_navigation_and_a_screenshot(browser, live_server, li
     response = page.goto(f"{live_server}/canaries")
     assert response is not None and response.status == 401
     assert_navigation(page)
+
+
+def test_the_header_box_checks_every_approvable_row(browser, live_server, library):
+    """The queue's header checkbox (static/console.js, allowed by the CSP) checks each row
+    that can be approved, not the failed draft, which has no box."""
+    from governed_world import APPROVER, V_BAD, held, proposed
+
+    library.actors.add(APPROVER)
+    name, version = held(library)
+    _, failed = proposed(library, V_BAD, ["restock"])
+    page = browser.new_page()
+    errors: list[str] = []  # script errors and CSP refusals (a missing favicon is neither)
+    page.on("console", lambda message: errors.append(message.text)
+            if message.type == "error" and "Failed to load resource" not in message.text else None)
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}")
+            if r.status >= 400 and not r.url.endswith("/favicon.ico") else None)
+    page.goto(f"{live_server}/login?token={TOKEN}")
+    page.click("header nav >> text=Review queue")
+    page.wait_for_load_state("load")
+    page.check("#pick-all")
+    assert page.locator("input[name=pick]:checked").count() == 1
+    assert page.locator(f"#review-{name}-{version} input[name=pick]").is_checked()
+    page.uncheck("#pick-all")
+    assert page.locator("input[name=pick]:checked").count() == 0
+    assert errors == []  # no CSP violation, no script error

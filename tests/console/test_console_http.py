@@ -3,6 +3,8 @@ token, sessions, CSRF, every page and action, and errors shown as plain messages
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import ACTOR, TOKEN, csrf_of, message_of
 from typer.testing import CliRunner
@@ -178,7 +180,10 @@ def test_unknown_skill_and_version_are_plain_404_and_400(client, skill_name):
     assert client.get("/no/such/page").status_code == 404
 
 
-NAVIGATION = ('href="/skills"', 'href="/review"', 'href="/canaries"', 'href="/subjects"')
+def has_navigation(html: str) -> bool:
+    """Whether the page's header links to every page (with or without the tenant)."""
+    return re.search(r'<nav>\s*<a href="/skills[?"].*href="/review[?"].*href="/canaries[?"].*'
+                     r'href="/subjects[?"].*</nav>', html, re.S) is not None
 
 
 def test_every_error_page_has_the_navigation(client, app, library, monkeypatch):
@@ -196,8 +201,41 @@ def test_every_error_page_has_the_navigation(client, app, library, monkeypatch):
     assert [p.status_code for p in pages][:2] == [404, 404] and pages[-1].status_code == 500
     for page in pages:
         message_of(page.text)  # a message page
-        assert all(link in page.text for link in NAVIGATION), page.text[:600]
+        assert has_navigation(page.text), page.text[:600]
     assert 'href="/review?tenant=acme"' in client.get("/no/such/page", params={"tenant": "acme"}).text
+
+
+def test_a_logged_in_error_page_has_the_whole_header(client, app):
+    """A 404 or a refusal seen while logged in keeps the tenant box, the actor and log out;
+    without a session the page has the navigation only."""
+    from starlette.testclient import TestClient
+
+    for page in (client.get("/no/such/page"), client.get("/skills/no_such_skill"),
+                 client.post("/review/approve", data={"csrf": csrf_of(client.get("/review").text)})):
+        assert page.status_code in (400, 404)
+        message_of(page.text)
+        assert f'<b id="actor">{ACTOR}</b>' in page.text and 'action="/logout"' in page.text
+        assert has_navigation(page.text)
+    with TestClient(app, raise_server_exceptions=False) as stranger:
+        alone = stranger.get("/no/such/page")
+    assert alone.status_code == 404 and has_navigation(alone.text)
+    assert 'id="actor"' not in alone.text and 'action="/logout"' not in alone.text
+
+
+def test_a_refusal_of_a_row_no_longer_in_the_queue_is_listed_above_it(client, library):
+    """A bulk call's refusal for a version the queue no longer shows (it moved meanwhile)
+    is listed above the queue, once."""
+    from governed_world import APPROVER, held
+
+    library.actors.add(APPROVER)
+    name, version = held(library)
+    page = client.get("/review").text
+    library.approve(name, version, actor=ACTOR)  # someone else was quicker
+    done = client.post("/review/approve", data={"csrf": csrf_of(page), "pick": f"{name}:{version}"})
+    assert done.status_code == 200 and "approved 0 of 1 selected; 1 refused" in done.text
+    listed = done.text[done.text.index('<ul class="refusals"'):]
+    assert listed.startswith('<ul class="refusals" role="alert"><li>' + f"{name} v{version} refused: ")
+    assert '<ul class="refusals"' not in client.get("/review").text
 
 
 def test_an_unexpected_error_is_a_plain_500_without_traceback(client, library, monkeypatch):

@@ -268,8 +268,7 @@ def forget(library: "Erasing", subject: str) -> ForgetReport:
     """Erase ``subject`` from ``library``'s tenant (see the module docstring); the report
     says what was removed. An unknown subject removes nothing and says so."""
     from skill_library.induction import admission
-    from skill_library.induction.description import index_text
-    from skill_library.text_vectors import text_digest
+    from skill_library.text_vectors import embedded_keys
 
     subject = _check_subject(subject)
     match = Matcher(subject)
@@ -318,8 +317,9 @@ def forget(library: "Erasing", subject: str) -> ForgetReport:
                          .where(profiles_table.c.name.in_(sorted(affected) or [""])))
             old_texts = _sweep(conn, store.tenant, match, report)
             if old_texts:
-                digests = {text_digest(x) for x in old_texts} | {text_digest(index_text(x)) for x in old_texts}
-                conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(sorted(digests))))
+                # every embedded form (phrases too), under the tenant's key and the unsalted one
+                digests = embedded_keys(store.tenant, [(x, None) for x in old_texts])
+                conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(digests)))
             report.opt_out_kept = opted
             report.found = bool(ids or report.transitions or report.procedures or report.scrubbed or opted)
             if ids:

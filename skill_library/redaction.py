@@ -236,9 +236,8 @@ def redact_stored(library: "Redacting") -> RedactionReport:
     """Redact every stored version and example that holds personal data (module docstring)."""
     from skill_library.governance import audit
     from skill_library.governance.actors import SYSTEM_ID
-    from skill_library.induction.description import index_text
     from skill_library.learning import _renamed, free_name
-    from skill_library.text_vectors import text_digest
+    from skill_library.text_vectors import embedded_keys
 
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     t = store.tenant_filter
@@ -322,9 +321,10 @@ def redact_stored(library: "Redacting") -> RedactionReport:
                                  .where(versions_table.c.name == name)
                                  .where(versions_table.c.version == v["version"]).values(**values))
                 conn.execute(profiles_table.delete().where(t(profiles_table)).where(profiles_table.c.name == name))
-                digests = {d for x in old_texts if x for d in (text_digest(x), text_digest(index_text(x)))}
+                # every embedded form (phrases too), under the tenant's key and the unsalted one
+                digests = embedded_keys(store.tenant, [(x, None) for x in old_texts if x])
                 if digests:
-                    conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(sorted(digests))))
+                    conn.execute(vectors_table.delete().where(vectors_table.c.digest.in_(digests)))
                 if new_name != name:
                     # the evidence follows the skill to its new name; the old name is an alias
                     moved = conn.execute(sa.select(examples_table).where(t(examples_table))

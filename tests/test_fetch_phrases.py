@@ -117,3 +117,30 @@ def test_delete_removes_the_phrase_entry_and_its_stored_vector(tmp_path, embedde
         assert _vector_rows(library) == 0  # every embedded form of both, phrases too
     finally:
         library.close()
+
+
+def test_rank_skills_ranks_by_the_best_of_a_skills_texts(embedder):
+    from benchmarks.taubench_descriptions import rank_skills
+
+    skills = [("invite", DESCRIBED), ("order", "Order office supplies. Needs the item and the quantity.")]
+    [first] = rank_skills(embedder, skills, ["please buy twelve boxes of staples"], "description+phrase")
+    assert first == ["order", "invite"]
+    [alone] = rank_skills(embedder, skills, ["invite a colleague to the budget review event"], "description")
+    assert alone[0] == "invite"
+
+
+def test_the_descriptions_benchmark_runs_on_a_slice_of_the_dev_protocol(embedder, tmp_path):
+    from benchmarks.taubench import data
+    from benchmarks.taubench_descriptions import INDEXES, markdown, measure
+
+    if data.default_data_dir() is None:
+        pytest.skip("no ../shared/benchmarks/taubench-retail")
+    results = measure(embedder=embedder, limit=40)
+    assert results["skills"] >= 1 and results["dev_tasks"] >= results["judged"]
+    assert set(results["indexes"]) == set(INDEXES)
+    for found in results["indexes"].values():
+        assert len(found["rows"]) == results["judged"]
+        if results["judged"]:
+            assert 0.0 <= found["fetch_at_1"] <= found["fetch_at_3"] <= 1.0
+    text = markdown(results, "python -m benchmarks.taubench_descriptions --limit 40")
+    assert "fetch@3" in text and "--limit 40" in text

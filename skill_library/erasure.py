@@ -172,8 +172,7 @@ def forget(library: "Erasing", subject: str) -> ForgetReport:
     """Erase ``subject`` from ``library``'s tenant (see the module docstring); the report
     says what was removed. An unknown subject removes nothing and says so."""
     from skill_library.induction import admission
-    from skill_library.induction.description import index_text
-    from skill_library.text_vectors import text_digest
+    from skill_library.text_vectors import embedded_forms, text_digest
 
     subject = _check_subject(subject)
     match = Matcher(subject)
@@ -189,8 +188,7 @@ def forget(library: "Erasing", subject: str) -> ForgetReport:
         report.procedures = library.procedures.forget_matching(subject, match.any, index)
         opted = patterns.opted_out(subject)
         dead = {i for trace in traces.values() for i in _identities(trace)} | set(ids)
-        erased = rows.erase(ids, dead, match, lambda old: {text_digest(x) for x in old}
-                            | {text_digest(index_text(x)) for x in old})
+        erased = rows.erase(ids, dead, match, lambda old: {text_digest(f) for x in old for f in embedded_forms(x)})
         report.examples, report.outcome_links, report.traces = erased.examples, erased.outcome_links, erased.traces
         report.scrubbed, report.left, report.tombstones = erased.scrubbed, erased.left, erased.tombstones
         affected = erased.affected

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
-from skill_library import intent, one_vs_every, prototypes, ranking, value_fit
+from skill_library import intent, one_vs_every, phrases, prototypes, ranking, value_fit
 from skill_library.errors import SkillNotFoundError
 from skill_library.models import Match, Skill, SkillKind
 from skill_library.vector_index import IndexHit, VectorIndex, best_per_skill
@@ -140,9 +140,11 @@ def search(
 
 
 def entry_kind(hit: IndexHit) -> str:
-    """``when``, ``example`` or ``prototype``: which of a skill's texts an index hit is."""
+    """``when``, ``phrase``, ``example`` or ``prototype``: which of a skill's texts an index hit is."""
     if not hit.key or hit.key == hit.name:
         return "when"
+    if phrases.is_phrase_key(hit.key):
+        return "phrase"
     return "prototype" if hit.key.endswith(prototypes.KEY_SUFFIX) else "example"
 
 

@@ -244,7 +244,11 @@ class _Writer(threading.Thread):
         latest: dict[str, tuple[Skill, list[float]]] = {}
         for skill, (_, vector) in zip(stored, accepted):
             latest[skill.name] = (skill, vector)
-        index.upsert(entries_for([s for s, _ in latest.values()]), [v for _, v in latest.values()])
+        entries = entries_for([s for s, _ in latest.values()])
+        # the when entries have their vectors; a description's phrase entry is embedded here
+        others = list(dict.fromkeys(e.when for e in entries if e.id != e.name))
+        known = dict(zip(others, lib.context.vectors.embed(others))) if others else {}
+        index.upsert(entries, [latest[e.name][1] if e.id == e.name else known[e.when] for e in entries])
         self.advance(len(batch))
 
 

@@ -213,9 +213,8 @@ class RedactionReport:
 def redact_stored(library: "Redacting") -> RedactionReport:
     """Redact every stored version and example that holds personal data (module docstring)."""
     from skill_library.governance.actors import SYSTEM_ID
-    from skill_library.induction.description import index_text
     from skill_library.learning import _renamed, free_name
-    from skill_library.text_vectors import text_digest
+    from skill_library.text_vectors import embedded_forms, text_digest
 
     store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
     report = RedactionReport()
@@ -283,7 +282,8 @@ def redact_stored(library: "Redacting") -> RedactionReport:
                     if new_name != name:
                         values["status"] = "retired"
                     rows.rewrite_version(name, v["version"], values)
-                digests = {d for x in old_texts if x for d in (text_digest(x), text_digest(index_text(x)))}
+                # every embedded form (phrases too); the rows add the tenant's key to each
+                digests = {text_digest(f) for x in old_texts if x for f in embedded_forms(x)}
                 rows.forget_derived(name, sorted(digests))
                 if new_name != name:
                     # the evidence follows the skill to its new name; the old name is an alias

@@ -33,15 +33,24 @@ def tenant_key(tenant: str, digest: str) -> str:
     return hashlib.sha256(f"{tenant}\0{digest}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def embedded_keys(tenant: str, texts: "Iterable[tuple[str, Mapping[str, Any] | None]]") -> list[str]:
-    """Every stored key of the vectors embedded for ``texts`` (text, params) of ``tenant``:
-    each text as it is, its index form with and without its params (``index_text``), under
-    the tenant's key and under the unsalted key of libraries from before tenant keys."""
+def embedded_forms(text: str, params: "Mapping[str, Any] | None" = None) -> set[str]:
+    """Every form of a stored text (a ``when``, a masked example) the index may have
+    embedded: the text as it is, its index form with and without ``params``
+    (``index_text``), and the phrase of each (:func:`skill_library.phrases.phrase_text`)."""
+    from skill_library.phrases import phrase_text
     from skill_library.shapes import index_text
 
+    forms = {text, index_text(text), index_text(text, params)}
+    return forms | {p for f in forms if (p := phrase_text(f)) is not None}
+
+
+def embedded_keys(tenant: str, texts: "Iterable[tuple[str, Mapping[str, Any] | None]]") -> list[str]:
+    """Every stored key of the vectors embedded for ``texts`` (text, params) of ``tenant``:
+    each of its :func:`embedded_forms`, under the tenant's key and under the unsalted key of
+    libraries from before tenant keys."""
     digests: set[str] = set()
     for text, params in texts:
-        for form in {text, index_text(text), index_text(text, params)}:
+        for form in embedded_forms(text, params):
             digests.add(text_digest(form))
     return sorted(digests | {tenant_key(tenant, d) for d in digests})
 

@@ -299,8 +299,9 @@ def closed_for_maintenance(folder: Path) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """One embedded text of a skill: its ``when`` (``key == name``), an example task, or
-    its prototype (``traces`` set: the mean of their task vectors, ``when`` a label)."""
+    """One embedded text of a skill: its ``when`` (``key == name``), its phrase
+    (``name~phrase``: skill_library.phrases), an example task, or its prototype (``traces``
+    set: the mean of their task vectors, ``when`` a label)."""
 
     name: str
     version: int
@@ -772,13 +773,14 @@ def entries_for(
 ) -> list[IndexEntry]:
     """Index entries for skill records (name, version, kind, when) and their examples.
 
-    Each skill gets its ``when`` and each of its indexed examples, in their embedded form
+    Each skill gets its ``when``, its phrase (the action and inputs of a description:
+    :mod:`skill_library.phrases`) and each of its indexed examples, in their embedded form
     (:func:`~skill_library.shapes.index_text`; an example less the chatter
     that varies between the skill's examples), each distinct text once; and its prototype
     when enough of its example traces are in ``vectored`` (the trace ids with a task
     vector: :mod:`skill_library.prototypes`; its vector is filled in before writing).
     """
-    from skill_library import prototypes, value_fit
+    from skill_library import phrases, prototypes, value_fit
     from skill_library.shapes import index_text, shared_sentences
 
     out: list[IndexEntry] = []
@@ -790,6 +792,11 @@ def entries_for(
         shapes = value_fit.encode(found[0].params) if found else ""  # type: ignore[attr-defined]
         out.append(IndexEntry(name=name, version=version, kind=kind, when=text, shapes=shapes))
         seen = {text}
+        phrase = phrases.phrase_text(text)
+        if phrase is not None and phrase not in seen:
+            seen.add(phrase)
+            out.append(IndexEntry(name=name, version=version, kind=kind, when=phrase, key=phrases.key(name),
+                                  shapes=shapes))
         shared = shared_sentences([e.text for e in found])  # type: ignore[attr-defined]
         for example, masked in zip(found, shared):
             if not example.indexed:  # type: ignore[attr-defined]

@@ -107,9 +107,9 @@ def test_a_trace_that_reads_alike_but_takes_other_inputs_is_another_workflow(lib
 def test_merged_evidence_survives_a_reindex_and_the_index_holds_each_text(library):
     library.learn(cancel_trace("Dana Whitfield", "dana.w@example.org", "#W1001", "no longer needed"))
     library.learn(cancel_trace("Mia Chen", "mia@example.com", "#W3003", "too slow", persona=False))
-    assert library.index.count() == 3  # the when (what the skill does) and both examples
+    assert library.index.count() == 4  # the when (what the skill does), its phrase and both examples
     assert library.reindex() == 1
-    assert library.index.count() == 3
+    assert library.index.count() == 4
     assert len(library.examples("cancel_pending_order_by_email")) == 2
 
 
@@ -380,7 +380,7 @@ def test_rebuilding_and_retiring_need_no_model_once_texts_are_embedded(tmp_path,
         assert library.reindex() == 2  # every vector came from the records
         assert library.index.entries() == expected
         library.retire("cancel_every_order")
-        assert {e.split("#")[0] for e in library.index.entries()} == {"cancel_pending_order_by_email"}
+        assert {e.split("#")[0].split("~")[0] for e in library.index.entries()} == {"cancel_pending_order_by_email"}
 
 
 def test_sentences_end_at_punctuation_and_a_space_so_emails_stay_whole():

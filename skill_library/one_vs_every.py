@@ -41,10 +41,12 @@ so the loop skill, the destructive one of the pair, is never returned alone and 
 for a task that did not ask for every item. Pairs are found from the skills' code (an AST
 read, no run): the loop skill has a ``for`` over a lookup's result (not over a parameter)
 whose body calls a tool with an argument taken from the loop item; the look-alike calls the
-same tool with that argument taken from one of its own parameters, both use the same
-tools, and the loop skill takes no parameter the one-item skill lacks (a loop over a
-*colleague's* access, given the colleague's email, is another workflow than granting one
-system). Function words (:data:`FUNCTION_WORDS`: "of", "them") are never learned.
+same tool with that argument taken from one of its own parameters, the loop skill uses
+every tool the one-item skill does (it may do more: revoke every system, then disable the
+account, is the loop side of revoking one system), and the loop skill takes no parameter
+the one-item skill lacks (a loop over a *colleague's* access, given the colleague's
+email, is another workflow than granting one system). Function words
+(:data:`FUNCTION_WORDS`: "of", "them") are never learned.
 Computed once per index generation of a library (cached), from its active skills and
 their stored example tasks (masked: no value of a trace is read, only its shape).
 """
@@ -309,8 +311,8 @@ def find_pairs(skills: Sequence[Skill]) -> list[tuple[Skill, Skill, str]]:
         if not found:
             continue
         for one, passed in taking:
-            if one.name == every.name or sorted(one.tools) != sorted(every.tools):
-                continue
+            if one.name == every.name or not set(one.tools) <= set(every.tools):
+                continue  # the loop skill uses the one-item skill's tools (it may do more)
             if not set(_parameter_names(every)) <= set(_parameter_names(one)):
                 continue  # the loop needs an input the one-item skill lacks: another workflow
             for key in sorted(found):

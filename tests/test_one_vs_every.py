@@ -272,3 +272,25 @@ def test_function_words_never_join_the_every_vocabulary():
     assert "of" not in found.learned and "them" not in found.learned
     assert not found.says_every("Writing on behalf of my team: please take them off that one list")
     assert found.says_every("Please take them off all lists")
+
+
+def test_a_loop_skill_that_does_more_is_still_the_loop_side_of_its_one_item_look_alike():
+    # offboarding (revoke every system, then disable the account) vs revoking one system
+    revoke_one = code_skill("revoke_one", "email: str, system: str",
+                            "r1 = find_user(email=email)\nget_user(user_id=r1)\n"
+                            "return revoke_access(user_id=r1, system=system)",
+                            ["find_user", "get_user", "revoke_access"])
+    offboard = code_skill("offboard", "email: str",
+                          "r1 = find_user(email=email)\nr2 = get_user(user_id=r1)\n"
+                          "for item in r2['access']:\n    revoke_access(user_id=r1, system=item)\n"
+                          "return disable_account(user_id=r1)",
+                          ["disable_account", "find_user", "get_user", "revoke_access"])
+    assert [(e.name, o.name, p) for e, o, p in one_vs_every.find_pairs([revoke_one, offboard])] \
+        == [("offboard", "revoke_one", "system")]
+    # the other way round (the one-item skill using a tool the loop skill lacks) is no pair
+    revoke_notify = code_skill("revoke_notify", "email: str, system: str",
+                               "r1 = find_user(email=email)\nget_user(user_id=r1)\nnotify(user_id=r1)\n"
+                               "return revoke_access(user_id=r1, system=system)",
+                               ["find_user", "get_user", "notify", "revoke_access"])
+    assert one_vs_every.takes(revoke_notify)[("revoke_access", "system")] == "system"
+    assert one_vs_every.find_pairs([revoke_notify, offboard]) == []

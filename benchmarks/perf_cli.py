@@ -12,7 +12,7 @@ temporary library, ``--repeat`` times (median shown).
 ``--trees A B`` runs every row once per source tree (``PYTHONPATH=A``, then B, interleaved,
 on the same library), so a branch and main are compared side by side in one run;
 ``--only`` picks groups of rows (help, reads, writes, governance, fetch, console, mcp).
-Results: benchmarks/README.md#the-clis-wall-time-perf_clipy-issue-25.
+Results: benchmarks/README.md#the-clis-wall-time-perfclipy-issue-25.
 
     .venv/bin/python benchmarks/perf_cli.py [--repeat 3] [--only reads,console] [--trees ../main .]
 """

@@ -111,9 +111,9 @@ def test_a_bug_is_not_turned_into_a_one_line_message(tmp_path, monkeypatch):
     def broken(self, *args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(SkillLibrary, "list", broken)
-    # --json: the text form is read without opening the library (skill_library/cli/light.py)
-    result = runner.invoke(app, ["list", "--json"], env={"SKILLS_DIR": str(lib)})
+    # show opens the library (list and the other reads may not: skill_library/cli/light.py)
+    monkeypatch.setattr(SkillLibrary, "get", broken)
+    result = runner.invoke(app, ["show", "water_bed"], env={"SKILLS_DIR": str(lib)})
     assert result.exit_code == 1 and isinstance(result.exception, KeyError)
     assert "error:" not in result.output
 

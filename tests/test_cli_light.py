@@ -109,6 +109,9 @@ def test_the_light_path_prints_what_the_full_path_prints(store, monkeypatch):
                 ["list", "--status", "draft"]]
     for name in (LONG_NAME, learned, "count_items"):
         commands += [["history", name], ["outcomes", name], ["traces", name]]
+    commands += [[*c, "--json"] for c in commands]  # the JSON forms: the same Skill, Trace, outcome
+    commands += [["traces", LONG_NAME, "--id", store["trace_id"]], ["traces", LONG_NAME, "--id", store["trace_id"],
+                                                                    "--json"]]
     light = Spy(monkeypatch)
     seen = {tuple(c): invoke(*c, lib=lib) for c in commands}
     assert light.answered == len(commands) and light.declined == 0
@@ -122,9 +125,11 @@ def test_the_light_path_prints_what_the_full_path_prints(store, monkeypatch):
     assert "[b]dry" in seen[("outcomes", LONG_NAME)][1]
     assert "dataflow" in seen[("history", learned)][1]
     assert "no outcomes recorded for count_items" in seen[("outcomes", "count_items")][1]
+    assert len(json.loads(seen[("list", "--json")][1])) == 3
+    assert json.loads(seen[("traces", LONG_NAME, "--json")][1])[0]["id"] == store["trace_id"]
 
 
-def test_json_an_unknown_name_and_an_unopened_tenant_take_the_full_path(store, monkeypatch):
+def test_an_unknown_name_or_trace_and_an_unopened_tenant_take_the_full_path(store, monkeypatch):
     lib = store["lib"]
     spy = Spy(monkeypatch)
     code, out = invoke("history", "ghost", lib=lib)
@@ -133,8 +138,8 @@ def test_json_an_unknown_name_and_an_unopened_tenant_take_the_full_path(store, m
     assert code == 0 and spy.declined == 2
     code, out = invoke("--tenant", "acme", "list", lib=lib)  # now opened: light, and the same (empty)
     assert code == 0 and spy.answered == 1
-    code, out = invoke("list", "--json", lib=lib)
-    assert code == 0 and len(json.loads(out)) == 3 and spy.answered == 1  # --json never asks
+    code, out = invoke("traces", LONG_NAME, "--id", "nope", lib=lib)
+    assert code == 1 and out.strip() == "error: no trace with id 'nope'" and spy.declined == 3
 
 
 def test_a_store_of_another_schema_version_is_left_to_the_full_path(tmp_path, store, monkeypatch):
@@ -175,14 +180,16 @@ for args in {commands!r}:
     except SystemExit as exc:
         assert exc.code in (0, None), (args, exc.code)
 print("HEAVY", sorted(m for m in ("sqlalchemy", "skill_library.library", "skill_library.governance",
-                                   "skill_library.models", "chromadb", "torch") if m in sys.modules))
+                                   {models!r}, "chromadb", "torch") if m in sys.modules))
 """
 
 
 def test_the_light_read_commands_import_no_record_store_models_or_governance(store, tmp_path):
     commands = [["list"], ["history", LONG_NAME], ["outcomes", LONG_NAME], ["traces", LONG_NAME]]
     env = dict(os.environ, SKILLS_DIR=str(store["lib"]))
-    done = subprocess.run([sys.executable, "-c", LIGHT_PROBE.format(commands=commands)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "HEAVY []"
+    # the text forms import not even the models; the JSON forms the models, for the same JSON
+    for forms, models in ((commands, "skill_library.models"), ([[*c, "--json"] for c in commands], "")):
+        done = subprocess.run([sys.executable, "-c", LIGHT_PROBE.format(commands=forms, models=models)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip().splitlines()[-1] == "HEAVY []", forms

@@ -142,7 +142,11 @@ def list_(
 ) -> None:
     """List every skill's current version: SkillLibrary.list()."""
     chosen = status.value if status is not None else None
-    if not as_json:
+    if as_json:
+        found = light_read(directory, lambda reader: _skills_json(reader.current_versions(chosen)))
+        if found is not None:
+            return emit(found)
+    else:
         from skill_library.storage.light_reads import current_when
 
         def light(reader: "FolderReader") -> list[SkillLine]:
@@ -158,6 +162,13 @@ def list_(
         emit([skill_json(s) for s in skills])
         return
     _print_skills([(s.name, s.version, s.kind, s.status, s.successes, s.failures, s.when) for s in skills])
+
+
+def _skills_json(rows: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Version rows (storage.light_reads) in the JSON the full path prints (the same Skill)."""
+    from skill_library.storage.version_rows import row_to_skill
+
+    return None if rows is None else [skill_json(row_to_skill(r)) for r in rows]
 
 
 #: one row of `skills list`: name, version, kind, status, successes, failures, when
@@ -261,7 +272,11 @@ def stats(directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> 
 @command
 def history(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
     """Every version of a skill with its counts: SkillLibrary.history(name)."""
-    if not as_json:
+    if as_json:
+        found = light_read(directory, lambda reader: _skills_json(reader.versions(name)))
+        if found is not None:
+            return emit(found)
+    else:
         def light(reader: "FolderReader") -> list[VersionLine] | None:
             rows = reader.versions(name)
             return None if rows is None else [
@@ -310,10 +325,9 @@ def retire(
 @command
 def outcomes(name: str, directory: Optional[Path] = DirOption, as_json: bool = JsonOption) -> None:
     """The outcome log of a skill, all versions, oldest first: SkillLibrary.outcomes(name)."""
-    if not as_json:
-        found = light_read(directory, lambda reader: reader.outcomes(name))
-        if found is not None:
-            return _print_outcomes(name, found)
+    found = light_read(directory, lambda reader: reader.outcomes(name))
+    if found is not None:
+        return emit([outcome_json(o) for o in found]) if as_json else _print_outcomes(name, found)
     with open_library(directory) as lib:
         log = lib.outcomes(name)
     if as_json:
@@ -352,7 +366,21 @@ def traces(
 ) -> None:
     """The traces of a skill (learned from, or made by its runs): SkillLibrary.traces(name);
     with --id, one trace in full: SkillLibrary.trace(id)."""
-    if trace_id is None and not as_json:
+    if trace_id is not None or as_json:
+        from skill_library.models import Trace
+
+        def light_json(reader: "FolderReader") -> Any:
+            if trace_id is not None:
+                body = reader.trace_body(trace_id)
+                return None if body is None else trace_json(Trace.model_validate(body))
+            bodies = reader.trace_bodies(name)
+            return None if bodies is None else [trace_json(t) for t in sorted(
+                (Trace.model_validate(b) for b in bodies), key=lambda t: (t.created_at, t.id))]
+
+        data = light_read(directory, light_json)
+        if data is not None:
+            return emit(data) if as_json else typer.echo(json.dumps(data, indent=2))
+    else:
         def light(reader: "FolderReader") -> list[TraceLine] | None:
             bodies = reader.trace_bodies(name)
             return None if bodies is None else sorted(

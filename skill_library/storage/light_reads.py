@@ -137,6 +137,12 @@ class FolderReader:
         return [json.loads(b) for b in bodies.values()]
 
 
+    def trace_body(self, trace_id: str) -> dict[str, Any] | None:
+        """The stored body of one trace of this tenant (None: no such trace)."""
+        rows = self._rows("SELECT body FROM traces WHERE tenant = ? AND id = ?", self.tenant, trace_id)
+        return json.loads(rows[0][0]) if rows else None
+
+
 def _version_of(conn: sqlite3.Connection) -> set[int]:
     found = {int(r[0] or 0) for r in conn.execute("SELECT MAX(version) FROM schema_migrations")}
     found.update(int(r[0]) for r in conn.execute("SELECT value FROM library_meta WHERE key = 'schema_version'"))

@@ -1,4 +1,6 @@
-"""Version rows read as :class:`~skill_library.models.Skill` objects."""
+"""The SELECT of version rows; :func:`row_to_skill` reads one as a
+:class:`~skill_library.models.Skill` (its home: ``storage.version_rows``, which imports no
+SQLAlchemy, so the CLI's light reads share it)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from skill_library.models import Provenance, Skill
-from skill_library.storage.light_reads import current_when
 from skill_library.storage.tables import profiles_table, versions_table
+from skill_library.storage.version_rows import row_to_skill as row_to_skill  # re-exported
 
 
 def versions_query() -> Any:
@@ -22,23 +23,4 @@ def versions_query() -> Any:
             profiles_table.c.tenant == versions_table.c.tenant,
             profiles_table.c.name == versions_table.c.name,
         ))
-    )
-
-
-def row_to_skill(row: Any) -> Skill:
-    """A Skill from a stored row; stored rows were validated when added, so skip it."""
-    return Skill.model_construct(
-        name=row["name"],
-        version=row["version"],
-        kind=row["kind"],
-        when=current_when(row),
-        description=row["description"],
-        code=row["code"],
-        parameters=row["parameters"],
-        tools=list(row["tools"]),
-        depends_on=list(row["depends_on"]),
-        status=row["status"],
-        provenance=Provenance.model_validate(row["provenance"]),
-        successes=row["successes"],
-        failures=row["failures"],
     )

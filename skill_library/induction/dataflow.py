@@ -18,6 +18,9 @@ key-value pair (``for item in r3["access"].items()``, ``item[0]`` the key, ``ite
 Calls with ``kind == "skill"`` become calls of that skill's function and land in
 ``depends_on``. The function returns the trace's final result expressed the same way (or
 the last call's result when the trace recorded none).
+
+This module plans (the builder explains values and finds loops); the plan's parts and the
+helpers on values live in :mod:`.steps`, and :mod:`.rendering` writes the plan as code.
 """
 
 from __future__ import annotations
@@ -26,29 +29,37 @@ import json
 import keyword
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from skill_library import signature
 from skill_library.errors import GeneralizationError
-from skill_library.induction import describe, description
+from skill_library.induction import rendering
 from skill_library.induction.candidate import Candidate, Verify
 from skill_library.induction.describe import ToolDoc
-from skill_library.induction.validation import (
-    LONG_NUMBER_DIGITS,
-    PHRASE_WORDS,
-    address_like,
-    normalized,
+from skill_library.induction.steps import (
+    Param,
+    Path,
+    Plan,
+    Spec,
+    Step,
+    call_text,
+    close_to,
+    collect_refs,
+    finite_number,
+    fresh,
+    identifier,
+    literal,
+    mentions_item,
+    param_names,
+    path_value,
+    short,
+    typed_key,
+    walk,
+    word_pattern,
 )
+from skill_library.induction.validation import LONG_NUMBER_DIGITS, PHRASE_WORDS, address_like, normalized
 from skill_library.models import Skill, ToolCall, Trace
 
-Path = tuple[Any, ...]
-Spec = tuple[Any, ...]  # ("param", name) | ("ref", call, path) | ("item", path) | ("const", json) |
-# ("dict", ((key, spec), ...)) | ("list", (spec, ...)) | ("concat", (spec, ...))
-
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 #: a trace with more calls than this is refused before any planning (the host's work on a
 #: trace grows with its calls; an agent's real traces have tens)
 MAX_TRACE_CALLS = 2_000
@@ -58,144 +69,9 @@ LOOP_WORK_PER_CALL = 64
 #: at most this many earlier-result references are kept per value (the earliest calls)
 MAX_REFERENCES = 32
 _TOKENS = re.compile(r"\w+")
-ONE_TRACE_NOTE = "Learned from 1 verified trace and verified by replaying it in the sandbox."
-_LOOP_VARS = ("item", "entry", "element", "each_item")
 _RESERVED = frozenset(
     {"json", "math", "re", "datetime", "itertools", "collections", "statistics", "ToolError"}
 )
-
-
-def _typed_key(value: Any) -> str:
-    """A hashable, type-strict identity for a JSON-like value (True is not 1, 2 is 2.0)."""
-
-    def tag(v: Any) -> Any:
-        if isinstance(v, bool) or v is None:
-            return ["b", v]
-        if isinstance(v, int):
-            return ["n", str(v)]
-        if isinstance(v, float):  # 2.0 is 2; no float rounding of large ints
-            return ["n", str(int(v)) if math.isfinite(v) and v.is_integer() else repr(v)]
-        if isinstance(v, str):
-            return ["s", v]
-        if isinstance(v, dict):
-            return ["d", sorted((str(k), tag(x)) for k, x in v.items())]
-        if isinstance(v, (list, tuple)):
-            return ["l", [tag(x) for x in v]]
-        return ["o", repr(v)]
-
-    return json.dumps(tag(value), sort_keys=True)
-
-
-def _walk(value: Any, path: Path = ()) -> list[tuple[Path, Any]]:
-    """Every (path, sub-value) of a JSON-like value, the value itself first."""
-    out = [(path, value)]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out.extend(_walk(item, path + (key,)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            out.extend(_walk(item, path + (index,)))
-    return out
-
-
-def _identifier(raw: str, fallback: str = "value") -> str:
-    """A valid, public, non-keyword Python identifier made from ``raw``."""
-    text = unicodedata.normalize("NFKD", str(raw)).encode("ascii", "ignore").decode()
-    text = re.sub(r"\W+", "_", text).strip("_")
-    if not text:
-        text = fallback
-    if text[0].isdigit():
-        text = f"{fallback}_{text}"
-    if keyword.iskeyword(text) or keyword.issoftkeyword(text):
-        text += "_value"
-    return text
-
-
-def _word_pattern(text: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(text) + r"(?!\w)")
-
-
-def _literal(value: Any) -> str:
-    """Python source for a JSON-like constant."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise GeneralizationError(f"constant {value!r} cannot be written as a literal")
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
-    return repr(value)
-
-
-def _annotation(value: Any) -> str:
-    for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"),
-                       (list, "list"), (dict, "dict")):
-        if isinstance(value, kind):
-            return f": {name}"
-    return ""
-
-
-def _docstring(text: str) -> str:
-    body = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    if body.endswith('"'):
-        body += " "
-    return f'"""{body}"""'
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, default=repr, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _call_text(call: ToolCall) -> str:
-    args = ", ".join(f"{k}={_short(v, 40)}" for k, v in call.arguments.items())
-    return f"{call.name}({args})"
-
-
-@dataclass
-class _Param:
-    name: str
-    value: Any
-    explicit: bool
-
-
-@dataclass
-class _Step:
-    """One emitted statement: a single call, or a loop of calls over a list."""
-
-    calls: list[int]  # indexes into the successful calls
-    tool: str
-    args: list[tuple[str, Spec]]
-    loop_over: Spec | None = None
-
-
-@dataclass
-class _Plan:
-    params: list[_Param]
-    steps: list[_Step]
-    returns: Spec | None
-    loop_call: dict[int, tuple[int, int]] = field(default_factory=dict)  # call -> (step, m)
-
-
-def _param_names(spec: Spec) -> set[str]:
-    kind = spec[0]
-    if kind == "param":
-        return {spec[1]}
-    if kind == "dict":
-        return set().union(*(_param_names(s) for _k, s in spec[1]))
-    if kind in ("list", "concat"):
-        return set().union(*(_param_names(s) for s in spec[1]))
-    return set()
-
-
-def _mentions_item(spec: Spec) -> bool:
-    kind = spec[0]
-    if kind == "item":
-        return True
-    if kind == "dict":
-        return any(_mentions_item(s) for _k, s in spec[1])
-    if kind in ("list", "concat"):
-        return any(_mentions_item(s) for s in spec[1])
-    return False
 
 
 class DataflowGeneralizer:
@@ -287,7 +163,7 @@ class DataflowGeneralizer:
                     value = json.loads(spec[1])
                     wanted = [calls[o.steps[number].calls[0]].arguments.get(arg)
                               for _t, calls, o in others]
-                    if any(_typed_key(w) != _typed_key(value) for w in wanted):
+                    if any(typed_key(w) != typed_key(value) for w in wanted):
                         found = _explain(builder, plan, number, value, others, wanted)
                         if found is None:
                             raise GeneralizationError(
@@ -332,39 +208,19 @@ def too_long(trace: Trace) -> None:
 MAX_EXPRESSION_ATOMS = 40
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
-
-def _close(a: float | None, b: Any) -> bool:
-    b = _number(b)
-    return a is not None and b is not None and (abs(a - b) <= 1e-9 * max(1.0, abs(b))
-                                                or round(a, 2) == round(b, 2) and b == round(b, 2))
-
-
-def _path_value(value: Any, path: Path) -> Any:
-    for key in path:
-        try:
-            value = value[key]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return value
-
-
-def _explain(builder: "_Builder", plan: "_Plan", number: int, value: Any,
-             others: list[tuple[Trace, list[ToolCall], "_Plan"]], wanted: list[Any]) -> Spec | None:
+def _explain(builder: _Builder, plan: Plan, number: int, value: Any,
+             others: list[tuple[Trace, list[ToolCall], Plan]], wanted: list[Any]) -> Spec | None:
     """An expression over params and earlier results giving ``value`` in the base trace and
     ``wanted`` in the others: a param or result, their sum, difference, product or ratio,
     half or double, a count (``len``), or a fixed fraction of one."""
-    if _number(value) is None or any(_number(w) is None for w in wanted):
+    if finite_number(value) is None or any(finite_number(w) is None for w in wanted):
         return None
     atoms: list[tuple[Spec, list[float | None]]] = []  # spec, value per trace (base first)
 
     def add(spec: Spec, values: list[Any]) -> None:
         if len(atoms) < MAX_EXPRESSION_ATOMS:
-            atoms.append((spec, [_number(v) for v in values]))
+            atoms.append((spec, [finite_number(v) for v in values]))
 
     for param in builder.params:
         if param.explicit:
@@ -379,17 +235,17 @@ def _explain(builder: "_Builder", plan: "_Plan", number: int, value: Any,
         if step.loop_over is not None:
             continue
         call = step.calls[0]
-        for path, node in _walk(builder.calls[call].result):
-            per = [node] + [_path_value(c[o.steps[earlier].calls[0]].result, path)
+        for path, node in walk(builder.calls[call].result):
+            per = [node] + [path_value(c[o.steps[earlier].calls[0]].result, path)
                             for _t, c, o in others]
             if isinstance(node, list):
                 add(("len", ("ref", call, path)), [len(v) if isinstance(v, list) else None for v in per])
-            elif _number(node) is not None:
+            elif finite_number(node) is not None:
                 add(("ref", call, path), per)
-    targets = [_number(value)] + [_number(w) for w in wanted]
+    targets = [finite_number(value)] + [finite_number(w) for w in wanted]
 
     def fits(values: list[float | None]) -> bool:
-        return all(_close(v, t) for v, t in zip(values, targets))
+        return all(close_to(v, t) for v, t in zip(values, targets))
 
     for spec, vals in atoms:
         if fits(vals):
@@ -421,23 +277,6 @@ def _explain(builder: "_Builder", plan: "_Plan", number: int, value: Any,
     return None
 
 
-def _collect_refs(spec: Spec, out: set[int]) -> None:
-    """Add the call indexes ``spec`` reads results of to ``out``."""
-    kind = spec[0]
-    if kind == "ref":
-        out.add(spec[1])
-    elif kind == "dict":
-        for _k, s in spec[1]:
-            _collect_refs(s, out)
-    elif kind in ("list", "concat"):
-        for s in spec[1]:
-            _collect_refs(s, out)
-    elif kind == "expr":
-        _collect_refs(spec[2], out)
-        _collect_refs(spec[3], out)
-    elif kind in ("len", "round", "map", "items"):
-        _collect_refs(spec[1], out)
-
 
 class _Builder:
     """The state of one generalization: params, the result index and names in use."""
@@ -452,21 +291,21 @@ class _Builder:
         self.min_number = min_number
         self.callables = list(dict.fromkeys(c.name for c in calls))
         self.taken: set[str] = set(self.callables) | _RESERVED
-        self.params: list[_Param] = []
+        self.params: list[Param] = []
         self.text_params = not trace.params
         for key, value in trace.params.items():
-            self.params.append(_Param(self._fresh(_identifier(key, "param")), value, True))
+            self.params.append(Param(self._fresh(identifier(key, "param")), value, True))
         # (call index, path, value) of every node of every successful result, in order
         self.nodes: list[tuple[int, Path, Any]] = [
             (i, path, value)
             for i, call in enumerate(calls)
-            for path, value in _walk(call.result)
+            for path, value in walk(call.result)
         ]
         self.by_key: dict[str, list[tuple[int, Path]]] = {}
         for i, path, value in self.nodes:
             if value is None or isinstance(value, bool) or value == "" or value == [] or value == {}:
                 continue
-            self.by_key.setdefault(_typed_key(value), []).append((i, path))
+            self.by_key.setdefault(typed_key(value), []).append((i, path))
         # loop sources (list params, then result lists) by length, and the lists whose first
         # item holds a value (or a string of 3+ characters starting with a word), built once
         self.lists: list[tuple[Spec, Any, tuple[int, Path]]] = [
@@ -488,10 +327,10 @@ class _Builder:
             self.lists_by_count.setdefault(len(value), []).append(n)
             if len(value) < 2:
                 continue
-            for _p, node in _walk(value[0]):
+            for _p, node in walk(value[0]):
                 if node is None or isinstance(node, bool):
                     continue
-                self.first_item_keys.setdefault(_typed_key(node), []).append(n)
+                self.first_item_keys.setdefault(typed_key(node), []).append(n)
                 if isinstance(node, str) and len(node) >= 3:
                     first = _TOKENS.search(node)
                     if first:
@@ -505,18 +344,14 @@ class _Builder:
         )
 
     def _fresh(self, base: str) -> str:
-        name, n = base, 2
-        while name in self.taken:
-            name, n = f"{base}_{n}", n + 1
-        self.taken.add(name)
-        return name
+        return fresh(self.taken, base)
 
     # value resolution ------------------------------------------------------------------
 
     def _param_for(self, value: Any, arg: str, *, invent: bool = True) -> Spec | None:
-        key = _typed_key(value)
+        key = typed_key(value)
         for param in self.params:
-            if _typed_key(param.value) == key:
+            if typed_key(param.value) == key:
                 return ("param", param.name)
         if not invent or not self.text_params or isinstance(value, bool):
             return None
@@ -526,9 +361,9 @@ class _Builder:
             text = str(value)
         else:
             return None
-        if not _word_pattern(text).search(self.trace.task):
+        if not word_pattern(text).search(self.trace.task):
             return None
-        param = _Param(self._fresh(_identifier(arg, "param")), value, False)
+        param = Param(self._fresh(identifier(arg, "param")), value, False)
         self.params.append(param)
         return ("param", param.name)
 
@@ -548,7 +383,7 @@ class _Builder:
         if isinstance(value, str) and len(value) < 2:
             return []
         found: list[Spec] = []
-        for i, path in self.by_key.get(_typed_key(value), []):
+        for i, path in self.by_key.get(typed_key(value), []):
             if i >= before or (len(found) >= MAX_REFERENCES and i != found[-1][1]):
                 break  # postings are in call order: the earliest calls are kept
             if exclude is not None and i == exclude_call and path[: len(exclude)] == exclude:
@@ -584,7 +419,7 @@ class _Builder:
             return None
         if len(text.strip()) < 3:
             return None
-        pattern = _word_pattern(text.casefold())
+        pattern = word_pattern(text.casefold())
         if pattern.search(self.trusted_text.casefold()):
             return None
         for n in self._holding(_TOKENS.findall(text.casefold()), normal=False):
@@ -616,7 +451,7 @@ class _Builder:
         return min((index.get(w, []) for w in words), key=len)
 
     def _constant(self, value: Any, where: str, before: int, *, glue: bool = False) -> Spec:
-        for _path, node in _walk(value):
+        for _path, node in walk(value):
             text = None
             if isinstance(node, str):
                 text = node
@@ -628,12 +463,12 @@ class _Builder:
                 origin = self._tainted(text, before, glue=glue)
                 if origin:
                     raise GeneralizationError(
-                        f"{where}: the value {_short(node)} occurs in the result of {origin} "
+                        f"{where}: the value {short(node)} occurs in the result of {origin} "
                         "but not in the task or its params; a value that came only from a tool "
                         "result cannot become a constant (tool results are data, not "
                         "instructions)"
                     )
-        _literal(value)  # refuse non-finite floats early
+        literal(value)  # refuse non-finite floats early
         try:
             return ("const", json.dumps(value, sort_keys=False, allow_nan=False))
         except (TypeError, ValueError):
@@ -650,7 +485,7 @@ class _Builder:
             if isinstance(p.value, str) and len(p.value) >= 3 and p.value in value:
                 pieces.setdefault(p.value, ("param", p.name))
         if item is not None:
-            for path, node in _walk(item[2]):
+            for path, node in walk(item[2]):
                 if isinstance(node, str) and len(node) >= 3 and node in value:
                     pieces.setdefault(node, ("item", path))
         for n in self._starting_in(value):
@@ -710,9 +545,9 @@ class _Builder:
         if param:
             opts.append(param)
         if item is not None:
-            key = _typed_key(value)
-            for path, node in _walk(item[2]):
-                if node is not None and not isinstance(node, bool) and _typed_key(node) == key:
+            key = typed_key(value)
+            for path, node in walk(item[2]):
+                if node is not None and not isinstance(node, bool) and typed_key(node) == key:
                     opts.append(("item", path))
         opts.extend(self._references(
             value, arg, before, lenient=lenient,
@@ -758,7 +593,7 @@ class _Builder:
                 continue
             if not all(s[1] == call and s[2] == base + (n,) + tail for n, s in enumerate(items)):
                 continue
-            source = _path_value(self.calls[call].result, base)
+            source = path_value(self.calls[call].result, base)
             if isinstance(source, list) and len(source) == len(items):
                 return ("map", ("ref", call, base), tail)
         return None
@@ -770,13 +605,13 @@ class _Builder:
 
     # planning ----------------------------------------------------------------------------
 
-    def _single(self, index: int) -> _Step:
+    def _single(self, index: int) -> Step:
         call = self.calls[index]
         args = [
-            (arg, self.best(v, arg, index, f"argument {arg!r} of call {_call_text(call)}"))
+            (arg, self.best(v, arg, index, f"argument {arg!r} of call {call_text(call)}"))
             for arg, v in call.arguments.items()
         ]
-        return _Step([index], call.name, args)
+        return Step([index], call.name, args)
 
     def _lists_before(self, start: int, count: int) -> list[tuple[Spec, Any, tuple[int, Path]]]:
         """Lists of ``count`` items a loop at ``start`` could iterate: list params, results."""
@@ -790,11 +625,11 @@ class _Builder:
         loop's arguments must use the item. Found through the indexes, not by a scan."""
         first = self.calls[start]
         found: set[int] = set()
-        for _path, node in _walk(first.arguments):
+        for _path, node in walk(first.arguments):
             if node is None or isinstance(node, bool) or isinstance(node, dict) and not node:
                 continue
             if _path:
-                found.update(self.first_item_keys.get(_typed_key(node), ()))
+                found.update(self.first_item_keys.get(typed_key(node), ()))
             if isinstance(node, str):
                 for word in set(_TOKENS.findall(node)):
                     found.update(self.first_item_words.get(word, ()))
@@ -806,7 +641,7 @@ class _Builder:
         return out
 
     def _loop(self, start: int, count: int,
-              sources: list[tuple[Spec, Any, tuple[int, Path]]] | None = None) -> _Step | None:
+              sources: list[tuple[Spec, Any, tuple[int, Path]]] | None = None) -> Step | None:
         """A loop over a list explaining the calls start..start+count-1, or None."""
         run = self.calls[start:start + count]
         arg_names = list(run[0].arguments)
@@ -830,7 +665,7 @@ class _Builder:
                 try:
                     built = {
                         self.fallback(call.arguments[arg], arg, start,
-                                      f"argument {arg!r} of call {_call_text(call)}",
+                                      f"argument {arg!r} of call {call_text(call)}",
                                       item=(i, path, items[m]))
                         for m, call in enumerate(run)
                     }
@@ -840,18 +675,18 @@ class _Builder:
                     break
                 chosen.append((arg, built.pop()))
             else:
-                if any(_mentions_item(spec) for _, spec in chosen):
-                    used = set().union(*(_param_names(spec) for _, spec in chosen))
+                if any(mentions_item(spec) for _, spec in chosen):
+                    used = set().union(*(param_names(spec) for _, spec in chosen))
                     added = [p for p in self.params[len(snapshot):] if p.name in used]
                     self.params[:] = snapshot + added
                     self.taken = taken | {p.name for p in added}
-                    return _Step(list(range(start, start + count)), run[0].name, chosen,
+                    return Step(list(range(start, start + count)), run[0].name, chosen,
                                  loop_over=source)
             self.params[:], self.taken = snapshot, taken  # undo text params of a failed try
         return None
 
-    def plan(self, *, loops: bool) -> _Plan:
-        steps: list[_Step] = []
+    def plan(self, *, loops: bool) -> Plan:
+        steps: list[Step] = []
         loop_call: dict[int, tuple[int, int]] = {}
         index = 0
         runs = [1] * len(self.calls)  # calls of one tool in a row from each position, once
@@ -890,62 +725,20 @@ class _Builder:
         steps = self._without_unused_reads(steps, returns)
         loop_call = {c: (n, m) for n, st in enumerate(steps) if st.loop_over is not None
                      for m, c in enumerate(st.calls)}
-        return _Plan(list(self.params), steps, returns, loop_call)
+        return Plan(list(self.params), steps, returns, loop_call)
 
-    def _goal_guard(self, plan: _Plan) -> tuple[str, str, str] | None:
-        """``(state_tool, key, param)`` when the trace shows a goal test a skill can check
-        before acting: a read-only tool without arguments returns a mapping; the last acting
-        call names a constant object, takes a numeric parameter, and the state after it
-        (a later read, or a mapping of the same keys in its result) holds at least that
-        parameter's value of that object. Goal-conditioned skills skip work already done.
-        """
-        if not self.read_only:
-            return None
-        readers = [c for c in self.calls if c.name in self.read_only and c.kind == "tool"
-                   and not c.arguments and isinstance(c.result, dict)]
-        if not readers:
-            return None
-        tool, keys = readers[0].name, set(readers[-1].result)
-        acting = [st for st in plan.steps if st.tool not in self.read_only]
-        if not acting or acting[-1].loop_over is not None:
-            return None
-        main = acting[-1]
-        last = main.calls[-1]
-        later = [c.result for c in self.calls[last + 1:] if c.name == tool and isinstance(c.result, dict)]
-        final: Any = later[-1] if later else None
-        if final is None and isinstance(self.calls[last].result, dict):
-            final = next((v for v in self.calls[last].result.values()
-                          if isinstance(v, dict) and keys & set(v)), None)
-        if not isinstance(final, dict):
-            return None
-        params = {p.name: p.value for p in plan.params}
-        counts = [spec[1] for _a, spec in main.args if spec[0] == "param"
-                  and isinstance(params.get(spec[1]), (int, float))
-                  and not isinstance(params.get(spec[1]), bool)]
-        for _arg, spec in main.args:
-            if spec[0] != "const":
-                continue
-            obj = json.loads(spec[1])
-            have = final.get(obj) if isinstance(obj, str) else None
-            if not isinstance(have, (int, float)) or isinstance(have, bool):
-                continue
-            for param in counts:
-                if 0 < params[param] <= have:
-                    return tool, obj, param
-        return None
-
-    def _without_unused_reads(self, steps: list[_Step], returns: Spec | None) -> list[_Step]:
+    def _without_unused_reads(self, steps: list[Step], returns: Spec | None) -> list[Step]:
         """``steps`` less the argument-free reads of read-only tools whose results nothing uses."""
         if not self.read_only:
             return steps
         used: set[int] = set()
         for step in steps:
             for _arg, spec in step.args:
-                _collect_refs(spec, used)
+                collect_refs(spec, used)
             if step.loop_over is not None:
-                _collect_refs(step.loop_over, used)
+                collect_refs(step.loop_over, used)
         if returns is not None:
-            _collect_refs(returns, used)
+            collect_refs(returns, used)
         else:
             used.add(len(self.calls) - 1)
         # only observations (reads without arguments) go: a keyed lookup checks that what
@@ -957,181 +750,7 @@ class _Builder:
         ]
         return kept or steps
 
-    # rendering ---------------------------------------------------------------------------
-
-    def render(self, plan: _Plan) -> Candidate:
-        # names for results that are referenced, and for the loop variable
-        referenced: set[int] = set()
-
-        def collect(spec: Spec) -> None:
-            kind = spec[0]
-            if kind == "ref":
-                referenced.add(spec[1])
-            elif kind == "dict":
-                for _k, s in spec[1]:
-                    collect(s)
-            elif kind in ("list", "concat"):
-                for s in spec[1]:
-                    collect(s)
-            elif kind == "expr":
-                collect(spec[2])
-                collect(spec[3])
-            elif kind in ("len", "round", "map", "items"):
-                collect(spec[1])
-
-        for step in plan.steps:
-            for _arg, spec in step.args:
-                collect(spec)
-            if step.loop_over:
-                collect(step.loop_over)
-        if plan.returns is not None:
-            collect(plan.returns)
-        else:
-            referenced.add(len(self.calls) - 1)
-        step_var: dict[int, str] = {}
-        call_var: dict[int, str] = {}
-        for number, step in enumerate(plan.steps):
-            if any(c in referenced for c in step.calls):
-                base = f"r{step.calls[0] + 1}"
-                step_var[number] = self._fresh(base + "s" if step.loop_over else base)
-                for c in step.calls:
-                    call_var[c] = step_var[number]
-        loop_var = next((v for v in _LOOP_VARS if v not in self.taken), None) or self._fresh(
-            "item"
-        )
-        self.taken.add(loop_var)
-        element_var = self._fresh("element")
-
-        def expr(spec: Spec) -> str:
-            kind = spec[0]
-            if kind == "param":
-                return spec[1]
-            if kind == "const":
-                return _literal(json.loads(spec[1]))
-            if kind == "text":
-                return repr(spec[1])
-            if kind == "ref":
-                base = call_var[spec[1]]
-                if spec[1] in plan.loop_call:  # one result of a loop: first, last or by index
-                    step_index, m = plan.loop_call[spec[1]]
-                    last = len(plan.steps[step_index].calls) - 1
-                    base += "[-1]" if m == last else f"[{m}]"
-                return base + "".join(f"[{k!r}]" for k in spec[2])
-            if kind == "item":
-                return loop_var + "".join(f"[{k!r}]" for k in spec[1])
-            if kind == "dict":
-                return "{" + ", ".join(f"{k!r}: {expr(s)}" for k, s in spec[1]) + "}"
-            if kind == "list":
-                return "[" + ", ".join(expr(s) for s in spec[1]) + "]"
-            if kind == "concat":
-                return " + ".join(expr(s) for s in spec[1])
-            if kind == "expr":
-                return f"({expr(spec[2])} {spec[1]} {expr(spec[3])})"
-            if kind == "len":
-                return f"len({expr(spec[1])})"
-            if kind == "num":
-                return repr(spec[1])
-            if kind == "round":
-                return f"round({expr(spec[1])}, {spec[2]})"
-            if kind == "items":
-                return f"{expr(spec[1])}.items()"
-            if kind == "map":
-                var = element_var
-                return f"[{var}{''.join(f'[{k!r}]' for k in spec[2])} for {var} in {expr(spec[1])}]"
-            raise AssertionError(kind)
-
-        def call_expr(step: _Step) -> str:
-            if all(a.isidentifier() and not keyword.iskeyword(a) for a, _ in step.args):
-                inner = ", ".join(f"{a}={expr(s)}" for a, s in step.args)
-            else:
-                inner = "**{" + ", ".join(f"{a!r}: {expr(s)}" for a, s in step.args) + "}"
-            return f"{step.tool}({inner})"
-
-        guard = self._goal_guard(plan)
-        when = self._when(plan, guard)
-        func_name = self._name(plan)
-        args = ", ".join(f"{p.name}{_annotation(p.value)}" for p in plan.params)
-        tools = sorted({c.name for c in self.calls if c.kind == "tool"})
-        skills = list(dict.fromkeys(c.name for c in self.calls if c.kind == "skill"))
-        # types only in the docstring: example values may be personal data
-        body = describe.docstring(when, [(p.name, _annotation(p.value)) for p in plan.params],
-                                  tools + skills)
-        doc_lines = body.split("\n")
-        doc = "\n".join(doc_lines[:1] + [("    " + line) if line else "" for line in doc_lines[1:]])
-        lines = [f"def {func_name}({args}):", "    " + _docstring(doc + "\n    ")]
-        if guard is not None:
-            tool, key, param = guard
-            state = self._fresh("state")
-            lines += [f"    {state} = {tool}()",
-                      f"    if isinstance({state}, dict) and {state}.get({key!r}, 0) >= {param}:",
-                      f"        return {state}"]
-        for number, step in enumerate(plan.steps):
-            var = step_var.get(number)
-            if step.loop_over is None:
-                lines.append(f"    {var} = {call_expr(step)}" if var else f"    {call_expr(step)}")
-                continue
-            if var:
-                lines.append(f"    {var} = []")
-            lines.append(f"    for {loop_var} in {expr(step.loop_over)}:")
-            body = call_expr(step)
-            lines.append(f"        {var}.append({body})" if var else f"        {body}")
-        if plan.returns is not None:
-            lines.append(f"    return {expr(plan.returns)}")
-        elif plan.steps[-1].loop_over is not None:  # the results of the final loop
-            lines.append(f"    return {step_var[len(plan.steps) - 1]}")
-        else:
-            lines.append(f"    return {expr(('ref', len(self.calls) - 1, ()))}")
-        code = "\n".join(lines) + "\n"
-        func = signature.find_function(code, func_name)
-        return Candidate(
-            name=func_name,
-            when=when,
-            description=signature.docstring(func),
-            code=code,
-            parameters=signature.parameters_schema(func),
-            tools=tools,
-            depends_on=skills,
-            example_args={p.name: p.value for p in plan.params},
-            generalizer="dataflow",
-        )
-
-    def _when(self, plan: _Plan, guard: tuple[str, str, str] | None = None) -> str:
-        """What the skill does, from its steps and the tools' docs (:mod:`.describe`)."""
-        steps = []
-        for st in plan.steps:
-            over = None
-            if st.loop_over is not None:
-                names = sorted(_param_names(st.loop_over))
-                source = st.loop_over[1] if st.loop_over[0] == "items" else st.loop_over
-                if source[0] == "ref":
-                    over = "lookup:" + self.calls[source[1]].name
-                elif names:
-                    over = "param:" + names[0]
-                else:
-                    over = "lookup:" + st.tool
-            constants = {a: json.loads(spec[1]) for a, spec in st.args if spec[0] == "const"}
-            steps.append(describe.Step(tool=st.tool, loop_over=over, constants=constants,
-                                       whole=any(spec[0] == "map" for _a, spec in st.args)))
-        note = None
-        if guard is not None:
-            what = describe.object_words(guard[1])
-            note = f"Returns at once when {guard[0]} already shows enough{' ' + what if what else ''}."
-        return describe.describe_steps(steps, [p.name for p in plan.params], self.tool_docs,
-                                       read_only=self.read_only, guard=note)
-
-    def _constant_objects(self) -> list[Any]:
-        return [v for c in self.calls for v in c.arguments.values() if isinstance(v, str)]
-
-    def _name(self, plan: _Plan) -> str:
-        """A snake_case name from what the skill does (see :mod:`.description`)."""
-        steps = [(st.tool, dict(st.args), st.loop_over is not None) for st in plan.steps]
-        constants = {
-            n: {a: json.loads(spec[1]) for a, spec in st.args if spec[0] == "const"}
-            for n, st in enumerate(plan.steps)
-        }
-        whole = [n for n, st in enumerate(plan.steps) if any(spec[0] == "map" for _a, spec in st.args)]
-        name = description.behaviour_name(
-            steps, constants=constants, read_only=self.read_only, taken=self.taken, whole=whole
-        )
-        self.taken.add(name)
-        return name
+    def render(self, plan: Plan) -> Candidate:
+        """``plan`` as a candidate (:func:`.rendering.render`)."""
+        return rendering.render(plan, self.calls, taken=self.taken, read_only=self.read_only,
+                                tool_docs=self.tool_docs)

@@ -161,9 +161,8 @@ def test_pairs_come_from_a_loop_over_a_lookup_not_over_a_parameter():
     assert [(e.name, o.name, p) for e, o, p in found] == [("lock_all", "lock_one", "asset_tag")]
 
 
-def test_the_every_vocabulary_is_learned_from_the_library_s_own_examples():
-    # two pairs whose users write German: "alle" tells both loop skills from their look-alikes,
-    # a topic word of one pair ("geräte") does not join
+def leave_pair() -> tuple[Skill, Skill]:
+    """Remove one employee from one mailing list, and from every list the directory names."""
     leave_one = code_skill("leave_one", "email: str, group: str",
                            "r1 = find_user(email=email)\nget_user(user_id=r1)\n"
                            "return remove_from_group(user_id=r1, group=group)",
@@ -172,9 +171,18 @@ def test_the_every_vocabulary_is_learned_from_the_library_s_own_examples():
                            "r1 = find_user(email=email)\nr2 = get_user(user_id=r1)\nout = []\n"
                            "for item in r2['groups']:\n    out.append(remove_from_group(user_id=r1, group=item))\n"
                            "return out", ["find_user", "get_user", "remove_from_group"])
+    return leave_one, leave_all
 
-    def ex(*texts: str, **params: str) -> list[Example]:
-        return [Example(trace_id=f"t{i}", text=t, params=dict(params)) for i, t in enumerate(texts)]
+
+def ex(*texts: str, **params: str) -> list[Example]:
+    """Example tasks t0, t1, ... with ``params``."""
+    return [Example(trace_id=f"t{i}", text=t, params=dict(params)) for i, t in enumerate(texts)]
+
+
+def test_the_every_vocabulary_is_learned_from_the_library_s_own_examples():
+    # two pairs whose users write German: "alle" tells both loop skills from their look-alikes,
+    # a topic word of one pair ("geräte") does not join
+    leave_one, leave_all = leave_pair()
 
     examples = {
         "lock_all": ex("Bitte alle Geräte von {email} sperren.", "Alle meine Geräte sperren: {email}."),
@@ -248,17 +256,7 @@ def test_a_loop_needing_an_input_the_one_item_skill_lacks_is_no_pair():
 
 
 def test_function_words_never_join_the_every_vocabulary():
-    leave_one = code_skill("leave_one", "email: str, group: str",
-                           "r1 = find_user(email=email)\nget_user(user_id=r1)\n"
-                           "return remove_from_group(user_id=r1, group=group)",
-                           ["find_user", "get_user", "remove_from_group"])
-    leave_all = code_skill("leave_all", "email: str",
-                           "r1 = find_user(email=email)\nr2 = get_user(user_id=r1)\nout = []\n"
-                           "for item in r2['groups']:\n    out.append(remove_from_group(user_id=r1, group=item))\n"
-                           "return out", ["find_user", "get_user", "remove_from_group"])
-
-    def ex(*texts: str, **params: str) -> list[Example]:
-        return [Example(trace_id=f"t{i}", text=t, params=dict(params)) for i, t in enumerate(texts)]
+    leave_one, leave_all = leave_pair()
 
     # "of" and "them" happen to be in both loop skills' examples and in neither look-alike's
     examples = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
-import struct
 import threading
 import time
 import weakref
@@ -43,11 +42,6 @@ INDEX_RETRY_PAUSE_SECONDS = 0.25
 INDEX_REQUEST_TIMEOUT_SECONDS = 30.0
 #: collection metadata key holding the records generation a server index was written at
 GENERATION_KEY = "generation"
-
-#: the head of hnswlib's ``header.bin`` as Chroma's local HNSW segment writes it (format 1):
-#: format, level-0 offset, capacity, element count, bytes per element, label offset
-HNSW_HEADER = struct.Struct("<i5Q")
-HNSW_HEADER_FORMAT = 1
 
 T = TypeVar("T")
 
@@ -490,7 +484,7 @@ class VectorIndex:
             return 0
         collection_id = str(self._retry(lambda: self._collection.id))
         self.count()  # the first call: Chroma loads the segment and writes its files now
-        return sum(zero_unused_hnsw_slots(self.folder / segment)
+        return sum(chroma_file.zero_unused_hnsw_slots(self.folder / segment)
                    for segment in chroma_file.vector_segments(self.folder / "chroma.sqlite3", collection_id))
 
     # -- reads --------------------------------------------------------------------------
@@ -654,40 +648,6 @@ def _forget_chroma_system(folder: Path) -> None:
                 system.stop()
             except Exception:
                 pass
-
-
-def zero_unused_hnsw_slots(segment: Path) -> int:
-    """Zero the slots past the element count of one HNSW segment folder (``data_level0.bin``
-    and ``length.bin``); the bytes zeroed. A folder with no header, a header of another
-    format, or files whose sizes do not match the header's capacity are left as they are
-    (0): nothing is written that the format does not say is unused."""
-    header = Path(segment) / "header.bin"
-    try:
-        head = header.read_bytes()[:HNSW_HEADER.size]
-    except OSError:
-        return 0
-    if len(head) < HNSW_HEADER.size:
-        return 0
-    fmt, _offset, capacity, count, per_element, _label = HNSW_HEADER.unpack(head)
-    if fmt != HNSW_HEADER_FORMAT or count > capacity:
-        return 0
-    zeroed = 0
-    for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
-        path = Path(segment) / name
-        try:
-            if path.stat().st_size != capacity * width:
-                continue
-            with open(path, "r+b") as handle:
-                handle.seek(count * width)
-                tail = handle.read()
-                if tail.count(0) == len(tail):
-                    continue
-                handle.seek(count * width)
-                handle.write(bytes(len(tail)))
-                zeroed += len(tail)
-        except OSError:
-            continue
-    return zeroed
 
 
 def remove_index_folder(folder: Path) -> None:

@@ -1,14 +1,21 @@
 """Maintenance of a folder index's Chroma file (``chroma.sqlite3``) that Chroma's API does
 not offer: scrubbing an erased subject from its log, merging its full-text index and
 vacuuming it (skill_library.erasure; the caller holds the folder's client closed), and
-reading which HNSW segment folders are a collection's (skill_library.vector_index)."""
+reading which HNSW segment folders are a collection's and zeroing their unused slots
+(skill_library.vector_index)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import struct
 from pathlib import Path
 from typing import Any, Protocol
+
+#: the head of hnswlib's ``header.bin`` as Chroma's local HNSW segment writes it (format 1):
+#: format, level-0 offset, capacity, element count, bytes per element, label offset
+HNSW_HEADER = struct.Struct("<i5Q")
+HNSW_HEADER_FORMAT = 1
 
 
 class Matching(Protocol):
@@ -60,3 +67,37 @@ def vector_segments(path: Path, collection_id: str) -> list[str]:
     finally:
         conn.close()
     return [str(row[0]) for row in rows]
+
+
+def zero_unused_hnsw_slots(segment: Path) -> int:
+    """Zero the slots past the element count of one HNSW segment folder (``data_level0.bin``
+    and ``length.bin``); the bytes zeroed. A folder with no header, a header of another
+    format, or files whose sizes do not match the header's capacity are left as they are
+    (0): nothing is written that the format does not say is unused."""
+    header = Path(segment) / "header.bin"
+    try:
+        head = header.read_bytes()[:HNSW_HEADER.size]
+    except OSError:
+        return 0
+    if len(head) < HNSW_HEADER.size:
+        return 0
+    fmt, _offset, capacity, count, per_element, _label = HNSW_HEADER.unpack(head)
+    if fmt != HNSW_HEADER_FORMAT or count > capacity:
+        return 0
+    zeroed = 0
+    for name, width in (("data_level0.bin", per_element), ("length.bin", 4)):
+        path = Path(segment) / name
+        try:
+            if path.stat().st_size != capacity * width:
+                continue
+            with open(path, "r+b") as handle:
+                handle.seek(count * width)
+                tail = handle.read()
+                if tail.count(0) == len(tail):
+                    continue
+                handle.seek(count * width)
+                handle.write(bytes(len(tail)))
+                zeroed += len(tail)
+        except OSError:
+            continue
+    return zeroed

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from skill_library.governance import Policy
 from skill_library.library import SkillLibrary
-from skill_library.vector_index import HNSW_HEADER, HNSW_HEADER_FORMAT, zero_unused_hnsw_slots
+from skill_library.storage.chroma_file import HNSW_HEADER, HNSW_HEADER_FORMAT, zero_unused_hnsw_slots
 from tests.test_tenant_views import skill
 
 EMAIL = "zoe.quill@example.com"

@@ -42,12 +42,13 @@ $(CHROMIUM):
 # with its own servers and temporary folders, its one embedding model (also lent, over a Unix
 # socket, to the processes the tests start: tests/embed_service.py) and one forkserver
 # preloaded with the library for the concurrency tests' worker processes (tests/processes.py);
-# `SKILLS_TESTS_CPU_LOG=FILE make test` logs each test's CPU seconds (tests/cpu_profile.py)
+# `SKILLS_TESTS_CPU_LOG=FILE make test` logs each test's CPU seconds (tests/cpu_profile.py);
+# the tests marked bench (benchmark slices on τ-bench data) run in `make bench`, not here
 test: $(STAMP) $(CHROMIUM)
 	$(PY) -m ruff check skill_library sandbox benchmarks
 	$(PY) -m mypy
 	$(MAKE) --no-print-directory lint-imports
-	SKILLS_TESTS_STRICT=1 $(PY) -m pytest -q -n auto --dist worksteal
+	SKILLS_TESTS_STRICT=1 $(PY) -m pytest -q -n auto --dist worksteal -m "not bench"
 
 # the fast tier, for the edit-test loop (64 s here with another test run beside it: mypy is most
 # of it; 210 tests in 15 s): lint, types and the unit tests
@@ -76,6 +77,8 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]' --config-settings editable_mode=compat
+	# the benchmark slices of the test suite (marked bench), then the benchmarks themselves
+	$(PY) -m pytest -q -n auto --dist worksteal -m bench
 	$(PY) benchmarks/perf_fetch.py --sizes 1000,10000,100000
 	$(PY) benchmarks/perf_sandbox.py
 	$(PY) benchmarks/perf_shared.py --clients 2,4,8 --seconds 10

@@ -9,7 +9,9 @@ side by side in one run, the two ways ``SyncedIndex`` reopens after another writ
 compare) and ``_reload_marked`` (the writer's mark equals the records' generation: reload the
 folder's Chroma client, shared by every index of the folder in this process, as it is).
 A first open in a process always takes the full check; a reopen takes it only when the mark
-is behind (a writer died between bumping the generation and marking its write).
+is behind (a writer died between bumping the generation and marking its write). The third
+column is what a writer adds after a reopen: zeroing the unused HNSW slots
+(``scrub_unused_slots``, so that freed texts never reach the disk).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
-def measure(size: int, repeat: int) -> tuple[int, float, float]:
-    """(entries, full check ms, marked reopen ms), medians of ``repeat``."""
+def measure(size: int, repeat: int) -> tuple[int, float, float, float]:
+    """(entries, full check ms, marked reopen ms, scrub ms), medians of ``repeat``."""
     from benchmarks.perf_fetch import synthetic_whens
     from skill_library.library import SkillLibrary
     from skill_library.models import Skill
@@ -41,7 +43,7 @@ def measure(size: int, repeat: int) -> tuple[int, float, float]:
         lib.add_many(skills, verified=True)
         lib.fetch("please " + whens[0])
         synced, generation = lib._index, lib.context.store.index_generation()
-        times: dict[str, list[float]] = {"full": [], "marked": []}
+        times: dict[str, list[float]] = {"full": [], "marked": [], "scrub": []}
         current = synced.current()
         for _ in range(repeat):
             started = time.perf_counter()
@@ -51,7 +53,11 @@ def measure(size: int, repeat: int) -> tuple[int, float, float]:
             started = time.perf_counter()
             assert synced._reload_marked(current, generation)
             times["marked"].append((time.perf_counter() - started) * 1000)
-        return lib.index.count(), statistics.median(times["full"]), statistics.median(times["marked"])
+            started = time.perf_counter()
+            current.scrub_unused_slots()
+            times["scrub"].append((time.perf_counter() - started) * 1000)
+        medians = [statistics.median(times[k]) for k in ("full", "marked", "scrub")]
+        return lib.index.count(), medians[0], medians[1], medians[2]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,10 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     print(f"$ python benchmarks/perf_reopen.py --sizes {args.sizes} --repeat {args.repeat}")
-    print(f"{'skills':>7} {'entries':>8} {'full check ms':>14} {'marked reopen ms':>17} {'ratio':>7}")
+    print(f"{'skills':>7} {'entries':>8} {'full check ms':>14} {'marked reopen ms':>17} {'ratio':>7} {'scrub ms':>9}")
     for size in (int(s) for s in args.sizes.split(",")):
-        entries, full, marked = measure(size, args.repeat)
-        print(f"{size:>7} {entries:>8} {full:>14.1f} {marked:>17.1f} {full / marked:>6.0f}x", flush=True)
+        entries, full, marked, scrub = measure(size, args.repeat)
+        print(f"{size:>7} {entries:>8} {full:>14.1f} {marked:>17.1f} {full / marked:>6.0f}x {scrub:>9.1f}",
+              flush=True)
     print(f"load average at the end: {os.getloadavg()[0]:.2f} (this machine has {os.cpu_count()} cores)")
     return 0
 

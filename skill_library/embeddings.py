@@ -186,8 +186,8 @@ def _quiet_third_party() -> None:
         from transformers.utils import logging as hf_logging
     except ImportError:  # pragma: no cover - a dependency of sentence-transformers
         return
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 def __getattr__(name: str) -> Any:

@@ -26,9 +26,10 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Start the tests marked ``slow`` first: ``make test`` runs on two pytest-xdist workers with
-    work stealing, and a 60-120 s test started last would leave one worker idle at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """Start the tests marked ``slow`` or ``bench`` first: ``make test`` runs on two pytest-xdist
+    workers with work stealing, and a 60-120 s test started last would leave one worker idle."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None
+               and item.get_closest_marker("bench") is None)
 
 
 @pytest.fixture(scope="session")

@@ -66,6 +66,21 @@ def test_the_embedded_forms_of_a_when_hold_its_phrase():
     assert embedded_forms("cancel a pending order") == {"cancel a pending order"}
 
 
+def test_the_phrase_reads_what_describe_writes():
+    """The phrase parser and the description writer share their words (phrases.NEEDS): a
+    description built by induction.describe, with a lookup and a condition, has the phrase of
+    its action and inputs; one with neither lookups nor inputs has none."""
+    from skill_library.induction.describe import Step, ToolDoc, describe_steps, with_conditions
+    from skill_library.induction.preconditions import SENTENCE_START
+
+    docs = {"find_user": ToolDoc("find_user", "Find a user by email", True),
+            "reset_password": ToolDoc("reset_password", "Reset a user's password")}
+    when = describe_steps([Step("find_user"), Step("reset_password")], ["email", "reason"], docs)
+    when = with_conditions(when, SENTENCE_START + "the account's status is active.")
+    assert phrases.phrase_text(when) == "Reset a user's password: the email and the reason"
+    assert phrases.phrase_text(describe_steps([Step("reset_password")], [], docs)) is None
+
+
 def _office_library(tmp_path, embedder, workflows):
     from benchmarks.suite_library import learn_gold, open_library
     from benchmarks.worlds import get_world, load_tasks
@@ -129,6 +144,7 @@ def test_rank_skills_ranks_by_the_best_of_a_skills_texts(embedder):
     assert alone[0] == "invite"
 
 
+@pytest.mark.bench
 def test_the_descriptions_benchmark_runs_on_a_slice_of_the_dev_protocol(embedder, tmp_path):
     from benchmarks.taubench import data
     from benchmarks.taubench_descriptions import INDEXES, markdown, measure

@@ -326,7 +326,7 @@ def test_plan_with_an_unbindable_step_is_a_failed_attempt(retail):
 
 
 @needs_data
-@pytest.mark.slow
+@pytest.mark.bench
 def test_one_fold_over_100_train_tasks(tmp_path, embedder):
     from benchmarks.taubench import TauConfig, run
 
@@ -366,7 +366,7 @@ def test_perf_learn_taubench_bad_folder_names_the_option(tmp_path, capsys):
 
 
 @needs_data
-@pytest.mark.slow
+@pytest.mark.bench
 def test_perf_learn_taubench_slice(embedder):
     import benchmarks.perf_learn as perf
 

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from skill_library.phrases import NEEDS
+
 if TYPE_CHECKING:
     from skill_library.governance.tools import ToolSpec
 
@@ -210,7 +212,7 @@ def describe_steps(
     if params:
         named = [prose(p) for p in params]
         listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-        text += f" Needs {listed}."
+        text += f" {NEEDS}{listed}."
     return text
 
 
@@ -223,7 +225,7 @@ def with_conditions(when: str, condition_sentence: str) -> str:
     text = re.sub(re.escape(SENTENCE_START) + r"[^.]*\.\s*", "", when).strip()
     if not condition_sentence:
         return text
-    at = text.rfind(" Needs ")
+    at = text.rfind(" " + NEEDS)
     if at < 0:
         return f"{text} {condition_sentence}"
     return f"{text[:at]} {condition_sentence}{text[at:]}"

@@ -294,6 +294,7 @@ def test_plan_is_the_first_attempt_and_binds_across_steps(retail):
     assert [a["kind"] for a in got["attempts"]] == ["plan", "skill", "skill"]
     assert got["attempts"][0]["skills"] == [s.name for s in skills]
     assert got["solved_at_1"] and got["attempts"][0]["solved"]
+    assert not got["right_first"]  # the top single skill does one of the task's two writes
     assert not got["attempts"][1]["solved"] and not got["attempts"][2]["solved"]  # each does half the task
     assert all(record is False for _, _, record in stand_in.runs)  # evaluation records nothing
     assert stand_in.runs[0] == (skills[0].name, first.kwargs, False)
@@ -307,6 +308,7 @@ def test_single_step_plan_leaves_the_single_skills(retail):
     stand_in = StandInLibrary([skill], plan_steps=[skill.name], fetched=[skill.name])
     got = protocol.attempts_for(stand_in, retail, task, protocol.Binder("gold", task), k=3)
     assert [a["kind"] for a in got["attempts"]] == ["skill"] and got["solved_at_1"] and got["plan_steps"] == 1
+    assert got["right_first"]  # the top match writes with exactly the task's write tool
 
 
 @needs_data
@@ -401,6 +403,16 @@ def _fold_results(fold: int, solved: list[bool]) -> dict[str, Any]:
                                 "records": records}}}
     machine = {"host": "h", "cores": 2, "load": [1.0], "commit": "c", "finished": "t", "elapsed_s": 1.0}
     return report.build(TauConfig(protocol="cv", fold=fold, command=f"run {fold}"), cv, None, machine)
+
+
+def test_right_workflow_first_is_a_share_of_the_tasks_and_none_for_older_results():
+    from benchmarks.taubench import report
+
+    rows = _fold_results(0, [True, False, True])["cv"]["records"]
+    assert report.summarize(rows)["right_first"] is None  # written before the measure existed
+    for row, right in zip(rows, (True, False, False)):
+        row["right_first"] = right
+    assert report.summarize(rows)["right_first"] == round(1 / 3, 4)
 
 
 def test_merge_joins_folds_run_apart(tmp_path):

@@ -272,7 +272,12 @@ def attempts_for(library: Any, retail: Retail, task: Task, binder: Binder, k: in
     for kind, item in queue[:k]:
         runs.append(try_plan(library, retail, task, item, binder) if kind == "plan"
                     else try_skill(library, retail, task, item, binder))
+    read_only = set(retail.read_only_tools())
+    # the right workflow fetched first: the top match changes state with exactly the task's
+    # write tools (however it binds; a plan is not counted here)
+    right_first = bool(matches) and set(matches[0].skill.tools) - read_only == set(task.write_tools)
     return {"fetched": [m.skill.name for m in matches], "plan_steps": plan_steps, "attempts": runs,
+            "right_first": right_first,
             "solved_at_1": bool(runs and runs[0]["solved"]), "solved_at_k": any(r["solved"] for r in runs)}
 
 

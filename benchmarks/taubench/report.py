@@ -25,6 +25,9 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "tasks": n,
         "solved_at_1": _rate(sum(r["solved_at_1"] for r in rows), n),
         "solved_at_k": _rate(sum(r["solved_at_k"] for r in rows), n),
+        # results written before the measure existed have no right_first: None, not 0
+        "right_first": (_rate(sum(r["right_first"] for r in rows), n)
+                        if rows and all("right_first" in r for r in rows) else None),
         "gold_tool_error_tasks": len(erred),
         "gold_tool_error_solved_at_k": sum(r["solved_at_k"] for r in erred),
     }
@@ -113,16 +116,18 @@ def _pct(v: float | None) -> str:
 def _row(label: str, s: dict[str, Any], lib: dict[str, Any] | None) -> str:
     miss = s.get("misses") or {}
     args = s.get("args")
-    return (f"| {label} | {s['tasks']} | {_pct(s['solved_at_1'])} | {_pct(s['solved_at_k'])} | "
+    return (f"| {label} | {s['tasks']} | {_pct(s.get('right_first'))} | {_pct(s['solved_at_1'])} | "
+            f"{_pct(s['solved_at_k'])} | "
             f"{(_pct(args['solved_at_1']) + ' / ' + _pct(args['solved_at_k'])) if args else 'n/a'} | "
             f"{_pct(s.get('oracle'))} | {miss.get('retrieval', '–')} (rank {miss.get('retrieval_median_rank', '–')}) | "
             f"{miss.get('generalization', '–')} | {lib['skills_stored'] if lib else '–'} | "
             f"{lib['distinct_code_shapes'] if lib else '–'} | {s['gold_tool_error_tasks']} |")
 
 
-HEADER = ["| slice | tasks | solved@1 | solved@3 | with args= @1 / @3 | oracle | retrieval misses (median rank) | "
-          "generalization misses | skills stored | code shapes | gold tool error (apart) |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+HEADER = ["| slice | tasks | right workflow first | solved@1 | solved@3 | with args= @1 / @3 | oracle | "
+          "retrieval misses (median rank) | generalization misses | skills stored | code shapes | "
+          "gold tool error (apart) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
 
 def markdown(results: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ Results: benchmarks/README.md#the-clis-wall-time-perfclipy-issue-25.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import math
@@ -32,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -190,6 +191,21 @@ class Run:
                 statistics.median(t[2] for t in timings))
 
 
+def _compile(trees: list[Path | None]) -> None:
+    """Write the bytecode of each tree's package (of the installed one for ``None``)."""
+    import compileall
+    import importlib.util
+
+    for tree in trees:
+        if tree is None:
+            spec = importlib.util.find_spec("skill_library")
+            folders = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+        else:
+            folders = [tree / "skill_library", tree / "sandbox"]
+        for folder in folders:
+            compileall.compile_dir(str(folder), quiet=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print one row per command: median seconds per tree, and the ratio to the typer floor."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -216,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         (work / "garden_tools.py").write_text(TOOLS)
         (work / "trace.json").write_text(json.dumps(TRACE))
         base = dict(os.environ, SKILLS_DIR=str(work / "lib"), HF_HUB_OFFLINE="1")
+        # as installed by pip, which compiles every module: with PYTHONDONTWRITEBYTECODE (set
+        # on this machine) each run would compile the package from source again (~0.4 s)
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        _compile(trees)
         for args in (["init"], ["add", "water.py", "--when", "water one garden bed"],
                      ["feedback", "water_bed", "--success"]):
             if _time([skills, *args], run.env(base, trees[0]), work)[1] != 0:
@@ -259,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
                         "serve-mcp stdio: first fetch_skills": fetched}
 
             run.each(mcp)
+            for index, tree in enumerate(run.trees):  # with the model loaded in a `skills serve`
+                env = run.env(base, tree)
+                with _serving(skills, env, work) as up:
+                    for _ in range(run.repeat):
+                        fetched = _mcp(skills, env, work)[2] if up else (0.0, 1, 0.0)
+                        run.add("serve-mcp stdio: first fetch_skills (a skills serve running)", index, fetched)
     _print(run, floor, options, load_before)
     return 0
 
@@ -297,19 +323,25 @@ def _fetch(run: Run, skills: str, base: dict[str, str], work: Path) -> None:
     run.each(alone)
     for index, tree in enumerate(run.trees):
         env = run.env(base, tree)
-        server = subprocess.Popen([skills, "serve"], env=env, cwd=work, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, text=True)
-        try:
-            socket_file = Path(base["SKILLS_DIR"]) / "serve.sock"
-            deadline = time.monotonic() + 300
-            while not socket_file.exists() and time.monotonic() < deadline and server.poll() is None:
-                time.sleep(0.1)
+        with _serving(skills, env, work) as up:
             for _ in range(run.repeat):
-                timing = (_time([skills, "fetch", "water the roses"], env, work) if socket_file.exists()
-                          else (0.0, 1, 0.0))
+                timing = _time([skills, "fetch", "water the roses"], env, work) if up else (0.0, 1, 0.0)
                 run.add("skills fetch (a skills serve running)", index, timing)
-        finally:
-            _stop(server)
+
+
+@contextlib.contextmanager
+def _serving(skills: str, env: dict[str, str], work: Path) -> Iterator[bool]:
+    """A `skills serve` of the library in ``env`` for the block; True once its socket exists."""
+    server = subprocess.Popen([skills, "serve"], env=env, cwd=work, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        socket_file = Path(env["SKILLS_DIR"]) / "serve.sock"
+        deadline = time.monotonic() + 300
+        while not socket_file.exists() and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.1)
+        yield socket_file.exists()
+    finally:
+        _stop(server)
 
 
 def _print(run: Run, floor: str, options: argparse.Namespace, load_before: tuple[float, ...]) -> None:

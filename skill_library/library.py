@@ -13,35 +13,14 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Sequence, get_args
 
-from skill_library import (
-    abstention,
-    execution,
-    fetching,
-    ingest,
-    learning,
-    opening,
-    prototypes,
-    redaction,
-    settings,
-    telemetry,
-)
-from skill_library import outcomes as honest_outcomes
+from skill_library import opening, settings, telemetry
 from skill_library import uplift as holdout
 from skill_library.context import TenantContext
 from skill_library.deprecation import deprecated
 from skill_library.embeddings import Embedder
-from skill_library.fetching import (  # noqa: F401  (settings named here before)
-    ENTRIES_PER_SKILL_GUESS,
-    FETCH_GROWTH,
-    FETCH_MIN_EXTRA,
-    FETCH_OVERFETCH,
-    PREFETCH_MIN_N,
-    PROCEDURE_FETCH_CONFIDENCE,
-)
 from skill_library.governance import Actor, ActorRegistry, Policy, ToolSpec
 from skill_library.governance_calls import GovernanceCalls
 from skill_library.index_sync import IndexRebuiltWarning, SyncedIndex
-from skill_library.induction.validation import check_policy as check_policy  # its old home
 from skill_library.models import (
     AddResult,
     Example,
@@ -192,17 +171,20 @@ class SkillLibrary(GovernanceCalls):
     def add(self, skill: Skill, *, verified: bool = False, actor: "Actor | str | None" = None) -> AddResult:
         """Store ``skill`` as a new active version (the local administrator's direct path;
         audited; a near duplicate is not stored). See docs/api.md#add."""
+        from skill_library import ingest
         return ingest.add_one(self, skill, verified=verified, actor=actor)
 
     def add_many(self, skills: Sequence[Skill], *, verified: bool = False, progress: bool = False,
                  actor: "Actor | str | None" = None) -> list[AddResult]:
         """:meth:`add` for many skills, batched; all are checked before any is stored (docs/api.md#add)."""
+        from skill_library import ingest
         with ProgressBar(progress, "adding skills", len(skills)) as bar:
             return ingest.add_many_checked(self, skills, verified=verified, actor=actor, advance=bar.advance)
 
     def get(self, name: str, version: int | None = None) -> Skill:
         """A skill's active version (or ``version``) with its outcome counts (an old name of a
         renamed skill resolves, with a ``DeprecationWarning``)."""
+        from skill_library import redaction
         return redaction.get(self, name, version)
 
     def list(self, *, status: SkillStatus | None = None) -> list[Skill]:
@@ -230,6 +212,7 @@ class SkillLibrary(GovernanceCalls):
     def reindex(self, *, progress: bool = False, force: bool = False) -> int:
         """Rebuild the vector index from the records; returns how many skills it holds
         (refused on damaged or older records unless ``force``). See docs/api.md#reindex."""
+        from skill_library import prototypes
         with self.context.index.locked():
             prototypes.backfill(self._store, self.embedder, [s.name for s in self._store.list(status="active")])
             with ProgressBar(progress, "embedding skills", len(self.context.index.expected_entries())) as bar:
@@ -260,6 +243,7 @@ class SkillLibrary(GovernanceCalls):
         """The ``k`` best skills for ``task``, each at most once, as a
         :class:`~skill_library.abstention.FetchResult` (flagged ``abstained`` / ``ambiguous``
         with a ``reason``), ranked by :mod:`skill_library.ranking`. See docs/api.md#fetch."""
+        from skill_library import fetching
         return fetching.fetch(self, task, k, min_reliability=min_reliability, min_similarity=min_similarity,
                               tools=tools, kinds=kinds, subject=subject, state=state, session=session,
                               cohort=cohort, args=args, explain=explain, abstain=abstain, plan=plan,
@@ -267,6 +251,7 @@ class SkillLibrary(GovernanceCalls):
 
     def calibration(self) -> "Calibration":
         """fetch's abstention calibration: floor, look-alike margin, expected precision and recall."""
+        from skill_library import abstention
         return abstention.calibration(self)
 
     @telemetry.traced("feedback")
@@ -278,6 +263,7 @@ class SkillLibrary(GovernanceCalls):
         """Append one outcome (a bool or an :class:`OutcomeKind`) for ``name``'s active version
         (or the one its ``session`` got); ``wrong_skill=True`` counts against retrieval, not
         the skill. See docs/api.md#feedback."""
+        from skill_library import outcomes as honest_outcomes
         return honest_outcomes.feedback(self, name, succeeded, version=version, trace_id=trace_id, session=session,
                                         cohort=cohort, wrong_skill=wrong_skill, reason=reason)
 
@@ -308,16 +294,19 @@ class SkillLibrary(GovernanceCalls):
 
     def retrieval_misses(self, name: str) -> int:
         """How many times ``name`` was reported fetched for a task it does not do (``wrong_skill``)."""
+        from skill_library import outcomes as honest_outcomes
         return honest_outcomes.retrieval_misses(self, name)
 
     def lift_quarantine(self, name: str, *, actor: "Actor | str | None" = None) -> Skill:
         """An approver (``skill.approve``) lifts the quarantine of ``name``. Audited."""
+        from skill_library import outcomes as honest_outcomes
         return honest_outcomes.lift_quarantine(self, name, actor=actor)
 
     def reverify(self, name: str, args: Mapping[str, Any] | None = None,
                  tools: Mapping[str, Callable[..., Any]] | None = None, *, verifier: Callable[[SkillRun], bool],
                  actor: "Actor | str | None" = None, **run_options: Any) -> SkillRun:
         """Run a quarantined skill once under ``verifier``; a pass lifts the quarantine."""
+        from skill_library import outcomes as honest_outcomes
         return honest_outcomes.reverify(self, name, args, tools, verifier=verifier, actor=actor, **run_options)
 
     # -- procedures, patterns and transparency: delegates to skill_library.procedures/.patterns
@@ -355,6 +344,7 @@ class SkillLibrary(GovernanceCalls):
 
     def redact_stored(self) -> "RedactionReport":
         """Redact versions stored before the masking pass (docs/api.md#privacy-and-transparency)."""
+        from skill_library import redaction
         return redaction.redact_stored(self)
 
     def opt_out(self, subject: str) -> None:
@@ -373,6 +363,7 @@ class SkillLibrary(GovernanceCalls):
 
     def resolve_generalizer(self, generalizer: "GeneralizerName | Generalizer | None") -> "Generalizer":
         """A generalizer from a name, an instance, or ``None`` (the library's setting)."""
+        from skill_library import learning
         return learning.resolve_generalizer(generalizer, self.generalizer)
 
     @telemetry.traced("learn")
@@ -389,6 +380,7 @@ class SkillLibrary(GovernanceCalls):
         verifier: Callable[..., Any] | None = None, limits: "Limits | None" = None, progress: bool = False,
     ) -> builtins.list[LearnResult]:
         """:meth:`learn` for many traces, in input order, with batched embedding (docs/api.md#learn)."""
+        from skill_library import learning
         items, chosen = list(traces), self.resolve_generalizer(generalizer)
         with ProgressBar(progress, "learning traces", len(items)) as bar:
             results = learning.learn_all(self, items, chosen, verifier, limits, advance=bar.advance)
@@ -420,6 +412,7 @@ class SkillLibrary(GovernanceCalls):
 
     def prototype_traces(self, name: str) -> builtins.list[str]:
         """The trace ids whose task vectors' mean is ``name``'s prototype index entry (none yet: [])."""
+        from skill_library import prototypes
         examples = self.examples(name)
         return prototypes.traces_of(examples, prototypes.vectored(self._store, self.embedder.model_name,
                                                                   {name: examples}))
@@ -436,6 +429,7 @@ class SkillLibrary(GovernanceCalls):
         """Run the active version of ``name`` (or ``version``, or the one fetch gave ``session``)
         in the sandbox with its dependencies; the run comes back as a stored :class:`Trace`
         and a judged outcome. See docs/api.md#run."""
+        from skill_library import execution, redaction
         return execution.run(
             self, redaction.resolve(self, name), args, tools, version=version, tool_schemas=tool_schemas,
             limits=limits, verifier=verifier, record=record, subject=subject, session=session, cohort=cohort,
@@ -467,3 +461,21 @@ _index_server = opening.index_server
 _check_folder = opening.check_folder
 
 settings.forward(__name__, "LEARN_BATCH", "ADD_BATCH", "DUPLICATE_SIMILARITY")
+
+#: names this module re-exported before (the fetch settings, ``check_policy``), read from
+#: their homes on first use, so that opening a library for a governance call does not
+#: import fetching and learning (docs/cli.md#speed)
+_MOVED = {
+    "ENTRIES_PER_SKILL_GUESS": "skill_library.fetching", "FETCH_GROWTH": "skill_library.fetching",
+    "FETCH_MIN_EXTRA": "skill_library.fetching", "FETCH_OVERFETCH": "skill_library.fetching",
+    "PREFETCH_MIN_N": "skill_library.fetching", "PROCEDURE_FETCH_CONFIDENCE": "skill_library.fetching",
+    "check_policy": "skill_library.induction.validation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(home), name)

@@ -36,6 +36,8 @@ SOCKET_ENV = "SKILLS_SERVE_SOCKET"
 MAX_REQUEST_BYTES = 1024 * 1024
 #: how long a client waits for the answer before falling back (seconds)
 CLIENT_TIMEOUT = 30.0
+#: texts per embed request (a request line stays far below MAX_REQUEST_BYTES)
+EMBED_CHUNK = 256
 #: Linux's limit on a Unix socket path (``sun_path``), with its terminating NUL
 MAX_SOCKET_PATH = 107
 
@@ -99,6 +101,59 @@ def request(path: Path | str | None, message: Mapping[str, Any], *,
     return answer if isinstance(answer, dict) else None
 
 
+class ServedEmbedder:
+    """An :class:`~skill_library.embeddings.Embedder` that asks the ``skills serve`` of the
+    same library to embed (its model is loaded already) and falls back to ``fallback`` (which
+    loads the model in this process on first use) when no server answers, it serves another
+    deployment, or its model is not ``fallback``'s. The first failure ends the asking: this
+    process then embeds by itself. What ``skills ui``, ``skills serve-mcp`` and the commands
+    that embed use (docs/serving.md)."""
+
+    def __init__(self, fallback: Any, path: Path | str, key: Mapping[str, Any]) -> None:
+        self.fallback = fallback
+        self.path = Path(path)
+        self.key = dict(key)
+        #: whether the server may still be asked (False after its first failure)
+        self.asking = True
+        #: how many embed calls the server answered (for tests and benchmarks)
+        self.served = 0
+
+    @property
+    def model_name(self) -> str:
+        """The fallback's model identity (the server must have the same)."""
+        return str(self.fallback.model_name)
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        """Normalized vectors of ``texts``, from the server when it answers, else the fallback."""
+        texts = list(texts)
+        if not texts:
+            return []
+        if self.asking:
+            served: list[list[float]] = []
+            for start in range(0, len(texts), EMBED_CHUNK):
+                part = self._ask(texts[start:start + EMBED_CHUNK])
+                if part is None:
+                    self.asking = False
+                    break
+                served.extend(part)
+            else:
+                self.served += 1
+                return served
+        result: list[list[float]] = self.fallback.embed(texts)
+        return result
+
+
+    def _ask(self, texts: list[str]) -> list[list[float]] | None:
+        answer = request(self.path, {"op": "embed", "texts": texts, "deployment": self.key,
+                                     "model": self.model_name})
+        vectors = answer.get("vectors") if answer is not None and answer.get("ok") else None
+        if not isinstance(vectors, list) or len(vectors) != len(texts):
+            return None
+        if not all(isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v) for v in vectors):
+            return None
+        return [[float(x) for x in v] for v in vectors]
+
+
 def _read_line(connection: socket.socket, *, limit: int) -> bytes | None:
     """Bytes up to the first newline (None: closed first, or longer than ``limit``)."""
     chunks: list[bytes] = []
@@ -156,6 +211,8 @@ class Server:
         self._closed = threading.Event()
         self._lock = threading.Lock()  # tenant views are made one at a time
         self.requests = 0
+        #: how many embed requests were answered with vectors
+        self.embedded = 0
 
     def serve_forever(self) -> None:
         """Accept connections until :meth:`close` (each answered on its own thread)."""
@@ -231,10 +288,16 @@ class Server:
             if op == "fetch":
                 return {"ok": True, **fetch_answer(library, message)}
             if op == "embed":
+                model = getattr(library.embedder, "model_name", None)
+                if message.get("model") not in (None, model):
+                    return {"ok": False, "wrong_model": True,
+                            "error": f"this server embeds with {model}, not {message.get('model')}"}
                 texts = message.get("texts")
                 if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                     return {"ok": False, "error": "embed needs 'texts', a list of strings"}
-                return {"ok": True, "vectors": [list(map(float, v)) for v in library.embedder.embed(texts)]}
+                vectors = [list(map(float, v)) for v in library.embedder.embed(texts)]
+                self.embedded += 1
+                return {"ok": True, "vectors": vectors}
         except Exception as exc:  # noqa: BLE001 - an error is the client's answer, the server goes on
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         return {"ok": False, "error": f"unknown op {op!r} (ping, fetch or embed)"}

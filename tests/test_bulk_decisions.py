@@ -92,6 +92,10 @@ for args in {commands!r}:
     except SystemExit as exc:
         print("EXIT", exc.code, file=sys.stderr)
 heavy = sorted(m for m in ("torch", "sentence_transformers", "chromadb") if m in sys.modules)
+# a decision opens the records and governance, nothing of learning or fetch (issue 25 fast paths)
+unused = sorted(m for m in ("skill_library.learning", "skill_library.fetching", "skill_library.induction",
+                            "skill_library.erasure", "jinja2", "sqlalchemy.dialects.postgresql") if m in sys.modules)
+print("UNUSED", unused, file=sys.stderr)
 print("HEAVY", heavy, file=sys.stderr)
 """
 
@@ -110,7 +114,19 @@ def test_the_cli_bulk_forms_report_a_line_per_version_and_load_no_model(tmp_path
         len(errors) == 1 and errors[0].startswith("error: count_9:")), done.stderr
     assert "EXIT 0" in done.stderr and "EXIT 1" in done.stderr  # the refusal sets the exit code
     assert "HEAVY []" in done.stderr, done.stderr
+    assert "UNUSED []" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_names_the_library_module_lent_before_still_resolve():
+    from skill_library import fetching, library
+    from skill_library.induction import validation
+
+    assert library.FETCH_OVERFETCH == fetching.FETCH_OVERFETCH
+    assert library.PREFETCH_MIN_N == fetching.PREFETCH_MIN_N
+    assert library.check_policy is validation.check_policy
+    with pytest.raises(AttributeError, match="no attribute 'NOT_A_NAME'"):
+        library.NOT_A_NAME  # noqa: B018
 
 
 @pytest.mark.parametrize("args, message", [

@@ -154,3 +154,69 @@ def test_skills_fetch_without_a_server_does_the_work_itself(library):
                                 env={"SKILLS_DIR": str(library.path)})
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)[0]["name"] == "water_plants"
+
+
+class _RenamedModel:
+    """The test session's real embedder under another model identity (named so: a server
+    must refuse to embed for a model it does not have)."""
+
+    def __init__(self, embedder):
+        self.inner = embedder
+
+    @property
+    def model_name(self) -> str:
+        return "another-model@0000"
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+
+def test_a_served_embedder_gets_the_servers_vectors_in_chunks(server, library):
+    texts = [f"water bed number {i}" for i in range(served.EMBED_CHUNK + 3)]
+    client = served.ServedEmbedder(library.embedder, server.path, server.key)
+    before = server.requests
+    vectors = client.embed(texts)
+    assert server.requests == before + 2  # two chunks, both answered by the server
+    assert client.served == 1 and client.asking is True
+    direct = library.embedder.embed(texts[:2] + texts[-1:])
+    for got, want in zip(vectors[:2] + vectors[-1:], direct):
+        assert got == pytest.approx(want, abs=1e-6)
+    assert len(vectors) == len(texts) and client.embed([]) == []
+
+
+def test_a_server_of_another_model_is_refused_and_the_embedder_falls_back(server, library):
+    answer = served.request(server.path, {"op": "embed", "deployment": server.key, "texts": ["water"],
+                                          "model": "another-model@0000"})
+    assert answer["ok"] is False and answer["wrong_model"] is True and "another-model" in answer["error"]
+    client = served.ServedEmbedder(_RenamedModel(library.embedder), server.path, server.key)
+    vectors = client.embed(["water the plants"])
+    assert client.asking is False and client.served == 0  # this process embedded it, and asks no more
+    assert vectors[0] == pytest.approx(library.embedder.embed(["water the plants"])[0], abs=1e-6)
+
+
+def test_a_served_embedder_with_no_server_embeds_by_itself(library, tmp_path):
+    stale = tmp_path / "serve.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(stale))
+    listener.close()  # a socket file nobody listens on (a server that died)
+    client = served.ServedEmbedder(library.embedder, stale, served.deployment_key(library.path))
+    assert client.embed(["order paper"])[0] == pytest.approx(library.embedder.embed(["order paper"])[0], abs=1e-6)
+    assert client.asking is False and client.served == 0
+
+
+def test_cli_commands_that_embed_use_the_running_server(server, library, tmp_path):
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+    from skill_library.cli._common import served_embedder
+
+    assert isinstance(served_embedder(library.path), served.ServedEmbedder)
+    assert served_embedder(tmp_path / "no-library-here") is None
+    code = tmp_path / "feed.py"
+    code.write_text('def feed_fish(tank: str) -> dict:\n    """Feed the fish."""\n    return {"tank": tank}\n')
+    before = server.requests
+    added = CliRunner().invoke(app, ["add", str(code), "--when", "feed the fish in a tank"],
+                               env={"SKILLS_DIR": str(library.path)})
+    assert added.exit_code == 0, added.output
+    assert server.requests > before  # the new skill's texts were embedded by the server
+    assert library.fetch("the fish are hungry", k=1, min_reliability=0.0)[0].skill.name == "feed_fish"

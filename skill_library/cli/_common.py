@@ -310,13 +310,17 @@ def open_library(
     create: bool = False,
     generalizer: str | None = None,
     policy: Any = None,
+    served_embeddings: bool = True,
 ) -> Iterator[SkillLibrary]:
     """The library in ``directory`` (default ``./.skills``), closed afterwards; with
     ``--records`` / ``--index`` (``SKILLS_RECORDS_URL`` / ``SKILLS_INDEX_URL``), the shared
     deployment they name (a folder is then used only for what they leave out); bound to
     the tenant of ``--tenant`` / ``SKILLS_TENANT`` (a bad name: exit 2).
 
-    A folder with no library is an error unless ``create``.
+    A folder with no library is an error unless ``create``. With ``served_embeddings``
+    (all but ``skills serve`` itself), texts are embedded by the ``skills serve`` of the
+    same library when one answers (:class:`skill_library.served.ServedEmbedder`), so the
+    model is not loaded here.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from skill_library.library import SkillLibrary
@@ -332,6 +336,10 @@ def open_library(
         problem = tenant_problem(tenant)
         if problem is not None:
             fail(f"--tenant: {problem}", EXIT_UNUSABLE)
+    if served_embeddings:
+        embedder = served_embedder(directory)
+        if embedder is not None:
+            options["embedder"] = embedder
     try:
         library = SkillLibrary(folder, **options)
     except ValueError as exc:  # a malformed URL
@@ -340,6 +348,20 @@ def open_library(
         yield library
     finally:
         library.close()
+
+
+def served_embedder(directory: Path | None) -> Any:
+    """A :class:`~skill_library.served.ServedEmbedder` over the default embedder when the
+    socket a ``skills serve`` of this library would listen on exists; else None."""
+    from skill_library.cli.serve import served_key
+    from skill_library.served import ServedEmbedder
+
+    path, key = served_key(directory)
+    if path is None or not path.exists():
+        return None
+    from skill_library.embeddings import SentenceTransformerEmbedder
+
+    return ServedEmbedder(SentenceTransformerEmbedder(), path, key)
 
 
 # -- JSON forms of records (skill_library.serialize, imported on first use: it needs the models)

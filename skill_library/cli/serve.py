@@ -37,7 +37,7 @@ def serve(
     if path is None:
         fail("a shared deployment has no folder for the socket: pass --socket PATH (or set SKILLS_SERVE_SOCKET)",
              EXIT_UNUSABLE)
-    with open_library(directory) as library:
+    with open_library(directory, served_embeddings=False) as library:
         library.embedder.embed(["warm up"])  # the model is loaded before the first request
         try:
             server = Server(library, path, key)

@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import jinja2
 from pydantic import BaseModel
 
 from skill_library.errors import SkillLibraryError, SkillNotFoundError
@@ -94,6 +93,8 @@ class Procedures:
         self._store = sql_store(library.context.store)
         #: the procedure rows of this library's tenant (skill_library.storage.procedures)
         self._rows_of = ProcedureRows(self._store)
+        import jinja2  # on first use: opening a library for a governance call does not need it
+
         self._templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
             undefined=jinja2.StrictUndefined, keep_trailing_newline=False,

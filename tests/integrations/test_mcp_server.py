@@ -183,6 +183,33 @@ def test_stdio_subprocess_serves_the_library(desk, tmp_path):
     assert not alive.is_error and alive.structured_content["version"] == 1
 
 
+@pytest.mark.slow
+def test_stdio_subprocess_embeds_through_a_running_skills_serve(desk):
+    """With a `skills serve` of the library answering (here in this process, on its real
+    socket), the stdio server's fetches are embedded by it (issue 25: MCP's first answer)."""
+    from skill_library import served
+
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([*paths, str(HERE)]))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "skill_library.cli", "serve-mcp", "--dir", str(desk.path), "--tools", "desk_tools"],
+        env=env, cwd=str(HERE),
+    )
+
+    async def main():
+        async with Client(params, read_timeout_seconds=120) as client:
+            return await client.call_tool("fetch_skills", {"task": "cancel all orders of bob@example.com", "k": 1})
+
+    with served.Server(desk, served.socket_path(desk.path), served.deployment_key(desk.path)) as server:
+        server.start()
+        fetched = anyio.run(main)
+        embedded = server.embedded
+    assert not fetched.is_error, _text(fetched)
+    assert fetched.structured_content["matches"][0]["name"] == "cancel_every_order"
+    assert embedded >= 1  # the task's vector came from the running server
+
+
 def test_streamable_http_on_loopback(desk):
     import socket
     import threading

@@ -154,17 +154,22 @@ def test_handshake_era_clients_get_the_list_changed_notification(desk):
     assert seen == ["notifications/tools/list_changed"]
 
 
-@pytest.mark.slow
-def test_stdio_subprocess_serves_the_library(desk, tmp_path):
-    desk.close()
+def _stdio_params(desk) -> StdioServerParameters:
+    """`skills serve-mcp` of ``desk`` over stdio, with desk_tools as its tools."""
     # the tree under test first (a worktree's PYTHONPATH), then desk_tools' folder
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([*paths, str(HERE)]))
-    params = StdioServerParameters(
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "skill_library.cli", "serve-mcp", "--dir", str(desk.path), "--tools", "desk_tools"],
         env=env, cwd=str(HERE),
     )
+
+
+@pytest.mark.slow
+def test_stdio_subprocess_serves_the_library(desk, tmp_path):
+    desk.close()
+    params = _stdio_params(desk)
 
     async def main():
         async with Client(params, read_timeout_seconds=120) as client:
@@ -189,13 +194,7 @@ def test_stdio_subprocess_embeds_through_a_running_skills_serve(desk):
     socket), the stdio server's fetches are embedded by it (issue 25: MCP's first answer)."""
     from skill_library import served
 
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([*paths, str(HERE)]))
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "skill_library.cli", "serve-mcp", "--dir", str(desk.path), "--tools", "desk_tools"],
-        env=env, cwd=str(HERE),
-    )
+    params = _stdio_params(desk)
 
     async def main():
         async with Client(params, read_timeout_seconds=120) as client:

@@ -36,7 +36,7 @@ SOCKET_ENV = "SKILLS_SERVE_SOCKET"
 MAX_REQUEST_BYTES = 1024 * 1024
 #: how long a client waits for the answer before falling back (seconds)
 CLIENT_TIMEOUT = 30.0
-#: texts per embed request (a request line stays far below MAX_REQUEST_BYTES)
+#: at most this many texts per embed request (and half of MAX_REQUEST_BYTES)
 EMBED_CHUNK = 256
 #: Linux's limit on a Unix socket path (``sun_path``), with its terminating NUL
 MAX_SOCKET_PATH = 107
@@ -130,8 +130,8 @@ class ServedEmbedder:
             return []
         if self.asking:
             served: list[list[float]] = []
-            for start in range(0, len(texts), EMBED_CHUNK):
-                part = self._ask(texts[start:start + EMBED_CHUNK])
+            for chunk in _chunks(texts):
+                part = self._ask(chunk)
                 if part is None:
                     self.asking = False
                     break
@@ -152,6 +152,22 @@ class ServedEmbedder:
         if not all(isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v) for v in vectors):
             return None
         return [[float(x) for x in v] for v in vectors]
+
+
+def _chunks(texts: list[str]) -> list[list[str]]:
+    """``texts`` in requests of at most :data:`EMBED_CHUNK` texts and half of
+    :data:`MAX_REQUEST_BYTES` of JSON each (a longer single text goes alone, and a server
+    refusing it makes the caller embed by itself)."""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for text in texts:
+        length = len(json.dumps(text)) + 2
+        if chunks[-1] and (len(chunks[-1]) >= EMBED_CHUNK or size + length > MAX_REQUEST_BYTES // 2):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(text)
+        size += length
+    return chunks
 
 
 def _read_line(connection: socket.socket, *, limit: int) -> bytes | None:

@@ -184,6 +184,14 @@ def test_a_served_embedder_gets_the_servers_vectors_in_chunks(server, library):
     assert len(vectors) == len(texts) and client.embed([]) == []
 
 
+def test_embed_requests_stay_within_the_request_limit():
+    long = "x" * (served.MAX_REQUEST_BYTES // 3)
+    chunks = served._chunks(["a", long, long, "b", *["c"] * (served.EMBED_CHUNK + 1)])
+    assert [len(c) for c in chunks] == [2, served.EMBED_CHUNK, 3]  # by size, then by count
+    assert all(len(json.dumps(c)) < served.MAX_REQUEST_BYTES for c in chunks)
+    assert sum(chunks, []) == ["a", long, long, "b", *["c"] * (served.EMBED_CHUNK + 1)]
+
+
 def test_a_server_of_another_model_is_refused_and_the_embedder_falls_back(server, library):
     answer = served.request(server.path, {"op": "embed", "deployment": server.key, "texts": ["water"],
                                           "model": "another-model@0000"})

@@ -142,7 +142,6 @@ class ServedEmbedder:
         result: list[list[float]] = self.fallback.embed(texts)
         return result
 
-
     def _ask(self, texts: list[str]) -> list[list[float]] | None:
         answer = request(self.path, {"op": "embed", "texts": texts, "deployment": self.key,
                                      "model": self.model_name})

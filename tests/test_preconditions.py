@@ -8,7 +8,7 @@ import pytest
 from skill_library import Condition, OutcomeKind, Policy, SkillLibrary, ToolSpec
 from skill_library.induction import preconditions as pre
 from skill_library.induction.describe import with_conditions
-from skill_library.models import Outcome, ToolCall, Trace
+from skill_library.models import Outcome, Skill, ToolCall, Trace
 
 READ_ONLY = frozenset({"find_user", "get_user"})
 DEPARTMENTS = ["Finance", "Sales", "Design", "Legal", "People", "Support", "Engineering", "Ops"]
@@ -286,10 +286,13 @@ def test_fetch_with_the_callers_read_tools_ranks_the_applicable_look_alike_first
     assert (checked[0].applies, checked[1].applies) == (True, False)
     assert checked[1].applies_reason == "does not apply: the user's status is locked"
     assert not checked.abstained and not checked.ambiguous  # abstain=False: the order only
-    # with abstention on, a failed top is not silently replaced by the next match: it abstains
-    flagged = library.fetch(task, k=2, args={"email": "p11@corp.example"}, read_tools=reads)
-    assert flagged.abstained and "does not apply: the user's status is locked" in flagged.reason
-    assert flagged[-1].skill.name == unlock and flagged[-1].applies is False
+    # with abstention on: the failed top's condition was mined against reset, and reset's own
+    # condition holds on the same read, so reset comes first, unflagged, the reason saying why
+    told = library.fetch(task, k=2, args={"email": "p11@corp.example"}, read_tools=reads)
+    assert [m.skill.name for m in told] == [reset, unlock], told.reason
+    assert not told.abstained and not told.ambiguous
+    assert "does not apply: the user's status is locked" in told.reason and "same read" in told.reason
+    assert told[-1].applies is False
     assert directory.changes == []
     # a locked user: unlock applies and stays first
     locked = library.fetch(task.replace("p11", "p1"), k=2, abstain=False, args={"email": "p1@corp.example"},
@@ -316,7 +319,7 @@ def test_look_alikes_too_close_to_call_are_told_apart_when_exactly_one_applies(m
 
     answers = {"unlock": (False, "does not apply: the user's status is locked"), "reset": (True, None),
                "offboard": (None, "no preconditions")}
-    monkeypatch.setattr(pre, "probe", lambda lib, s, args, tools: answers[s.name])
+    monkeypatch.setattr(pre, "probe_reads", lambda lib, s, args, tools: (*answers[s.name], []))
     result = FetchResult([match("unlock", True), match("reset", True), match("offboard", False)])
     result.ambiguous, result.reason = True, "too close to call"
     told = pre.rank_applicable(Lib(), result, {"email": "a@b.c"}, {})  # type: ignore[arg-type]
@@ -328,3 +331,53 @@ def test_look_alikes_too_close_to_call_are_told_apart_when_exactly_one_applies(m
     result.ambiguous = True
     kept = pre.rank_applicable(Lib(), result, {}, {})  # type: ignore[arg-type]
     assert kept.abstained and [m.skill.name for m in kept] == ["offboard", "unlock"]
+
+
+def _conditioned(name: str, *conditions: Condition) -> Skill:
+    skill = Skill.from_function(f"def {name}(email: str) -> str:\n    return email\n", when=f"{name} when")
+    provenance = skill.provenance.model_copy(update={"preconditions": list(conditions)})
+    return skill.model_copy(update={"provenance": provenance})
+
+
+def test_a_failed_top_is_replaced_only_by_the_look_alike_its_condition_was_mined_against(monkeypatch):
+    """The top fails a condition on a read; only the skill that condition was mined against
+    (``Condition.against``), applying and with a condition holding on that same read, takes
+    its place. Another skill that merely applies is no stand-in: the result abstains."""
+    from skill_library.abstention import FetchResult
+    from skill_library.models import Match
+
+    def status(value: str, against: str) -> Condition:
+        return Condition(tool="get_user", occurrence=-1, path=["status"], op="eq", value=value, against=against)
+
+    enable = _conditioned("enable", status("disabled", against="grant"))
+    reset = _conditioned("reset", status("active", against="enable"))
+    unlock = _conditioned("unlock", status("locked", against="reset"))
+    read = [("get_user", {"status": "active"})]
+    answers = {"enable": (False, f"does not apply: {pre.render(enable.provenance.preconditions[0])}", read),
+               "unlock": (False, f"does not apply: {pre.render(unlock.provenance.preconditions[0])}", read),
+               "reset": (True, None, read), "remove_groups": (None, "no preconditions", [])}
+    monkeypatch.setattr(pre, "probe_reads", lambda lib, s, args, tools: answers[s.name])
+
+    def fetched(*skills: tuple[Skill, float]) -> FetchResult:
+        result = FetchResult([Match(skill=s, similarity=v, reliability=0.9, score=v) for s, v in skills])
+        result.margin = 0.005
+        return result
+
+    def rank(result: FetchResult) -> FetchResult:
+        return pre.rank_applicable(object(), result, {"email": "a@b.c"}, {})  # type: ignore[arg-type]
+
+    # unlock's condition was mined against reset, whose condition holds on the status read
+    told = rank(fetched((unlock, 0.7), (reset, 0.66)))
+    assert [m.skill.name for m in told] == ["reset", "unlock"] and not told.abstained and not told.ambiguous
+    # enable's condition was mined against grant: reset applies too, but is no stand-in
+    kept = rank(fetched((enable, 0.7), (reset, 0.66)))
+    assert kept.abstained and "the nearest match enable does not apply" in kept.reason
+    # a rival within the margin of the one told apart: both returned, flagged too close to call
+    close = rank(fetched((unlock, 0.7), (reset, 0.66), (_conditioned("remove_groups"), 0.658)))
+    assert [m.skill.name for m in close][:2] == ["reset", "remove_groups"]
+    assert close.ambiguous and not close.abstained and close[0].ambiguous and "too close to call" in close.reason
+    # the read that failed the top also returned another record (two users, one disabled):
+    # reset's condition does not hold on every result of that tool, so nothing is told apart
+    answers["unlock"] = (answers["unlock"][0], answers["unlock"][1],
+                         [("get_user", {"status": "active"}), ("get_user", {"status": "disabled"})])
+    assert rank(fetched((unlock, 0.7), (reset, 0.66))).abstained

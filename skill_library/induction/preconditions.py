@@ -498,22 +498,29 @@ def probe(lib: "Mining", skill: Any, args: Mapping[str, Any],
     the caller's read-only tools (``read_tools``) and every state-changing tool replaced by
     a stub that is never reached or refuses; nothing is recorded. (True, None): they hold;
     (False, "does not apply: ..."); (None, why): it could not tell."""
+    applies, why, _ = probe_reads(lib, skill, args, read_tools)
+    return applies, why
+
+
+def probe_reads(lib: "Mining", skill: Any, args: Mapping[str, Any], read_tools: Mapping[str, Callable[..., Any]]
+                ) -> tuple[bool | None, str | None, list[tuple[str, Any]]]:
+    """:func:`probe`, with the read-only calls the probe made: (tool, result) in order."""
     from skill_library.errors import SkillLibraryError
     from skill_library.execution import closure, execute
     from skill_library.models import NOT_APPLICABLE_ERROR
 
     if not skill.provenance.preconditions:
-        return None, "no preconditions"
+        return None, "no preconditions", []
     properties = (skill.parameters or {}).get("properties", {})
     bound = {p: args[p] for p in properties if p in args}
     missing = [p for p in (skill.parameters or {}).get("required", []) if p not in bound]
     if missing:
-        return None, f"cannot check: needs {', '.join(missing)}"
+        return None, f"cannot check: needs {', '.join(missing)}", []
     readers = lib.read_only_tools
     _, declared = closure(lib, skill)
     unread = [t for t in declared if t in readers and t not in read_tools]
     if unread:
-        return None, f"cannot check: the read-only tool(s) {', '.join(unread)} were not given"
+        return None, f"cannot check: the read-only tool(s) {', '.join(unread)} were not given", []
 
     def stub(*_args: Any, **_kwargs: Any) -> Any:
         raise Refused(PROBE_STOP)
@@ -522,13 +529,14 @@ def probe(lib: "Mining", skill: Any, args: Mapping[str, Any],
     try:
         run = execute(lib, skill, bound, tools)
     except SkillLibraryError as exc:
-        return None, f"cannot check: {exc}"
+        return None, f"cannot check: {exc}", []
+    reads = [(c.name, c.result) for c in run.trace.calls if c.kind == "tool" and c.ok and c.name in readers]
     if run.error is not None and run.error.type == NOT_APPLICABLE_ERROR:
-        return False, f"does not apply: {run.error.message}"
+        return False, f"does not apply: {run.error.message}", reads
     if any(c.error == PROBE_STOP for c in run.trace.calls):
-        return True, None
-    return None, "cannot check: the run stopped before its first change" if not run.ok else \
-        "cannot check: the run made no change"
+        return True, None, reads
+    return None, ("cannot check: the run stopped before its first change" if not run.ok else
+                  "cannot check: the run made no change"), reads
 
 
 def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
@@ -547,10 +555,12 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
     """
     from skill_library.abstention import FetchResult
 
-    checked = []
+    checked: list[Any] = []
+    top_reads: list[tuple[str, Any]] = []
     for n, match in enumerate(result):
         if n < top and not match.prefetch:
-            applies, why = probe(lib, match.skill, args, read_tools)
+            applies, why, reads = probe_reads(lib, match.skill, args, read_tools)
+            top_reads = reads if n == 0 else top_reads
             match = match.model_copy(update={"applies": applies, "applies_reason": why if applies is False else None})
         checked.append(match)
     ordered = [m for m in checked if m.applies is not False] + [m for m in checked if m.applies is False]
@@ -568,8 +578,56 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
             out[:] = [winner.model_copy(update={"ambiguous": False}), *rest]
             out.ambiguous = False
             reasons.append(f"look-alikes told apart by their preconditions ({checked[0].applies_reason})")
+        elif not out.abstained and (twin := told_apart(checked, top_reads)) is not None:
+            others = [m for m in ordered if m is not twin]
+            margin = out.margin or 0.0
+            rivals = {m.skill.name for m in others if m.applies is not False and twin.score - m.score < margin}
+            out[:] = [twin.model_copy(update={"ambiguous": bool(rivals)}),
+                      *(m.model_copy(update={"ambiguous": True}) if m.skill.name in rivals else m for m in others)]
+            out.ambiguous = bool(rivals) or (out.ambiguous and any(m.ambiguous and m.applies is not False
+                                                                   for m in others))
+            reasons.append(f"{twin.skill.name} applies where the nearest match {checked[0].skill.name} "
+                           f"{checked[0].applies_reason} (the same read tells them apart)")
+            if rivals:
+                reasons.append(f"too close to call: {twin.skill.name}, {', '.join(sorted(rivals))} "
+                               f"score within {margin:.3f} of each other")
         else:
             out.abstained = True
             reasons.append(f"the nearest match {checked[0].skill.name} {checked[0].applies_reason}")
     out.reason = "; ".join(r for r in reasons if r)
     return out
+
+
+def failed_condition(skill: Any, reason: str | None) -> Condition | None:
+    """Which of ``skill``'s preconditions a probe's ``does not apply: ...`` reason names."""
+    said = (reason or "").removeprefix("does not apply: ")
+    return next((c for c in skill.provenance.preconditions if render(c) == said), None)
+
+
+def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]]) -> Any | None:
+    """The look-alike a failed top's condition was mined against, when the probe says it
+    applies; else None.
+
+    The top (``checked[0]``, ``applies=False``) failed a condition on one read (a tool's
+    result at a path: the employee's role); the condition was mined to tell the top from
+    one look-alike (``Condition.against``: grant access directly vs request a contractor's
+    access). That look-alike is chosen when it is among the probed candidates, its
+    preconditions hold, and it has a condition on the same tool and path that holds on
+    **every** result of that tool the top's probe read (``reads``: (tool, result); a
+    condition on another record the same tool read, a colleague's, does not qualify). A
+    skill that merely also applies is never a stand-in: an offboarding ticket whose nearest
+    match was "re-enable the account" (the status is active) is not a password reset,
+    though the reset's condition (active) holds on the same read."""
+    failed = failed_condition(checked[0].skill, checked[0].applies_reason)
+    if failed is None or failed.against is None:
+        return None
+    results = [result for tool, result in reads if tool == failed.tool]
+    if not results:
+        return None
+
+    def same_read(condition: Condition) -> bool:
+        return (condition.tool, condition.path) == (failed.tool, failed.path) and \
+            all(holds(condition, r) for r in results)
+
+    return next((m for m in checked[1:] if m.skill.name == failed.against and m.applies is True
+                 and any(map(same_read, m.skill.provenance.preconditions))), None)

@@ -11,8 +11,9 @@ what the *task* names: a specific item, or "every" item. fetch's ranking
 * **names the item**: the task holds a value of the shape the one-item skill's parameter
   took in its example traces (the masked example params, ``xxx-xxxxxxxx`` for a group name,
   ``XX-0000`` for an asset tag, collapsed to a *role shape* ``x-x`` / ``X-0``; only shapes
-  with a digit or a symbol count: a plain word could be anything), or the caller's ``args``
-  give that parameter;
+  with a digit or a symbol count: a plain word could be anything), or the task names one of
+  the identifier values the parameter's tool declares (an ``enum``: ``vpn`` of ``system``,
+  skill_library.intent), or the caller's ``args`` give that parameter;
 * **says every**: the task holds a word of the library's *every* vocabulary: the words the
   descriptions use for a loop (:data:`skill_library.induction.describe.LOOP_WORDS`, with the
   word forms that start with one of at least four letters: ``everything``), and the words the
@@ -21,7 +22,8 @@ what the *task* names: a specific item, or "every" item. fetch's ranking
   :data:`MIN_PAIRS_FOR_WORD` pairs (so a topic word of one pair, ``lists``, is not one; a
   library whose users write another language learns their words). An every word right
   before a word of another skill's parameter names (``every system``, where a skill outside
-  the pair takes a ``system``) is about that skill's items, not the loop's.
+  the pair takes a ``system``) is about that skill's items, not the loop's; one right before
+  ``else`` (:data:`EXCEPTING`: "everything else stays") excepts the rest, it asks no loop.
 
 What ranking does with them (:func:`Scope.judge`):
 
@@ -85,6 +87,10 @@ FUNCTION_WORDS = frozenset("""a an the of to in on at by for from with about int
 under and or but nor so if then than as that this these those it its they them their theirs he him his she
 her hers we us our you your yours i me my mine who whom whose which what there here is are was were be been
 being am do does did has have had will would can could shall should may might must not no please""".split())
+
+#: a word right after an every word that excepts the rest instead of naming it: "everything
+#: else stays", "everyone else" (not a request to loop over every item)
+EXCEPTING = frozenset({"else"})
 
 _WORD_RE = re.compile(r"[^\W\d_]+")
 _PLACEHOLDER_RE = re.compile(r"\{[^{}]*\}|\([^()]*\)")
@@ -180,15 +186,20 @@ class Scope:
             if not self.is_every(word):
                 continue
             after = found[i + 1] if i + 1 < len(found) else ""
+            if after in EXCEPTING:  # "everything else stays": the rest is kept, not looped over
+                continue
             if other and (after in other or after.removesuffix("s") in other):
                 continue
             return True
         return False
 
-    def judge(self, pair: Pair, text: str, args: Mapping[str, Any] | None = None) -> Judgement:
-        """What ``text`` (and ``args``, the caller's values by parameter name) says of ``pair``."""
+    def judge(self, pair: Pair, text: str, args: Mapping[str, Any] | None = None,
+              named: Iterable[str] = ()) -> Judgement:
+        """What ``text`` (and ``args``, the caller's values by parameter name) says of ``pair``;
+        ``named``: the one-item skill's parameters whose declared identifier values the task
+        names (skill_library.ranking.named_choices: ``vpn`` of ``system``), which name the item."""
         every = self.says_every(text, pair)
-        if args is not None and pair.parameter in args:
+        if (args is not None and pair.parameter in args) or pair.parameter in set(named):
             return Judgement(pair, every, True)
         if not pair.shapes:
             return Judgement(pair, every, None)
@@ -197,10 +208,12 @@ class Scope:
         return Judgement(pair, every, named)
 
 
-def adjustments(scope: Scope | None, names: Sequence[str], text: str, args: Mapping[str, Any] | None
+def adjustments(scope: Scope | None, names: Sequence[str], text: str, args: Mapping[str, Any] | None,
+                named: Mapping[str, Sequence[str]] | None = None
                 ) -> tuple[dict[str, float], dict[str, list[str]], list[Judgement]]:
     """For the candidates ``names`` of one fetch: ``(penalty by skill, extra missing
-    parameters by skill, the judgements)`` (module doc's table)."""
+    parameters by skill, the judgements)`` (module doc's table); ``named``: skill -> the
+    parameters whose declared identifier values the task names (:meth:`Scope.judge`)."""
     penalty: dict[str, float] = {}
     missing: dict[str, list[str]] = {}
     judged: list[Judgement] = []
@@ -208,7 +221,7 @@ def adjustments(scope: Scope | None, names: Sequence[str], text: str, args: Mapp
         return penalty, missing, judged
     present = set(names)
     for pair in scope.of(present):
-        j = scope.judge(pair, text, args)
+        j = scope.judge(pair, text, args, (named or {}).get(pair.one, ()))
         judged.append(j)
         if not j.says_every and pair.every in present:
             penalty[pair.every] = max(penalty.get(pair.every, 0.0), EVERY_PENALTY)

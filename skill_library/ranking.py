@@ -272,15 +272,16 @@ def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues 
     task read by skill_library.intent, which demotes the skills the task rules out."""
     found = list(candidates)
     leanest = min((c.acting for c in found), default=0)
+    named_by_skill = {c.skill.name: named_choices(reading, c.skill.name) for c in found}
     penalty, also_missing, judged = one_vs_every.adjustments(
-        scope, [c.skill.name for c in found], task.text if task is not None else "", args)
+        scope, [c.skill.name for c in found], task.text if task is not None else "", args, named_by_skill)
     matches = []
     ruled_out: dict[str, tuple[float, str]] = {}  # name -> (score without the intent penalty, why)
     states = intent.named_states(reading.text, [c.skill for c in found]) if reading is not None else {}
     for c in found:
         conflict = reading.conflict(c.skill, c.acting) if reading is not None else None
         unnamed = [p for p in reading.unnamed(c.skill) if args is None or p not in args] if reading else []
-        named = named_choices(reading, c.skill.name)
+        named = named_by_skill[c.skill.name]
         total, breakdown, missing = score(c, task, args, leanest, every_penalty=penalty.get(c.skill.name, 0.0),
                                           also_missing=[*also_missing.get(c.skill.name, ()), *unnamed],
                                           conflict=conflict, named=named, state=states.get(c.skill.name))

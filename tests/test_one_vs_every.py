@@ -292,3 +292,28 @@ def test_a_loop_skill_that_does_more_is_still_the_loop_side_of_its_one_item_look
                                ["find_user", "get_user", "notify", "revoke_access"])
     assert one_vs_every.takes(revoke_notify)[("revoke_access", "system")] == "system"
     assert one_vs_every.find_pairs([revoke_notify, offboard]) == []
+
+
+def test_everything_else_excepts_the_rest_and_a_declared_value_names_the_item():
+    tools = ["find_user", "get_user", "revoke_access"]
+    revoke_one = code_skill("revoke_one", "email: str, system: str",
+                            "r1 = find_user(email=email)\nget_user(user_id=r1)\n"
+                            "return revoke_access(user_id=r1, system=system)", tools)
+    revoke_all = code_skill("revoke_all", "email: str",
+                            "r1 = find_user(email=email)\nr2 = get_user(user_id=r1)\nout = []\n"
+                            "for item in r2['access']:\n    out.append(revoke_access(user_id=r1, system=item))\n"
+                            "return out", tools)
+    found = one_vs_every.build([revoke_one, revoke_all], {})
+    (pair,) = found.pairs
+    # "everything else stays" keeps the rest: it asks for no loop; "everything" alone does
+    assert not found.says_every("Cut off the wiki for me; everything else stays.", pair)
+    assert not found.says_every("Remove the wiki from me, and nobody else", pair)  # no every word at all
+    assert found.says_every("Remove everything I have, please.", pair)
+    # a plain-word system has no shape: the text alone cannot say it names the item ...
+    assert found.judge(pair, "Please remove wiki from me").names_item is None
+    # ... but a value the tool declares as an identifier (ranking.named_choices) does
+    judged = found.judge(pair, "Please remove wiki from me", named=["system"])
+    assert judged.names_item is True and judged.kind == "one"
+    penalty, missing, _ = one_vs_every.adjustments(found, ["revoke_one", "revoke_all"], "Please remove wiki from me",
+                                                   None, {"revoke_one": ["system"]})
+    assert penalty == {"revoke_all": one_vs_every.EVERY_PENALTY} and missing == {}

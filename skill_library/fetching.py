@@ -247,7 +247,8 @@ def fetch(
     result = (abstention.unflagged(matches, k) if not abstain
               else abstention.decide(matches, k, abstention.calibration(library), reading))
     if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
-        result = preconditions.rank_applicable(library, result, args or {}, read_tools, abstain=abstain)
+        result = preconditions.rank_applicable(library, result, args or {}, read_tools, abstain=abstain,
+                                               runners_up=matches)
     if session is not None:  # the uplift holdout (skill_library.uplift): held_back, abstains
         result = holdout.hold_back(library, result, session, library.context.index.seen_generation)
     if plan:  # a compound task: the skills that together cover it, in order

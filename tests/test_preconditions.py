@@ -381,3 +381,10 @@ def test_a_failed_top_is_replaced_only_by_the_look_alike_its_condition_was_mined
     answers["unlock"] = (answers["unlock"][0], answers["unlock"][1],
                          [("get_user", {"status": "active"}), ("get_user", {"status": "disabled"})])
     assert rank(fetched((unlock, 0.7), (reset, 0.66))).abstained
+    # the look-alike the condition was mined against was cut by k: fetch's runners-up hold it
+    answers["unlock"] = (answers["unlock"][0], answers["unlock"][1], read)
+    runner = Match(skill=reset, similarity=0.6, reliability=0.9, score=0.6)
+    cut = pre.rank_applicable(object(), fetched((unlock, 0.7), (_conditioned("remove_groups"), 0.5)),  # type: ignore[arg-type]
+                              {"email": "a@b.c"}, {}, runners_up=[runner])
+    assert cut[0].skill.name == "reset" and cut[0].applies is True and not cut.abstained
+    assert rank(fetched((unlock, 0.7), (_conditioned("remove_groups"), 0.5))).abstained  # without it: abstains

@@ -541,7 +541,7 @@ def probe_reads(lib: "Mining", skill: Any, args: Mapping[str, Any], read_tools: 
 
 def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
                     read_tools: Mapping[str, Callable[..., Any]], *, top: int = PROBE_TOP,
-                    abstain: bool = True) -> Any:
+                    abstain: bool = True, runners_up: Sequence[Any] = ()) -> Any:
     """``fetch``'s result with the top ``top`` candidates probed (:func:`probe`); those
     whose preconditions fail move behind the rest (``applies=False`` with the reason).
 
@@ -563,6 +563,8 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
             top_reads = reads if n == 0 else top_reads
             match = match.model_copy(update={"applies": applies, "applies_reason": why if applies is False else None})
         checked.append(match)
+    if abstain and checked and checked[0].applies is False:  # the failed top's look-alike, cut by k
+        checked.extend(_mined_against(lib, checked, runners_up, args, read_tools))
     ordered = [m for m in checked if m.applies is not False] + [m for m in checked if m.applies is False]
     out = FetchResult(ordered)
     for name in ("floor", "margin", "plan"):
@@ -581,7 +583,8 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
         elif not out.abstained and (twin := told_apart(checked, top_reads)) is not None:
             others = [m for m in ordered if m is not twin]
             margin = out.margin or 0.0
-            rivals = {m.skill.name for m in others if m.applies is not False and twin.score - m.score < margin}
+            rivals = {m.skill.name for m in others if m.applies is not False and not m.missing
+                      and twin.score - m.score < margin}
             out[:] = [twin.model_copy(update={"ambiguous": bool(rivals)}),
                       *(m.model_copy(update={"ambiguous": True}) if m.skill.name in rivals else m for m in others)]
             out.ambiguous = bool(rivals) or (out.ambiguous and any(m.ambiguous and m.applies is not False
@@ -596,6 +599,20 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
             reasons.append(f"the nearest match {checked[0].skill.name} {checked[0].applies_reason}")
     out.reason = "; ".join(r for r in reasons if r)
     return out
+
+
+def _mined_against(lib: "Mining", checked: Sequence[Any], runners_up: Sequence[Any], args: Mapping[str, Any],
+                   read_tools: Mapping[str, Callable[..., Any]]) -> list[Any]:
+    """The look-alike the failed top's condition was mined against, probed, when fetch found
+    it (``runners_up``: the ranked matches before the cut to ``k``) but did not return it."""
+    failed = failed_condition(checked[0].skill, checked[0].applies_reason)
+    if failed is None or failed.against is None or any(m.skill.name == failed.against for m in checked):
+        return []
+    found = next((m for m in runners_up if m.skill.name == failed.against and not m.prefetch), None)
+    if found is None:
+        return []
+    applies, why, _ = probe_reads(lib, found.skill, args, read_tools)
+    return [found.model_copy(update={"applies": applies, "applies_reason": why if applies is False else None})]
 
 
 def failed_condition(skill: Any, reason: str | None) -> Condition | None:

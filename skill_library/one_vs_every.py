@@ -204,8 +204,7 @@ class Scope:
         if not pair.shapes:
             return Judgement(pair, every, None)
         tokens = {t.strip(_EDGE) for t in text.split()} - {""}
-        named = any(role_shape(t) in pair.shapes for t in tokens)
-        return Judgement(pair, every, named)
+        return Judgement(pair, every, any(role_shape(t) in pair.shapes for t in tokens))
 
 
 def adjustments(scope: Scope | None, names: Sequence[str], text: str, args: Mapping[str, Any] | None,

@@ -361,3 +361,36 @@ def check_stock(item: str):
                                      tools={"check": lambda item: {"item": item, "stock": 7}})
         (problem,) = outcome.held[("check_stock", 1)]
         assert "it made a call the trace did not record" in problem
+
+
+def test_the_tool_bindings_migration_binds_stored_versions_as_learning_does(tmp_path, embedder):
+    """Migration step 10 (storage.migrations._tool_bindings, storage.tool_digests) binds the
+    versions stored before bindings existed: a declared tool (its stored description left
+    out of the schema) to its declaration, an undeclared one to the schema its traces show;
+    the very digests learning records."""
+    import sqlalchemy as sa
+
+    from skill_library.storage import migrations
+    from skill_library.storage.feature_tables import tool_bindings_table
+
+    trace = Trace(task="check the pears and note it", params={"item": "pear"},
+                  calls=[ToolCall(name="check", arguments={"item": "pear"}, result={"stock": 4}),
+                         ToolCall(name="note", arguments={"text": "pear", "count": 4}, result="ok")],
+                  outcome=VERIFIED)
+    with SkillLibrary(tmp_path / "m", embedder=embedder, policy=Policy(auto_approve="all")) as library:
+        library.register_tools({"check": ToolSpec(schema=CHECK_V1, side_effects=False,
+                                                  description="Check the stock of one item.")})
+        name = library.learn(trace).skill.name
+        learned_digests = library.tool_schema_digests(name)
+        seen = {"type": "object", "properties": {"count": {"type": "integer"}, "text": {"type": "string"}},
+                "required": ["count", "text"]}
+        assert learned_digests == {"check": ts.digest(CHECK_V1), "note": ts.digest(seen)}
+        with library.context.store.engine.begin() as conn:  # the store as it was before step 10
+            conn.execute(sa.delete(tool_bindings_table))
+        assert library.tool_schema_digests(name) == {}
+        with library.context.store.engine.begin() as conn:
+            migrations._tool_bindings(conn)
+        assert library.tool_schema_digests(name) == learned_digests
+        with library.context.store.engine.begin() as conn:  # a second run finds rows and adds none
+            migrations._tool_bindings(conn)
+            assert conn.execute(sa.select(sa.func.count()).select_from(tool_bindings_table)).scalar() == 2

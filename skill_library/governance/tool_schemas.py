@@ -25,7 +25,6 @@ the error (:func:`check_schema`).
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from skill_library.models import Skill, utc_now
 from skill_library.storage import tool_binding_rows as rows_of
+from skill_library.storage import tool_digests as digests_of
 from skill_library.storage.tool_binding_rows import trace_bodies as trace_bodies
+from skill_library.storage.tool_digests import DECLARED as DECLARED
+from skill_library.storage.tool_digests import TRACES as TRACES
+from skill_library.storage.tool_digests import Binding as Binding
+from skill_library.storage.tool_digests import digest as digest
+from skill_library.storage.tool_digests import seen_schema as seen_schema
+from skill_library.storage.tool_digests import trace_calls as trace_calls
 from skill_library.storage.transactions import Connection
 
 if TYPE_CHECKING:
@@ -42,20 +48,8 @@ if TYPE_CHECKING:
 
 #: the status of a version taken out of fetch because a tool it calls changed or went away
 SUSPENDED = "suspended"
-#: where a binding's schema came from
-DECLARED = "declared"
-TRACES = "traces"
 #: the statuses a schema change suspends: the versions fetch serves (a canary to its share)
 SERVED = ("active", "canary")
-
-@dataclass(frozen=True)
-class Binding:
-    """One tool a version calls and the schema it was verified against."""
-
-    tool: str
-    digest: str
-    source: str
-    schema: dict[str, Any]
 
 
 @dataclass
@@ -70,12 +64,6 @@ class Reverification:
 
 
 # -- digests and schemas ----------------------------------------------------------------
-def digest(schema: Mapping[str, Any]) -> str:
-    """The SHA-256 of ``schema``'s canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def check_schema(tool: str, schema: Mapping[str, Any]) -> None:
     """Refuse ``schema`` unless it is valid JSON Schema (its ``$schema`` draft, else
     2020-12): ``ValueError`` naming the tool and the path of the error in the schema."""
@@ -91,81 +79,24 @@ def check_schema(tool: str, schema: Mapping[str, Any]) -> None:
         ) from None
 
 
-def seen_schema(tool: str, calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The schema of ``tool`` seen in recorded ``calls`` (dicts of a trace's calls): an
-    object whose properties are the argument names passed, each with the JSON types seen;
-    the names passed in every call are required. Values never enter it."""
-    seen: dict[str, set[str]] = {}
-    counts: dict[str, int] = {}
-    n = 0
-    for call in calls:
-        if call.get("name") != tool or call.get("kind", "tool") != "tool":
-            continue
-        n += 1
-        for key, value in (call.get("arguments") or {}).items():
-            seen.setdefault(key, set()).add(_json_type(value))
-            counts[key] = counts.get(key, 0) + 1
-    properties = {k: {"type": sorted(t)[0] if len(t) == 1 else sorted(t)} for k, t in sorted(seen.items())}
-    return {"type": "object", "properties": properties,
-            "required": sorted(k for k, c in counts.items() if c == n)}
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return "object"
-
-
 def bindings_of(skill: Skill, specs: Mapping[str, "ToolSpec"],
                 calls: Sequence[Mapping[str, Any]]) -> list[Binding]:
     """The binding of every tool ``skill`` calls: its declared schema under ``specs``, else
     the schema seen in ``calls`` (its traces' calls)."""
-    tools = list(dict.fromkeys([*skill.tools, *(c["name"] for c in calls if c.get("kind", "tool") == "tool"
-                                                and c.get("name") in skill.tools)]))
-    found = []
-    for tool in tools:
-        spec = specs.get(tool)
-        if spec is not None and spec.schema_:
-            found.append(Binding(tool, digest(spec.schema_), DECLARED, dict(spec.schema_)))
-        else:
-            schema = seen_schema(tool, calls)
-            found.append(Binding(tool, digest(schema), TRACES, schema))
-    return found
+    return digests_of.bindings(skill, _schemas(specs), calls)
+
+
+def _schemas(specs: Mapping[str, "ToolSpec"]) -> dict[str, dict[str, Any]]:
+    return {name: dict(spec.schema_) for name, spec in specs.items()}
 
 
 # -- storing ------------------------------------------------------------------------------
-def trace_calls(conn: Connection, tenant: str, trace_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
-    """The recorded calls of the stored traces ``trace_ids`` (raw dicts), by trace id."""
-    return {t: list(body.get("calls") or []) for t, body in trace_bodies(conn, tenant, trace_ids).items()}
-
-
 def record(conn: Connection, tenant: str, skills: Sequence[Skill], specs: Mapping[str, "ToolSpec"],
            extra_calls: Sequence[Mapping[str, Any]] = ()) -> None:
     """Store the bindings of the stored versions ``skills`` on ``conn`` (inside the
     transaction that stored them): declared schemas under ``specs``, else the schemas seen
     in their traces (``provenance.trace_ids`` read on ``conn``, plus ``extra_calls``)."""
-    coded = [s for s in skills if s.tools]
-    if not coded:
-        return
-    calls = trace_calls(conn, tenant, (t for s in coded for t in s.provenance.trace_ids))
-    now = utc_now()
-    rows: list[dict[str, Any]] = []
-    for skill in coded:
-        mine = [c for t in skill.provenance.trace_ids for c in calls.get(t, [])] + list(extra_calls)
-        rows.extend({"tenant": tenant, "name": skill.name, "version": skill.version, "tool": b.tool,
-                     "digest": b.digest, "source": b.source, "schema": b.schema, "bound_at": now}
-                    for b in bindings_of(skill, specs, mine))
-    rows_of.add_bindings(conn, rows)
+    digests_of.record(conn, tenant, skills, _schemas(specs), extra_calls)
 
 
 def record_for(conn: Connection, library: "Ruled", skills: Sequence[Skill]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from skill_library.storage import governance_rows
+from skill_library.storage.tool_digests import DESCRIPTION_KEY
 from skill_library.storage.transactions import Connection
 
 
@@ -36,7 +37,7 @@ def load(conn: Connection, tenant: str) -> dict[str, ToolSpec]:
 
 def _spec(schema: dict[str, Any], side_effects: bool) -> ToolSpec:
     schema = dict(schema or {})
-    described = schema.pop("x-tool-description", "")
+    described = schema.pop(DESCRIPTION_KEY, "")
     return ToolSpec(schema=schema, side_effects=side_effects,
                     description=described if isinstance(described, str) else "")
 
@@ -47,7 +48,7 @@ def save(conn: Connection, tenant: str, specs: dict[str, ToolSpec]) -> None:
 
     governance_rows.save_tool_specs(conn, tenant, {
         name: (spec.side_effects,
-               {**spec.schema_, **({"x-tool-description": spec.description} if spec.description else {})})
+               {**spec.schema_, **({DESCRIPTION_KEY: spec.description} if spec.description else {})})
         for name, spec in specs.items()}, utc_now())
 
 

@@ -164,11 +164,10 @@ def _outcome_kinds(conn: Connection) -> None:
 
 
 def _tool_bindings(conn: Connection) -> None:
-    """Versions get their tool bindings (skill_library.governance.tool_schemas): the ones
+    """Versions get their tool bindings (skill_library.storage.tool_digests): the ones
     stored before are bound to the tenant's declared schemas, else the schemas seen in
     their traces (the best record of what they were verified against)."""
-    from skill_library.governance import tool_schemas
-    from skill_library.governance import tools as tool_store
+    from skill_library.storage import tool_digests
 
     tool_bindings_table.create(conn, checkfirst=True)
     if conn.execute(sa.select(tool_bindings_table.c.name).limit(1)).first() is not None:
@@ -181,11 +180,11 @@ def _tool_bindings(conn: Connection) -> None:
     from skill_library.models import Provenance, Skill
 
     for tenant, found in by_tenant.items():
-        specs = tool_store.load(conn, tenant)
+        declared = tool_digests.declared_schemas(conn, tenant)
         skills = [Skill.model_construct(name=r["name"], version=int(r["version"]), tools=list(r["tools"]),
                                         provenance=Provenance.model_validate(r["provenance"] or {}))
                   for r in found]
-        tool_schemas.record(conn, tenant, skills, specs)
+        tool_digests.record(conn, tenant, skills, declared)
 
 
 #: the schema's history; append, never edit or reorder

@@ -228,3 +228,58 @@ def test_cli_commands_that_embed_use_the_running_server(server, library, tmp_pat
     assert added.exit_code == 0, added.output
     assert server.requests > before  # the new skill's texts were embedded by the server
     assert library.fetch("the fish are hungry", k=1, min_reliability=0.0)[0].skill.name == "feed_fish"
+
+
+def _skills_subprocess(args: list[str], library, code: str | None = None):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SKILLS_DIR": str(library.path)}
+    for name in ("SKILLS_RECORDS_URL", "SKILLS_INDEX_URL", "SKILLS_TENANT", "SKILLS_SERVE_SOCKET"):
+        env.pop(name, None)
+    script = code or "import sys; from skill_library.cli import main; sys.argv[1:] = sys.argv[1:]; main()"
+    return subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_skills_fetch_with_a_server_running_is_answered_without_typer_and_prints_what_the_full_path_prints(
+        server, library):
+    from typer.testing import CliRunner
+
+    from skill_library.cli import app
+
+    args = ["fetch", "the garden plants need water", "-k", "2", "--json"]
+    before = server.requests
+    probe = ("import sys; from skill_library.cli import main; main(); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'pydantic', 'sqlalchemy', "
+             "'chromadb', 'torch')), file=sys.stderr)")
+    quick = _skills_subprocess(args, library, probe)
+    assert quick.returncode == 0, quick.stderr
+    assert server.requests == before + 1  # the server answered it
+    assert quick.stderr.strip().splitlines()[-1] == "[]", quick.stderr  # no typer, pydantic, model, store
+    full = CliRunner().invoke(app, args, env={"SKILLS_DIR": str(library.path)})
+    assert full.exit_code == 0 and server.requests == before + 2
+    assert json.loads(quick.stdout) == json.loads(full.output)
+    assert json.loads(quick.stdout)[0]["name"] == "water_plants"
+    table = _skills_subprocess(args[:-1], library)
+    assert table.returncode == 0 and "water_plants" in table.stdout and server.requests == before + 3
+
+
+def test_skills_fetch_leaves_the_quick_path_for_anything_but_its_plain_form(server, library, monkeypatch):
+    from skill_library.cli import quick
+
+    assert quick._plain_fetch(["fetch", "water the plants", "-k", "3", "--dir", "x", "--json"]) == \
+        ("water the plants", 3, quick.Path("x"), True)
+    for args in (["fetch"], ["fetch", "  "], ["fetch", "a", "b"], ["fetch", "a", "-k", "0"], ["fetch", "a", "-k"],
+                 ["fetch", "a", "--min-reliability", "0"], ["fetch", "a", "--help"], ["list"], []):
+        assert quick._plain_fetch(args) is None, args
+    monkeypatch.setenv("SKILLS_DIR", str(library.path))
+    before = server.requests
+    monkeypatch.setenv("SKILLS_TENANT", "bad tenant!")  # the full path words that error
+    assert quick.fetch_quickly(["fetch", "water the plants"]) is False and server.requests == before
+    monkeypatch.delenv("SKILLS_TENANT")
+    monkeypatch.setenv("SKILLS_RECORDS_URL", "sqlite:///elsewhere.db")  # a shared deployment
+    assert quick.fetch_quickly(["fetch", "water the plants"]) is False and server.requests == before
+    monkeypatch.delenv("SKILLS_RECORDS_URL")
+    assert quick.fetch_quickly(["fetch", "water the plants", "--dir", str(library.path / "other")]) is False
+    assert quick.fetch_quickly(["fetch", "water the plants", "--json"]) is True and server.requests == before + 1

@@ -29,6 +29,10 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
+from skill_library.cli.quick import DEFAULT_DIR as DEFAULT_DIR  # the settings every command shares
+from skill_library.cli.quick import INDEX_URL_ENV as INDEX_URL_ENV
+from skill_library.cli.quick import RECORDS_URL_ENV as RECORDS_URL_ENV
+from skill_library.cli.quick import console as console
 from skill_library.errors import (
     IndexCorruptError,
     IndexUnavailableError,
@@ -52,7 +56,6 @@ if TYPE_CHECKING:
 
 # Output is literal: skill names, `when` texts, file names and error messages hold user text, so
 # a "[/x]" in them must print as it is, never be read as rich markup (styles go through Text).
-console = Console(markup=False)
 err_console = Console(stderr=True, soft_wrap=True, markup=False)  # one-line errors, never wrapped
 
 
@@ -65,11 +68,6 @@ EXIT_UNUSABLE = 2
 EXIT_REFUSED = 3
 EXIT_RUN_FAILED = 4
 
-#: the library folder when neither --dir nor SKILLS_DIR is given
-DEFAULT_DIR = Path(".skills")
-#: environment settings of a shared deployment (also the root options --records / --index)
-RECORDS_URL_ENV = "SKILLS_RECORDS_URL"
-INDEX_URL_ENV = "SKILLS_INDEX_URL"
 
 #: the deployment, tenant and actor chosen by the root options for this invocation (None: the
 #: folder's own, the default tenant)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
-from rich.table import Table
 
 from skill_library.cli._common import (
     EXIT_REFUSED,
@@ -34,6 +33,7 @@ from skill_library.cli._common import (
     split_names,
     styled,
 )
+from skill_library.cli.quick import fetch_message, print_fetched
 
 if TYPE_CHECKING:
     from skill_library.library import GeneralizerName
@@ -258,11 +258,9 @@ def fetch(
     from skill_library.cli.serve import served_key
     from skill_library.served import request
 
-    message: dict[str, Any] = {
-        "op": "fetch", "task": task, "k": k, "min_reliability": min_reliability, "min_similarity": min_similarity,
-        "tools": split_names(tools) if tools is not None else None, "subject": subject, "state": state,
-        "session": session, "cohort": cohort, "tenant": deployment.get("tenant"),
-    }
+    message = fetch_message(task, k, tenant=deployment.get("tenant"), min_reliability=min_reliability,
+                            min_similarity=min_similarity, tools=split_names(tools) if tools is not None else None,
+                            subject=subject, state=state, session=session, cohort=cohort)
     path, message["deployment"] = served_key(directory)
     answer = request(path, message)
     if answer is not None and not answer.get("ok") and not answer.get("wrong_library"):
@@ -272,32 +270,7 @@ def fetch(
 
         with open_library(directory) as lib:
             answer = fetch_answer(lib, message)
-    _print_fetched(answer, as_json)
-
-
-def _print_fetched(answer: dict[str, Any], as_json: bool) -> None:
-    """What fetch found (``skill_library.served.fetch_answer``'s JSON), as JSON or a table."""
-    matches = answer["matches"]
-    if as_json:
-        emit(matches)
-        return
-    if not matches:
-        console.print("no skill qualifies")
-        return
-    flags = [f for f in ("abstained", "ambiguous") if answer.get(f)]
-    if flags:  # the abstention rules (skill_library.abstention)
-        console.print(f"{' and '.join(flags)}: {answer.get('reason') or ''}", highlight=False)
-    width = max(len("name"), *(len(m["name"]) for m in matches))
-    table = Table()
-    table.add_column("name", no_wrap=True, min_width=width, overflow="ignore")
-    for title in ("version", "similarity", "reliability", "when"):
-        table.add_column(title, overflow="fold")
-    for m in matches:
-        table.add_row(
-            m["name"], str(m["version"]), "prefetch" if m.get("prefetch") else f"{m['similarity']:.3f}",
-            f"{m['reliability']:.2f}", m["when"],
-        )
-    console.print(table, width=None if console.is_terminal else max(console.width, width + 60))
+    print_fetched(answer, as_json)
 
 
 @command

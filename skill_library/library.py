@@ -436,22 +436,22 @@ class SkillLibrary(GovernanceCalls):
             allow_quarantined=_allow_quarantined,
         )
 
-    # -- integrations: thin delegates to skill_library.integrations ---------------------
+    # -- presentation: thin delegates to skill_library.presentation ---------------------
     def render(self, matches: Sequence[Match], *, max_tokens: int = 800) -> str:
         """The planner's prompt block for ``matches``, cut to ``max_tokens`` (characters / 4)."""
-        from skill_library.integrations import prompt_block
+        from skill_library.presentation import prompt_block
         examples = prompt_block.recorded_examples(matches, self._store.get_trace)
         return prompt_block.render(matches, max_tokens=max_tokens, examples=examples)
 
     def as_openai_tools(self, matches: Sequence[Match], *, api: str = "chat") -> builtins.list[dict[str, Any]]:
         """OpenAI function tools (``api="chat"`` or ``"responses"``) for the code skills."""
-        from skill_library.integrations.openai_tools import as_openai_tools
+        from skill_library.presentation.openai_tools import as_openai_tools
         return as_openai_tools(matches, api=api)  # type: ignore[arg-type]
 
     def dispatch(self, tool_call: Any, tools: Mapping[str, Callable[..., Any]] | None = None,
                  **run_options: Any) -> dict[str, Any]:
         """Run the skill a model called; returns the ``tool`` message (``.run`` is the run)."""
-        from skill_library.integrations.openai_tools import dispatch
+        from skill_library.presentation.openai_tools import dispatch
         return dispatch(self, tool_call, tools, **run_options)
 
 # moved to skill_library.opening (the names kept here for code that imports them)

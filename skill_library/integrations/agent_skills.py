@@ -32,12 +32,15 @@ import jinja2
 import yaml  # type: ignore[import-untyped]
 
 from skill_library import signature
-from skill_library.integrations.prompt_block import TEMPLATES, usage_line
 from skill_library.models import Example, Provenance, Skill
+from skill_library.presentation.prompt_block import usage_line
 from skill_library.privacy import shape_dummy
 
 if TYPE_CHECKING:
     from skill_library.library import SkillLibrary
+
+#: the folder of this module's jinja2 template (agent_skill.md.j2)
+TEMPLATES = Path(__file__).parent / "templates"
 
 __all__ = [
     "ALLOWED_KEYS",

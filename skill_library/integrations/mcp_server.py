@@ -46,9 +46,9 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import Field, ValidationError
 
 from skill_library.errors import SkillLibraryError
-from skill_library.integrations.openai_tools import argument_problem, description_of
 from skill_library.library import SkillLibrary
 from skill_library.models import Skill, SkillStatus
+from skill_library.presentation.openai_tools import argument_problem, description_of
 from skill_library.serialize import match_json, run_json, skill_json
 
 __all__ = ["FIXED_TOOLS", "BearerToken", "SkillServer", "build_server", "http_token", "parse_http", "serve"]

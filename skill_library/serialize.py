@@ -48,6 +48,10 @@ def match_json(match: Match) -> dict[str, Any]:
         data["ambiguous"] = True
     if match.missing:  # required parameters the task cannot supply
         data["missing"] = list(match.missing)
+    if match.applies is not None:  # fetch(..., read_tools=...): its preconditions checked
+        data["applies"] = match.applies
+        if match.applies_reason:
+            data["applies_reason"] = match.applies_reason
     if match.explanation is not None:  # fetch(..., explain=True): the score's terms
         data["explanation"] = match.explanation.model_dump(mode="json")
     return data

@@ -327,15 +327,28 @@ class SkillServer:
     # -- the tools ----------------------------------------------------------------------
     async def fetch_skills(
         self, task: str, k: int = 3, min_reliability: float | None = None, session: str | None = None,
-        ctx: Context | None = None,
+        args: dict[str, Any] | None = None, ctx: Context | None = None,
     ) -> dict[str, Any]:
         """The k best skills for a task: name, when, parameters, similarity, reliability
-        (with session: record_outcome may name that session)."""
+        (with session: record_outcome may name that session). abstained / ambiguous and the
+        reason: the library is not sure any of them applies, or cannot tell them apart; then
+        use one only if it does exactly what the task asks. args: the task's values by
+        parameter name (the email, the order id): the candidates' preconditions are then
+        checked with this server's read-only tools (applies, applies_reason)."""
         await self._refresh(ctx)
         if not 1 <= k <= MAX_K:
             raise ToolError(f"k must be between 1 and {MAX_K}, got {k}")
-        matches = await self._call(self.library.fetch, task, k, min_reliability=min_reliability, session=session)
-        return {"matches": [match_json(m) for m in matches]}
+        if args is not None and not isinstance(args, dict):
+            raise ToolError("args must be an object of parameter name -> value")
+        options: dict[str, Any] = {"min_reliability": min_reliability, "session": session}
+        reads = {name: fn for name, fn in self.tools.items() if name in self.library.read_only_tools}
+        if args:
+            options["args"] = args
+            if reads:
+                options["read_tools"] = reads
+        result = await self._call(self.library.fetch, task, k, **options)
+        return {"matches": [match_json(m) for m in result], "abstained": bool(getattr(result, "abstained", False)),
+                "ambiguous": bool(getattr(result, "ambiguous", False)), "reason": getattr(result, "reason", None)}
 
     async def run_skill(
         self, name: str, args: dict[str, Any] | None = None, session: str | None = None,

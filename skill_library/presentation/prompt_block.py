@@ -21,6 +21,7 @@ from skill_library.models import Match, Skill
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "approx_tokens",
+    "caution",
     "recorded_examples",
     "render",
     "signature_line",
@@ -98,17 +99,37 @@ def render(
         raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
     entries = [_entry(m, (examples or {}).get(m.skill.name)) for m in matches]
     template = _environment().get_template("prompt_block.j2")
+    unsure = caution(matches)
     for keep in range(len(entries), -1, -1):
         text = template.render(
-            entries=entries[:keep], omitted=len(entries) - keep, max_tokens=max_tokens
+            entries=entries[:keep], omitted=len(entries) - keep, max_tokens=max_tokens, caution=unsure,
         ).strip()
         if count_tokens(text) <= max_tokens:
             return text
     return ""  # even the "none fits" note is over the budget
 
 
+def caution(matches: Sequence[Match]) -> str | None:
+    """Why the block must not read as "call one of these": fetch abstained (no skill covers
+    the task for sure) or flagged the matches too close to call (``FetchResult.abstained``,
+    ``ambiguous`` and ``reason``, skill_library.abstention); None for a plain result."""
+    abstained, ambiguous = bool(getattr(matches, "abstained", False)), bool(getattr(matches, "ambiguous", False))
+    if not (abstained or ambiguous):
+        return None
+    said = "no skill is sure to cover this task" if abstained else "these skills are too close to call"
+    reason = " ".join(str(getattr(matches, "reason", "") or "").split())
+    return f"{said}{f' ({reason})' if reason else ''}"
+
+
 def _entry(match: Match, example: Mapping[str, Any] | None) -> dict[str, Any]:
     skill = match.skill
+    notes = []
+    if match.applies is False:
+        notes.append(match.applies_reason or "does not apply")
+    if match.missing:
+        notes.append(f"the task does not give {', '.join(match.missing)}")
+    if match.ambiguous:
+        notes.append("too close to call against another skill here")
     return {
         "signature": signature_line(skill),
         "when": " ".join(skill.when.split()),
@@ -116,6 +137,7 @@ def _entry(match: Match, example: Mapping[str, Any] | None) -> dict[str, Any]:
         "successes": skill.successes,
         "failures": skill.failures,
         "usage": usage_line(skill, example),
+        "note": "; ".join(notes),
     }
 
 

@@ -265,3 +265,41 @@ def test_a_crash_is_a_generic_tool_error_and_the_server_keeps_serving(desk):
     assert crashed.is_error and _text(crashed) == "Error executing tool list_skills"
     assert "secret" not in _text(crashed)
     assert not fine.is_error and len(fine.structured_content["skills"]) == 2
+
+
+def test_fetch_skills_says_when_the_library_is_unsure_and_checks_preconditions_with_args(library):
+    """fetch_skills returns fetch's abstained / ambiguous flags and reason (an MCP agent must
+    see them, not just a list to run the first of), and with ``args`` checks the candidates'
+    preconditions with the server's read-only host tools, changing nothing."""
+    from desk_tools import CANCEL_CODE
+
+    from skill_library import Condition, ToolSpec
+    from skill_library.models import Skill
+
+    CANCELLED.clear()
+    library.register_tools({"find_user": ToolSpec(side_effects=False), "list_orders": ToolSpec(side_effects=False),
+                            "cancel_order": ToolSpec(side_effects=True)})
+    skill = Skill.from_function(CANCEL_CODE, when="cancel every order of a customer by email",
+                                tools=["find_user", "list_orders", "cancel_order"])
+    three = Condition(tool="list_orders", occurrence=0, path=[], op="len_eq", value=3)
+    skill = skill.model_copy(update={"provenance": skill.provenance.model_copy(update={"preconditions": [three]})})
+    library.add(skill, verified=True)
+    task = "cancel all orders of the customer, please"
+
+    async def main():
+        async with Client(SkillServer(library, TOOLS).server) as client:
+            plain = await client.call_tool("fetch_skills", {"task": task, "k": 1})
+            alice = await client.call_tool("fetch_skills", {"task": task, "k": 1, "args": {"email": "alice@example.com"}})
+            bob = await client.call_tool("fetch_skills", {"task": task, "k": 1, "args": {"email": "bob@example.com"}})
+            bad = await client.call_tool("fetch_skills", {"task": task, "args": ["alice"]})
+            return plain, alice, bob, bad
+
+    plain, alice, bob, bad = anyio.run(main)
+    assert set(plain.structured_content) == {"matches", "abstained", "ambiguous", "reason"}
+    assert "applies" not in plain.structured_content["matches"][0]
+    assert alice.structured_content["abstained"] is True  # alice has 2 orders: it does not apply
+    assert alice.structured_content["matches"][0]["applies"] is False
+    assert "does not apply" in alice.structured_content["reason"]
+    assert bob.structured_content["matches"][0]["applies"] is True and not bob.structured_content["abstained"]
+    assert bad.is_error
+    assert CANCELLED == []  # the probes never cancelled anything

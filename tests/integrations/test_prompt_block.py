@@ -51,3 +51,34 @@ def test_a_custom_token_counter_is_used(desk):
     words = lambda text: len(text.split())  # noqa: E731
     block = render(matches, max_tokens=50, count_tokens=words)
     assert words(block) <= 50 and "cancel_every_order" in block and "count_orders(" not in block
+
+
+def test_a_result_fetch_was_unsure_of_never_reads_as_call_one_of_these():
+    """An abstained or ambiguous fetch result (skill_library.abstention) keeps its skills in
+    the block, but the block says why and that they are suggestions, never "call one"; each
+    match's own flags (does not apply, missing parameters, too close to call) are shown."""
+    from skill_library.abstention import FetchResult
+    from skill_library.models import Match, Skill
+
+    def match(name: str, **flags) -> Match:
+        skill = Skill.from_function(f'def {name}(email: str) -> str:\n    """Reset."""\n    return email\n',
+                                    when=f"{name.replace('_', ' ')} of an employee")
+        return Match(skill=skill, similarity=0.6, reliability=0.9, score=0.6, **flags)
+
+    plain = FetchResult([match("reset_password")])
+    assert render(plain).splitlines()[0].endswith("Call one instead of re-deriving its steps.")
+    assert "caution" not in render(plain)
+    unsure = FetchResult([match("reset_password", missing=["email"]),
+                          match("unlock_account", applies=False,
+                                applies_reason="does not apply: the employee's status is locked")])
+    unsure.abstained, unsure.reason = True, "the best match's similarity 0.50 is under this library's floor 0.60"
+    block = render(unsure)
+    first = block.splitlines()[0]
+    assert "no skill is sure to cover this task (the best match's similarity 0.50" in first
+    assert "use one only if it does exactly what the task asks" in first and "Call one instead" not in block
+    assert "  caution: the task does not give email" in block
+    assert "  caution: does not apply: the employee's status is locked" in block
+    close = FetchResult([match("reset_password", ambiguous=True), match("unlock_account", ambiguous=True)])
+    close.ambiguous, close.reason = True, "too close to call: reset_password, unlock_account"
+    assert render(close).count("caution: too close to call against another skill here") == 2
+    assert "these skills are too close to call" in render(close).splitlines()[0]

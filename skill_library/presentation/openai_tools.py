@@ -37,6 +37,8 @@ __all__ = [
 
 Api = Literal["chat", "responses"]
 MAX_TOOL_NAME = 64  # OpenAI: ^[a-zA-Z0-9_-]{1,64}$
+#: a tool description is cut to this many characters once a caution is added
+MAX_DESCRIPTION = 1024
 
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
@@ -121,9 +123,27 @@ def skill_tool(skill: Skill, *, api: Api = "chat") -> dict[str, Any]:
 
 
 def as_openai_tools(matches: Sequence[Match | Skill], *, api: Api = "chat") -> list[dict[str, Any]]:
-    """Function tools for the code skills among ``matches`` (instruction skills are skipped)."""
-    skills = [m.skill if isinstance(m, Match) else m for m in matches]
-    return [skill_tool(s, api=api) for s in skills if s.kind == "code"]
+    """Function tools for the code skills among ``matches`` (instruction skills are skipped).
+
+    When fetch was not sure (an abstained or ambiguous result) or flagged a match, its tool's
+    description ends with a ``Caution:`` saying so (prompt_block.caution and notes), so a
+    model choosing by descriptions is told, not just handed a tool."""
+    from skill_library.presentation.prompt_block import caution, notes
+
+    unsure = caution(matches) if all(isinstance(m, Match) for m in matches) else None
+    tools = []
+    for item in matches:
+        skill = item.skill if isinstance(item, Match) else item
+        if skill.kind != "code":
+            continue
+        tool = skill_tool(skill, api=api)
+        said = ([f"{unsure}; call it only if it does exactly what the task asks"] if unsure else []) + \
+            (notes(item) if isinstance(item, Match) else [])
+        if said:
+            function = tool["function"] if api == "chat" else tool
+            function["description"] = f"{function['description']} Caution: {'; '.join(said)}."[:MAX_DESCRIPTION]
+        tools.append(tool)
+    return tools
 
 
 def argument_problem(skill: Skill, args: Any) -> str | None:

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "approx_tokens",
     "caution",
+    "notes",
     "recorded_examples",
     "render",
     "signature_line",
@@ -109,7 +110,7 @@ def render(
     return ""  # even the "none fits" note is over the budget
 
 
-def caution(matches: Sequence[Match]) -> str | None:
+def caution(matches: Sequence[Any]) -> str | None:
     """Why the block must not read as "call one of these": fetch abstained (no skill covers
     the task for sure) or flagged the matches too close to call (``FetchResult.abstained``,
     ``ambiguous`` and ``reason``, skill_library.abstention); None for a plain result."""
@@ -121,15 +122,22 @@ def caution(matches: Sequence[Match]) -> str | None:
     return f"{said}{f' ({reason})' if reason else ''}"
 
 
+def notes(match: Match) -> list[str]:
+    """What fetch flagged on one match, in words: it does not apply (its preconditions,
+    checked with ``read_tools``), the task gives no value for some parameters, or it is too
+    close to call against another match."""
+    found = []
+    if match.applies is False:
+        found.append(match.applies_reason or "does not apply")
+    if match.missing:
+        found.append(f"the task does not give {', '.join(match.missing)}")
+    if match.ambiguous:
+        found.append("too close to call against another skill here")
+    return found
+
+
 def _entry(match: Match, example: Mapping[str, Any] | None) -> dict[str, Any]:
     skill = match.skill
-    notes = []
-    if match.applies is False:
-        notes.append(match.applies_reason or "does not apply")
-    if match.missing:
-        notes.append(f"the task does not give {', '.join(match.missing)}")
-    if match.ambiguous:
-        notes.append("too close to call against another skill here")
     return {
         "signature": signature_line(skill),
         "when": " ".join(skill.when.split()),
@@ -137,7 +145,7 @@ def _entry(match: Match, example: Mapping[str, Any] | None) -> dict[str, Any]:
         "successes": skill.successes,
         "failures": skill.failures,
         "usage": usage_line(skill, example),
-        "note": "; ".join(notes),
+        "note": "; ".join(notes(match)),
     }
 
 

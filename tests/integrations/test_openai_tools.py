@@ -102,3 +102,22 @@ def test_tool_calls_from_the_real_openai_client(desk):
     assert server.requests[0]["tools"] == tools
     assert [m["content"] for m in sent if m["role"] == "tool"] == ['["W1", "W2"]', "3"]
     assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == [c.id for c in calls]
+
+
+def test_a_tool_fetch_was_unsure_of_says_so_in_its_description():
+    from skill_library.abstention import FetchResult
+    from skill_library.integrations.openai_tools import as_openai_tools
+    from skill_library.models import Match, Skill
+
+    skill = Skill.from_function('def reset_password(email: str) -> str:\n    """Reset."""\n    return email\n',
+                                when="reset an employee's password")
+    plain = as_openai_tools(FetchResult([Match(skill=skill, similarity=0.7, reliability=0.9, score=0.7)]))
+    assert "Caution" not in plain[0]["function"]["description"]
+    unsure = FetchResult([Match(skill=skill, similarity=0.5, reliability=0.9, score=0.5, missing=["email"])])
+    unsure.abstained, unsure.reason = True, "the best match's similarity 0.50 is under the floor 0.60"
+    [tool] = as_openai_tools(unsure, api="responses")
+    assert tool["description"].startswith("reset an employee's password")
+    assert ("Caution: no skill is sure to cover this task (the best match's similarity 0.50 is under the floor "
+            "0.60); call it only if it does exactly what the task asks; the task does not give email.") \
+        in tool["description"]
+    assert as_openai_tools([skill])[0]["function"]["description"] == plain[0]["function"]["description"]

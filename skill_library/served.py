@@ -302,6 +302,8 @@ class Server:
             library = self._tenant(message.get("tenant"))
             if op == "fetch":
                 return {"ok": True, **fetch_answer(library, message)}
+            if op in DECISIONS:
+                return {"ok": True, "decisions": decide_answer(library, op, message)}
             if op == "embed":
                 model = getattr(library.embedder, "model_name", None)
                 if message.get("model") not in (None, model):
@@ -315,7 +317,7 @@ class Server:
                 return {"ok": True, "vectors": vectors}
         except Exception as exc:  # noqa: BLE001 - an error is the client's answer, the server goes on
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        return {"ok": False, "error": f"unknown op {op!r} (ping, fetch or embed)"}
+        return {"ok": False, "unknown_op": True, "error": f"unknown op {op!r} (ping, fetch, embed, approve or promote)"}
 
     def _tenant(self, tenant: Any) -> Any:
         if tenant is None:
@@ -324,6 +326,46 @@ class Server:
             raise ValueError("tenant must be a string")
         with self._lock:
             return self.library.for_tenant(tenant)
+
+
+#: the governance decisions a request may ask for (each version its own audited transition,
+#: exactly as SkillLibrary.approve_many / promote_many make them)
+DECISIONS = ("approve", "promote")
+
+
+def decision_json(decision: Any) -> dict[str, Any]:
+    """One :class:`~skill_library.governance.bulk.Decision` as JSON: ``name``, ``version``,
+    ``error`` and the ``skill`` after the move (:func:`skill_library.serialize.skill_json`)."""
+    from skill_library.serialize import skill_json
+
+    return {"name": decision.name, "version": decision.version, "error": decision.error,
+            "skill": skill_json(decision.skill) if decision.skill is not None else None}
+
+
+def decide_answer(library: Any, op: str, message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Run one ``approve`` / ``promote`` request on ``library``: ``items`` (names, or
+    ``[name, version]`` pairs), ``held`` (approve: every held version instead), ``actor`` and
+    ``reason``; the decisions as :func:`decision_json`."""
+    raw = message.get("items") or []
+    if not isinstance(raw, list):
+        raise ValueError(f"{op} needs 'items', a list of names or [name, version] pairs")
+    items: list[str | tuple[str, int]] = []
+    for item in raw:
+        if isinstance(item, str) and item:
+            items.append(item)
+        elif (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], int)
+              and not isinstance(item[1], bool)):
+            items.append((item[0], item[1]))
+        else:
+            raise ValueError(f"{op}: {item!r} is neither a name nor a [name, version] pair")
+    actor, reason, held = message.get("actor"), message.get("reason") or "", message.get("held") is True
+    if actor is not None and not isinstance(actor, str) or not isinstance(reason, str):
+        raise ValueError(f"{op}: 'actor' and 'reason' must be strings")
+    if op == "approve":
+        decisions = library.approve_many(None if held else items, actor=actor, reason=reason)
+    else:
+        decisions = library.promote_many(items, actor=actor)
+    return [decision_json(d) for d in decisions]
 
 
 #: fetch options a request may carry, with their JSON types

@@ -164,3 +164,40 @@ def test_batch_learn_names_the_held_skills_and_the_commands_that_approve_them(tm
     named = " ".join(f"{n} {v}" for n, v in waiting)
     assert f"`skills approve {named}` (or `skills approve --held`)" in hint[0]
     assert f"then `skills promote {' '.join(n for n, _ in waiting)}`" in hint[0]
+
+
+def test_approve_and_promote_are_decided_by_a_running_skills_serve_as_here(tmp_path, embedder):
+    """With a ``skills serve`` of the library running, ``skills approve`` / ``promote`` send
+    the decisions to it (skill_library.served: each version its own audited transition, made
+    by the same OS user); they print what the commands print without a server, refusals
+    included, and a server of another library is no answer."""
+    from skill_library import served
+
+    served_folder, local_folder = tmp_path / "served", tmp_path / "local"
+    for folder in (served_folder, local_folder):
+        held_library(folder, embedder, n=2)
+    outputs = {}
+    with SkillLibrary(served_folder, embedder=embedder) as lib:
+        with served.Server(lib, served.socket_path(served_folder), served.deployment_key(served_folder)) as server:
+            server.start()
+            for label, folder in (("served", served_folder), ("local", local_folder)):
+                before = server.requests
+                env = {"SKILLS_DIR": str(folder)}
+                approved = runner.invoke(app, ["approve", "count_0", "count_1", "7", "nosuch", "--reason", "read"],
+                                         env=env)
+                promoted = runner.invoke(app, ["promote", "count_0", "--json"], env=env)
+                outputs[label] = (approved.exit_code, approved.output, promoted.exit_code, promoted.output)
+                assert server.requests == before + (2 if label == "served" else 0), label
+        audit = [(e.name, e.to_status, e.reason) for e in lib.audit() if e.to_status in ("approved", "active")]
+    assert audit == [("count_0", "approved", "read"), ("count_0", "active", "promoted")]
+    served_out, local_out = outputs["served"], outputs["local"]
+    assert served_out[0] == local_out[0] == 1  # two refusals: exit 1
+    assert served_out[1] == local_out[1]
+    assert "approved count_0 v1 (approved)" in served_out[1] and "count_1 v7" in served_out[1]
+    served_json, local_json = json.loads(served_out[3]), json.loads(local_out[3])
+    assert served_json["status"] == local_json["status"] == "active"
+    for record in (served_json, local_json):  # two libraries made at two moments
+        record["provenance"].pop("created_at")
+    assert {k for k in served_json if served_json[k] != local_json[k]} <= {"created_at", "updated_at"}
+    with SkillLibrary(local_folder, embedder=embedder) as other:
+        assert [e.to_status for e in other.audit() if e.name == "count_0"][-2:] == ["approved", "active"]

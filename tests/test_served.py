@@ -283,3 +283,16 @@ def test_skills_fetch_leaves_the_quick_path_for_anything_but_its_plain_form(serv
     monkeypatch.delenv("SKILLS_RECORDS_URL")
     assert quick.fetch_quickly(["fetch", "water the plants", "--dir", str(library.path / "other")]) is False
     assert quick.fetch_quickly(["fetch", "water the plants", "--json"]) is True and server.requests == before + 1
+
+
+def test_a_decision_request_with_bad_items_is_an_error_answer_and_changes_nothing(server, library):
+    before = [(s.name, s.version, s.status) for s in library.list()]
+    for items in ([5], [["water_plants", "1"]], "water_plants", [["water_plants", True]]):
+        answer = served.request(server.path, {"op": "approve", "deployment": server.key, "items": items})
+        assert answer["ok"] is False and "approve" in answer["error"], items
+    answer = served.request(server.path, {"op": "promote", "deployment": server.key, "items": ["nosuch"]})
+    [refused] = answer["decisions"]
+    assert answer["ok"] is True and refused["skill"] is None and "nosuch" in refused["error"]
+    old = served.request(server.path, {"op": "rollback", "deployment": server.key})
+    assert old["ok"] is False and old["unknown_op"] is True  # the CLI then decides itself
+    assert [(s.name, s.version, s.status) for s in library.list()] == before

@@ -23,6 +23,7 @@ from skill_library.cli._common import (
     JsonOption,
     command,
     console,
+    deployment,
     emit,
     err_console,
     fail,
@@ -102,23 +103,47 @@ def named_versions(words: list[str] | None, verb: str) -> list[str | tuple[str, 
     return items
 
 
-def _decided(decisions: list[Any], verb: str, as_json: bool, *, one: bool = False) -> None:
+def _decided(decisions: list[dict[str, Any]], verb: str, as_json: bool, *, one: bool = False) -> None:
     """One line per version (moved on stdout, refused on stderr); exit 1 when any was refused.
-    With ``--json``: the list of decisions, or for ``one`` version named, its record."""
-    if as_json and one and decisions[0].skill is not None:
-        emit(skill_json(decisions[0].skill))
+    ``decisions``: :func:`skill_library.served.decision_json` records (a running ``skills serve``
+    answers them alike). With ``--json``: the list of decisions, or for ``one`` version named,
+    its record."""
+    if as_json and one and decisions[0]["skill"] is not None:
+        emit(decisions[0]["skill"])
     elif as_json:
-        emit([{"name": d.name, "version": d.version, "status": d.skill.status if d.skill else None,
-               "error": d.error} for d in decisions])
+        emit([{"name": d["name"], "version": d["version"], "status": d["skill"]["status"] if d["skill"] else None,
+               "error": d["error"]} for d in decisions])
     else:
         for d in decisions:
-            if d.skill is not None:
-                console.print(f"{verb} {d.skill.name} v{d.skill.version} ({d.skill.status})", highlight=False)
+            if d["skill"] is not None:
+                skill = d["skill"]
+                console.print(f"{verb} {skill['name']} v{skill['version']} ({skill['status']})", highlight=False)
             else:
-                where = d.name if d.version is None else f"{d.name} v{d.version}"
-                err_console.print(styled(("error:", "red"), f" {where}: {d.error}"), highlight=False)
-    if any(d.error for d in decisions):
+                where = d["name"] if d["version"] is None else f"{d['name']} v{d['version']}"
+                err_console.print(styled(("error:", "red"), f" {where}: {d['error']}"), highlight=False)
+    if any(d["error"] for d in decisions):
         raise typer.Exit(EXIT_ERROR)
+
+
+def _served_decisions(directory: Path | None, op: str, **fields: Any) -> list[dict[str, Any]] | None:
+    """The decisions a running ``skills serve`` of this library made (skill_library.served:
+    ``approve`` / ``promote``, each version audited as here), or None: decide here. A server
+    of another library, or one too old to know the op, is no answer; an error it reports is
+    the command's one-line error."""
+    from skill_library.cli.serve import served_key
+    from skill_library.served import request
+
+    path, key = served_key(directory)
+    answer = request(path, {"op": op, "deployment": key, "tenant": deployment.get("tenant"), **fields})
+    if answer is None or answer.get("wrong_library") or answer.get("unknown_op"):
+        return None
+    if not answer.get("ok"):
+        fail(str(answer.get("error")))
+    return list(answer["decisions"])
+
+
+def _items_json(items: list[str | tuple[str, int]]) -> list[Any]:
+    return [item if isinstance(item, str) else [item[0], item[1]] for item in items]
 
 
 @command
@@ -137,8 +162,14 @@ def approve(
              "held one with --held (skills review lists them)")
     if items and held:
         fail("approve: give skill names or --held, not both")
-    with open_library(directory) as lib:
-        decisions = lib.approve_many(None if held else items, actor=actor, reason=reason)
+    decisions = _served_decisions(directory, "approve", items=_items_json(items), held=held, actor=actor,
+                                  reason=reason)
+    if decisions is None:
+        from skill_library.served import decision_json
+
+        with open_library(directory) as lib:
+            decisions = [decision_json(d) for d in lib.approve_many(None if held else items, actor=actor,
+                                                                    reason=reason)]
     if held and not decisions and not as_json:
         console.print("nothing held: no evaluated version waits for approval", highlight=False)
     _decided(decisions, "approved", as_json, one=len(items) == 1)
@@ -166,8 +197,12 @@ def promote(
     items = named_versions(names, "promote")
     if not items:
         fail("promote: name the skills to promote (skills promote NAME [VERSION]...)")
-    with open_library(directory) as lib:
-        decisions = lib.promote_many(items, actor=actor)
+    decisions = _served_decisions(directory, "promote", items=_items_json(items), actor=actor)
+    if decisions is None:
+        from skill_library.served import decision_json
+
+        with open_library(directory) as lib:
+            decisions = [decision_json(d) for d in lib.promote_many(items, actor=actor)]
     _decided(decisions, "promoted", as_json, one=len(items) == 1)
 
 

@@ -6,6 +6,9 @@ library, loads the model, and answers fetch and embed requests on a Unix socket 
 library folder (``serve.sock``; a shared deployment names one with ``--socket`` /
 ``SKILLS_SERVE_SOCKET``). ``skills fetch`` asks the socket first and falls back to opening the
 library itself when nothing answers, so the server is an optimization, never a requirement.
+``skills approve`` / ``promote`` send their decisions the same way (ops ``approve`` /
+``promote``, :func:`decide_answer`): the server keeps SQLAlchemy and the library open, and
+makes each decision as the command would (the peer is the same OS user, checked below).
 
 The client side of this module imports only the standard library (``json``, ``os``,
 ``socket``): that is what makes a served fetch cost a Python start-up and one round trip.

@@ -560,7 +560,8 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
     for n, match in enumerate(result):
         if n < top and not match.prefetch:
             applies, why, reads = probe_reads(lib, match.skill, args, read_tools)
-            top_reads = reads if n == 0 else top_reads
+            if n == 0:  # what the top read: told_apart checks its look-alike's condition on it
+                top_reads = reads
             match = match.model_copy(update={"applies": applies, "applies_reason": why if applies is False else None})
         checked.append(match)
     if abstain and checked and checked[0].applies is False:  # the failed top's look-alike, cut by k

@@ -45,14 +45,14 @@ from skill_library.privacy import _norm
 from skill_library.storage import chroma_file
 from skill_library.storage.erasure_rows import UNSWEPT_COLUMNS as UNSWEPT_COLUMNS
 from skill_library.storage.erasure_rows import UNSWEPT_TABLES as UNSWEPT_TABLES
-from skill_library.storage.erasure_rows import ErasureRows, compact_records
+from skill_library.storage.erasure_rows import ErasureRows
+from skill_library.storage.interface import UnitOfWork, unit_of_work
 from skill_library.storage.privacy_rows import SALT_KEY as SALT_KEY
 from skill_library.storage.privacy_rows import opt_out_key as opt_out_key
 from skill_library.storage.privacy_rows import opt_out_keys as opt_out_keys
 
 if TYPE_CHECKING:
     from skill_library.protocols import Erasing, Tenant
-    from skill_library.record_store import SQLRecordStore
 
 #: A subject shorter than this (after stripping) is refused: it would match too much.
 MIN_SUBJECT_CHARS = 2
@@ -152,7 +152,7 @@ def forgotten(library: "Tenant", traces: "dict[int, Trace]") -> dict[int, LearnR
     learn pipeline drops them before anything is generalized or stored."""
     if not traces:
         return {}
-    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
+    store = unit_of_work(library.context.store, "forget")
     dead = ErasureRows(store).tombstoned({n: _identities(t) for n, t in traces.items()})
     return {n: LearnResult(status="forgotten", reasons=[
         "this trace was erased by forget(subject) at its subject's request: it is never learned again"])
@@ -177,7 +177,7 @@ def forget(library: "Erasing", subject: str) -> ForgetReport:
     subject = _check_subject(subject)
     match = Matcher(subject)
     report = ForgetReport(subject=subject)
-    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
+    store = unit_of_work(library.context.store, "forget")
     patterns = library.patterns
     with library.context.index.writing() as index:
         rows = ErasureRows(store)
@@ -219,7 +219,7 @@ def forget(library: "Erasing", subject: str) -> ForgetReport:
     return report
 
 
-def _audit(store: "SQLRecordStore", report: ForgetReport) -> None:
+def _audit(store: UnitOfWork, report: ForgetReport) -> None:
     from skill_library.governance import audit
     from skill_library.governance.actors import SYSTEM_ID
 
@@ -236,9 +236,9 @@ def _audit(store: "SQLRecordStore", report: ForgetReport) -> None:
 def compact(library: "Erasing", match: Matcher | None = None) -> None:
     """Make deleted rows unrecoverable from the files: SQLite WAL checkpoint and VACUUM (and
     a folder index's applied Chroma log purged and vacuumed); PostgreSQL VACUUM."""
-    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
+    store = unit_of_work(library.context.store, "forget")
     with library.context.index.locked():
-        compact_records(store)
+        store.compact()
         if library.index_path is not None:
             compact_chroma_folder(library.index_path, match, library.context.index.collection)
             library.context.index.scrub()  # the reopen's HNSW files, past their last element

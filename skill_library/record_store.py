@@ -10,6 +10,7 @@ write :mod:`skill_library.settings`.
 from __future__ import annotations
 
 from skill_library import settings
+from skill_library.storage.interface import UnitOfWork, unit_of_work
 from skill_library.storage.sql_store import (
     EMPTY_FILE_CHECKS,
     EMPTY_FILE_WAIT_SECONDS,
@@ -44,6 +45,7 @@ __all__ = [
     "WRITE_LOCK_FILE",
     "RecordStore",
     "SQLRecordStore",
+    "UnitOfWork",
     "counted_outcome",
     "delete_text_vectors",
     "examples_table",
@@ -54,6 +56,7 @@ __all__ = [
     "skills_table",
     "task_vectors_table",
     "traces_table",
+    "unit_of_work",
     "vectors_table",
     "versions_table",
 ]

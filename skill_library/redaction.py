@@ -38,11 +38,11 @@ from skill_library import privacy
 from skill_library.errors import SkillNotFoundError
 from skill_library.models import Skill, Trace
 from skill_library.storage import redaction_rows
+from skill_library.storage.interface import unit_of_work
 from skill_library.storage.redaction_rows import RedactionRows
 
 if TYPE_CHECKING:
     from skill_library.protocols import Redacting
-    from skill_library.record_store import SQLRecordStore
 
 #: An alias of a renamed skill resolves for this many releases after the one that made it.
 ALIAS_RELEASES = 1
@@ -61,7 +61,7 @@ def _release() -> str:
 # -- aliases ------------------------------------------------------------------------------
 def resolve(library: "Redacting", name: str) -> str:
     """``name``, or the skill an alias of it names (with a ``DeprecationWarning``)."""
-    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
+    store = unit_of_work(library.context.store, "redaction")
     row = redaction_rows.alias_of(store, name)
     if row is None:
         return name
@@ -73,7 +73,7 @@ def resolve(library: "Redacting", name: str) -> str:
 
 def aliases(library: "Redacting") -> dict[str, str]:
     """Every alias of the tenant: old name -> new name."""
-    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
+    store = unit_of_work(library.context.store, "redaction")
     return redaction_rows.aliases(store)
 
 
@@ -216,7 +216,7 @@ def redact_stored(library: "Redacting") -> RedactionReport:
     from skill_library.learning import _renamed, free_name
     from skill_library.text_vectors import embedded_forms, text_digest
 
-    store: "SQLRecordStore" = library.context.store  # type: ignore[assignment]
+    store = unit_of_work(library.context.store, "redaction")
     report = RedactionReport()
     vocabulary = {w for n in library.read_only_tools or () for w in str(n).split("_")}
     touched: set[str] = set()

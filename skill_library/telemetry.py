@@ -173,12 +173,12 @@ def watch(library: "Observed") -> None:
 def version_counts(library: "Observed") -> dict[str, int]:
     """``{status: n}`` of :data:`GAUGED` in ``library``'s tenant ("held": draft or
     evaluated versions waiting for a person)."""
-    from skill_library.record_store import SQLRecordStore
     from skill_library.storage.governance_rows import status_counts
+    from skill_library.storage.interface import UnitOfWork
 
     counts = dict.fromkeys(GAUGED, 0)
     store = library.context.store
-    if not isinstance(store, SQLRecordStore):
+    if not isinstance(store, UnitOfWork):
         return counts
     rows = status_counts(store, ("quarantined", "suspended", "draft", "evaluated"))
     for status, n in rows.items():

@@ -2,7 +2,7 @@
 
 Every record (skill versions, active pointers, outcomes, traces, examples, derived texts,
 procedures, usage patterns, index generation) carries a ``tenant`` column, and a record
-store bound to a tenant (:meth:`SQLRecordStore.for_tenant`) filters every query by it.
+store bound to a tenant (:meth:`RecordStore.for_tenant`) filters every query by it.
 Each tenant has its own Chroma collection (no ``where`` filter on the fetch hot path): the
 default tenant keeps the collection a library had before tenants existed, so existing
 folders and servers keep working; another tenant's is :func:`collection_name`.

@@ -241,7 +241,7 @@ def configure(
 ) -> UpliftSettings:
     """Store the tenant's holdout (``skill.admin``; audited under :data:`AUDIT_NAME`)."""
     from skill_library.governance.actors import require
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
     from skill_library.governance.workflow import caller_actor
 
     share = check_share(share)
@@ -260,7 +260,7 @@ def configure(
                 "reason": "uplift holdout set" if share > 0 else "uplift holdout off",
                 "evidence": {"from": old.to_json(), "to": new.to_json()}}
 
-    UpliftRows(sql_of(library)).set_settings(share=share, side_effects=side_effects, skills=names,
+    UpliftRows(unit_of(library)).set_settings(share=share, side_effects=side_effects, skills=names,
                                              actor=who.id, event=event)
     library.context.store.bump_index_generation()  # fetch rereads the setting at the next generation
     _SETTINGS.pop(library, None)
@@ -280,14 +280,14 @@ _SETTINGS: "weakref.WeakKeyDictionary[Any, tuple[int | None, UpliftSettings]]" =
 
 def settings(library: "HoldingOut", generation: int | None = None) -> UpliftSettings:
     """The tenant's holdout, read once per index ``generation`` (default: the store's)."""
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
 
     if generation is None:
         generation = library.context.store.index_generation()
     cached = _SETTINGS.get(library)
     if cached is not None and cached[0] == generation:
         return cached[1]
-    found = _settings_of(UpliftRows(sql_of(library)).settings())
+    found = _settings_of(UpliftRows(unit_of(library)).settings())
     _SETTINGS[library] = (generation, found)
     return found
 
@@ -422,7 +422,7 @@ def record_session_outcome(
     """Record ``session``'s task outcome for each skill it was served or held back from;
     returns skill -> arm. Without ``skills``: the ones this library's fetch gave (or held
     back from) the session as its top match; with them: each skill's arm by the hash."""
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
 
     if not isinstance(session, str) or not session.strip():
         raise ValueError("session must be a non-empty string (the id fetch was given)")
@@ -451,7 +451,7 @@ def record_session_outcome(
             targets[name] = (arm, skill.version)
     digest = session_digest(session)
     line = " ".join(str(reason).split())[:200] if reason else None
-    already = UpliftRows(sql_of(library)).add_session_outcomes(digest, [
+    already = UpliftRows(unit_of(library)).add_session_outcomes(digest, [
         {"name": name, "version": version, "arm": arm, "kind": kind.value,
          "success": kind is OutcomeKind.SUCCESS, "reason": line, "origin": origin, "cost": spent}
         for name, (arm, version) in targets.items()
@@ -466,9 +466,9 @@ def record_session_outcome(
 
 def _rows(library: "HoldingOut", name: str, version: int | None,
           since: datetime | None = None) -> list[dict[str, Any]]:
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
 
-    rows = UpliftRows(sql_of(library)).session_outcomes(name, version)
+    rows = UpliftRows(unit_of(library)).session_outcomes(name, version)
     if since is not None:
         rows = [r for r in rows if _aware(r["recorded_at"]) > since]
     return rows
@@ -527,9 +527,9 @@ def uplift(library: "HoldingOut", name: str, version: int | None = None, *,
 # -- verdicts: suppression and the positive mark -------------------------------------------
 def _events(library: "HoldingOut", name: str, version: int | None = None) -> list[Any]:
     from skill_library.governance import audit
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
 
-    with sql_of(library).transaction(write=False) as conn:
+    with unit_of(library).transaction(write=False) as conn:
         return audit.read(conn, library.context.tenant, name, version)
 
 
@@ -557,7 +557,7 @@ def after_outcome(library: "HoldingOut", name: str) -> Uplift | None:
     from skill_library.errors import LifecycleError, SkillNotFoundError
     from skill_library.governance import audit
     from skill_library.governance.actors import system_actor
-    from skill_library.governance.lifecycle import library_transition, sql_of
+    from skill_library.governance.lifecycle import library_transition, unit_of
 
     try:
         skill = library.context.store.get(name)
@@ -583,7 +583,7 @@ def after_outcome(library: "HoldingOut", name: str) -> Uplift | None:
         assert current.low is not None
         reason = (f"marked: uplift reliably positive ({100 * (current.difference or 0):+.1f} points, "
                   f"{current.confidence:.0%} lower bound {100 * current.low:+.1f} > 0)")
-        sql_of(library).retrying(lambda conn: audit.write(
+        unit_of(library).retrying(lambda conn: audit.write(
             conn, library.context.tenant, name, skill.version, skill.status, skill.status, actor=system_actor().id,
             reason=reason, evidence={**evidence, "mark": POSITIVE_MARK}))
     return current
@@ -620,9 +620,9 @@ class UpliftSummary:
 def summary(library: "HoldingOut") -> UpliftSummary:
     """:class:`UpliftSummary` of the tenant (one uplift per skill with session outcomes)."""
     from skill_library.errors import SkillNotFoundError
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
 
-    names = UpliftRows(sql_of(library)).measured_names()
+    names = UpliftRows(unit_of(library)).measured_names()
     found = []
     for name in names:
         try:

@@ -146,6 +146,41 @@ def test_no_sql_outside_storage_but_the_allowed():
         f"{differ}: move the SQL into storage/, or lower the allow-list")
 
 
+#: the modules outside storage/ that may name the SQL implementation: the facade layer that
+#: opens and copies stores, and the module that re-exports it for callers
+NAMES_THE_IMPLEMENTATION = {"opening.py", "deploy.py", "record_store.py"}
+
+
+def implementation_names(path: Path) -> list[int]:
+    """The lines of ``path`` whose code (not its strings) names ``SQLRecordStore``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    lines = set()
+    for node in ast.walk(tree):
+        if ((isinstance(node, ast.Name) and node.id == "SQLRecordStore")
+                or (isinstance(node, ast.Attribute) and node.attr == "SQLRecordStore")
+                or (isinstance(node, ast.alias) and node.name == "SQLRecordStore")
+                or (isinstance(node, ast.Constant) and node.value == "SQLRecordStore")):  # an annotation string
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_the_concept_modules_use_the_unit_of_work_not_the_sql_store(tmp_path):
+    """Governance, procedures, patterns, erasure, redaction, uplift and telemetry take the
+    record store through skill_library.storage.interface.unit_of_work (issue 24: one
+    storage contract); only the facade layer names SQLRecordStore."""
+    probe = tmp_path / "probe.py"
+    probe.write_text('"""SQLRecordStore in a docstring."""\n'
+                     "from skill_library.record_store import SQLRecordStore\n"
+                     "def f(s: 'SQLRecordStore') -> bool:\n"
+                     "    return isinstance(s, record_store.SQLRecordStore)\n")
+    assert implementation_names(probe) == [2, 3, 4]
+    found = {str(path.relative_to(PACKAGE)): implementation_names(path) for path in sorted(PACKAGE.rglob("*.py"))
+             if STORAGE not in path.parents}
+    reaching = {module: lines for module, lines in found.items() if lines and module not in NAMES_THE_IMPLEMENTATION}
+    assert not reaching, (f"modules outside storage/ name SQLRecordStore (module: lines): {reaching}: take "
+                          "skill_library.storage.interface.unit_of_work(store) and the UnitOfWork contract instead")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(PACKAGE.parent))
     found = counts()

@@ -653,7 +653,7 @@ class _Naming:
 
 
 def test_erasure_rows_delete_a_subjects_traces_scrub_the_rest_and_keep_tombstones(store):
-    from skill_library.storage.erasure_rows import ErasureRows, compact_records
+    from skill_library.storage.erasure_rows import ErasureRows
 
     rows = ErasureRows(store)
     assert rows.tombstoned({}) == set() and rows.tombstoned({0: {"x"}}) == set()  # no salt yet: none
@@ -692,7 +692,7 @@ def test_erasure_rows_delete_a_subjects_traces_scrub_the_rest_and_keep_tombstone
     assert again.tombstones == 0 and again.traces == 0  # a tombstone is kept once
     nothing = rows.erase([], set(), _Naming("nobody"), lambda old: set())
     assert (nothing.traces, nothing.tombstones, nothing.scrubbed) == (0, 0, {})
-    compact_records(store)  # VACUUM on either backend, the rows unchanged
+    store.compact()  # VACUUM on either backend, the rows unchanged
     assert store.get_trace(other.id).id == other.id
 
 
@@ -906,3 +906,90 @@ def test_a_record_store_url_that_cannot_be_parsed_is_a_named_error():
     with pytest.raises(RecordStoreURLError, match="Could not parse") as info:
         SQLRecordStore("not a url at all", create=True)
     assert isinstance(info.value, ValueError)
+
+
+# -- the unit of work (storage.interface.UnitOfWork): writes a caller composes in one transaction
+def test_it_is_a_unit_of_work_and_a_store_without_transactions_is_refused_by_name(store):
+    from skill_library.errors import SkillLibraryError
+    from skill_library.storage.interface import UnitOfWork, unit_of_work
+
+    assert isinstance(store, UnitOfWork) and unit_of_work(store) is store
+
+    class Plain(RecordStore):  # a record store with no transactions: abstract methods left out
+        pass
+
+    Plain.__abstractmethods__ = frozenset()
+    with pytest.raises(SkillLibraryError, match="governance needs a record store with transactions.*Plain"):
+        unit_of_work(Plain(), "governance")
+
+
+def test_versions_are_read_inserted_and_moved_on_the_callers_connection(store):
+    with store.transaction(write=True) as conn:
+        first, superseded = store.insert_version(conn, skill(value="one"))
+        assert (first.version, superseded) == (1, [])
+        second, superseded = store.insert_version(conn, skill(value="two"), status="draft")
+        assert (second.version, second.status, superseded) == (2, "draft", [])  # a draft supersedes nothing
+        assert store.pointer(conn, "greet") == 1
+        assert store.read_version(conn, "greet").version == 1
+        assert store.read_version(conn, "greet", 2).status == "draft"
+        assert store.versions_with_status(conn, "greet", "draft") == [2]
+        store.write_status(conn, "greet", 2, "active")
+        store.write_status(conn, "greet", 1, "superseded")
+        store.write_pointer(conn, "greet", 2)
+        with pytest.raises(SkillNotFoundError):
+            store.read_version(conn, "greet", 9)
+        with pytest.raises(ValueError, match="active or draft"):
+            store.insert_version(conn, skill(value="three"), status="approved")
+    assert store.get("greet").version == 2 and store.get("greet").status == "active"
+    assert store.get("greet", 1).status == "superseded"
+    with store.transaction(write=False) as conn:
+        assert store.versions_with_status(conn, "greet", "active") == [2]
+        assert store.versions_with_status(conn, "greet", "superseded") == [1]
+
+
+def test_a_block_that_raises_writes_nothing_and_retrying_commits_its_work_once(store):
+    with pytest.raises(RuntimeError, match="midway"):
+        with store.transaction(write=True) as conn:
+            store.insert_version(conn, skill(name="kept_out"))
+            raise RuntimeError("midway")
+    assert store.names() == []
+
+    def fails(conn):
+        store.insert_version(conn, skill(name="kept_out"))
+        raise RuntimeError("midway")
+
+    with pytest.raises(RuntimeError, match="midway"):
+        store.retrying(fails)  # not a race with another writer: raised, not retried
+    assert store.names() == []
+    calls = []
+
+    def work(conn):
+        calls.append(1)
+        stored, _ = store.insert_versions(conn, [skill(name="one"), skill(name="two"),
+                                                 skill(name="one", value="again")])
+        return [(s.name, s.version) for s in stored]
+
+    assert store.retrying(work) == [("one", 1), ("two", 1), ("one", 2)]
+    assert len(calls) == 1 and store.names() == ["one", "two"]
+    assert store.get("one", 1).status == "superseded"
+
+
+def test_tenants_their_filter_purge_and_compact(store):
+    from skill_library.storage.tables import skills_table
+
+    store.add_version(skill(name="mine"))
+    acme = store.for_tenant("acme")
+    acme.add_version(skill(name="theirs"))
+    acme.add_version(skill(name="other"))
+    assert store.tenants() == ["acme", "default"] == acme.tenants()
+    with store.transaction(write=False) as conn:
+        import sqlalchemy as sa
+
+        mine = conn.execute(sa.select(skills_table.c.name).where(store.tenant_filter(skills_table))).scalars()
+        assert sorted(mine) == ["mine"]
+    assert acme.purge(["theirs", "absent"]) == 1
+    assert acme.names() == ["other"] and store.names() == ["mine"]
+    with pytest.raises(SkillNotFoundError):
+        acme.get("theirs")
+    store.compact()  # the files are rewritten, the rows are kept
+    assert store.names() == ["mine"] and acme.names() == ["other"]

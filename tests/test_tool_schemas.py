@@ -254,9 +254,9 @@ def test_a_suspended_canary_retired_ends_its_canary(canaried):
 
 
 def ts_canaries(lib: SkillLibrary) -> set[str]:
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
 
-    with sql_of(lib).transaction(write=False) as conn:
+    with unit_of(lib).transaction(write=False) as conn:
         return {n for n, _ in ts.canaries_of(conn, lib.tenant, ["check_stock"])}
 
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from skill_library.governance.lifecycle import sql_of
+from skill_library.governance.lifecycle import unit_of
 from skill_library.governance.significance import fisher_worse_p
 from skill_library.models import Match
 
@@ -133,7 +133,7 @@ def running(library: "Tenant", generation: int | None = None) -> dict[str, Canar
         return cached[1]
     from skill_library.storage.canary_rows import canary_rows
 
-    rows = canary_rows(sql_of(library))
+    rows = canary_rows(unit_of(library))
     found = {
         r["name"]: Canary(
             name=r["name"], version=int(r["version"]), share=r["share"], cohort=r["cohort"],

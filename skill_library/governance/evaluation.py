@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skill_library import execution
 from skill_library.errors import SkillLibraryError, SkillUsageError
-from skill_library.governance.lifecycle import sql_of, tenant_of
+from skill_library.governance.lifecycle import tenant_of, unit_of
 from skill_library.governance.suite import Suite, SuiteTask, ToolsFactory, environment
 from skill_library.models import Skill, SkillRun, utc_now
 from skill_library.storage import governance_rows
@@ -167,7 +167,7 @@ def evaluate(library: "Evaluating", name: str, version: int, suite: "Suite | str
         "actor": str(actor.id), "created_at": utc_now(),
     }
     row_id = governance_rows.add_evaluation(
-        sql_of(library), name=name, version=version, active_version=body["active_version"],
+        unit_of(library), name=name, version=version, active_version=body["active_version"],
         suite_id=suite.id, suite_hash=body["suite_hash"], passed=passed, actor=body["actor"],
         body={k: v for k, v in body.items() if k != "created_at"}, created_at=body["created_at"])
     evaluation = Evaluation(id=int(row_id), **body)
@@ -194,7 +194,7 @@ def evaluations(library: "Tenant", name: str, version: int | None = None) -> lis
     """The stored evaluations of ``name`` (optionally one version), oldest first."""
     from skill_library.governance.canary import aware
 
-    rows = governance_rows.evaluation_rows(sql_of(library), name, version)
+    rows = governance_rows.evaluation_rows(unit_of(library), name, version)
     return [Evaluation(id=int(r["id"]), created_at=aware(r["created_at"]), **r["body"]) for r in rows]
 
 

@@ -19,7 +19,7 @@ from skill_library.governance import tools as tool_store
 from skill_library.governance.actors import GENERALIZER_ID, SYSTEM_ID, require
 from skill_library.governance.grounding import ungrounded_calls
 from skill_library.governance.instructed import instructed_calls
-from skill_library.governance.lifecycle import apply, sql_of, tenant_of
+from skill_library.governance.lifecycle import apply, tenant_of, unit_of
 from skill_library.governance.policy import Policy
 from skill_library.models import Skill, Trace, VerificationReport
 from skill_library.storage import governance_rows
@@ -47,7 +47,7 @@ def admit_learned(library: "Admitting", version: Skill, trace: Trace,
     generalizer = library.actors.resolve(GENERALIZER_ID)
     system = library.actors.resolve(SYSTEM_ID)
     require(generalizer, "skill.propose", f"propose the learned skill {version.name!r}")
-    store = sql_of(library)
+    store = unit_of(library)
     tenant = tenant_of(library)
     trusted_tools = library.trusted_output_tools
     instructed = instructed_calls(trace, trusted_tools)

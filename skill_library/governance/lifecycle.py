@@ -19,11 +19,11 @@ from skill_library.governance import audit
 from skill_library.governance.actors import Actor, Permission, require
 from skill_library.models import Skill, SkillStatus
 from skill_library.storage import canary_rows
+from skill_library.storage.interface import UnitOfWork, unit_of_work
 from skill_library.storage.transactions import Connection
 
 if TYPE_CHECKING:
     from skill_library.protocols import Governed, Ruled, Tenant
-    from skill_library.record_store import SQLRecordStore
     from skill_library.storage.interface import RecordStore
 
 T = TypeVar("T")
@@ -66,19 +66,15 @@ def tenant_of(library: "Tenant") -> str:
     return library.context.tenant
 
 
-def sql_of(library: "Tenant") -> "SQLRecordStore":
-    """The library's SQL record store (governance needs its transactions)."""
-    return sql_store(library.context.store)
+def unit_of(library: "Tenant") -> UnitOfWork:
+    """The library's record store as the unit of work governance composes its writes in
+    (skill_library.storage.interface.UnitOfWork)."""
+    return unit_of_work(library.context.store, "governance")
 
 
-def sql_store(store: "RecordStore") -> "SQLRecordStore":
-    """``store`` as the SQL record store governance needs (its transactions), else a clear error."""
-    from skill_library.errors import SkillLibraryError
-    from skill_library.record_store import SQLRecordStore
-
-    if not isinstance(store, SQLRecordStore):
-        raise SkillLibraryError(f"governance needs a SQL record store, not {type(store).__name__}")
-    return store
+def sql_store(store: "RecordStore") -> UnitOfWork:
+    """``store`` as the unit of work governance needs (its transactions), else a clear error."""
+    return unit_of_work(store, "governance")
 
 
 def transition_problem(skill: Skill, to_status: SkillStatus) -> str | None:
@@ -103,7 +99,7 @@ def apply(
     evidence: dict[str, Any] | None = None,
 ) -> Skill:
     """:func:`transition` on ``conn``, inside the caller's transaction (no index write)."""
-    store = sql_of(library)
+    store = unit_of(library)
     skill = store.read_version(conn, name, version)
     problem = transition_problem(skill, to_status)
     if problem is not None:
@@ -185,10 +181,10 @@ def write(library: "Tenant", name: str | None, work: Callable[[Connection], T]) 
     synced = library.context.index
     if name is not None and synced.can_defer():
         with synced.deferring([name]):
-            deferred: T = sql_of(library).retrying(work)
+            deferred: T = unit_of(library).retrying(work)
         return deferred
     with library.context.index.writing() as index:
-        result: T = sql_of(library).retrying(work)
+        result: T = unit_of(library).retrying(work)
         if name is not None:
             try:
                 current = library.context.store.get(name)

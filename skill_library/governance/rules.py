@@ -51,11 +51,11 @@ def human_approved_tools(conn: Connection, tenant: str, name: str) -> set[str]:
 
 
 def _events(library: "Tenant", skill: Skill, conn: Connection | None) -> list[audit.AuditEvent]:
-    from skill_library.governance.lifecycle import sql_of, tenant_of
+    from skill_library.governance.lifecycle import tenant_of, unit_of
 
     if conn is not None:
         return audit.read(conn, tenant_of(library), skill.name, skill.version)
-    with sql_of(library).transaction(write=False) as own:
+    with unit_of(library).transaction(write=False) as own:
         return audit.read(own, tenant_of(library), skill.name, skill.version)
 
 
@@ -69,7 +69,7 @@ def needs_human(
     policy: Policy | None = None, specs: dict[str, Any] | None = None,
 ) -> list[str]:
     """Why a human must approve ``skill`` (empty: the policy may approve it automatically)."""
-    from skill_library.governance.lifecycle import sql_of, tenant_of
+    from skill_library.governance.lifecycle import tenant_of, unit_of
 
     tenant = tenant_of(library)
     if policy is None or specs is None:
@@ -77,7 +77,7 @@ def needs_human(
             policy = policy or policy_store.load(conn, tenant) or Policy()
             specs = specs if specs is not None else tool_store.load(conn, tenant)
         else:
-            with sql_of(library).transaction(write=False) as own:
+            with unit_of(library).transaction(write=False) as own:
                 policy = policy or policy_store.load(own, tenant) or Policy()
                 specs = specs if specs is not None else tool_store.load(own, tenant)
     specs = {**library.constructor_tool_specs(), **specs}

@@ -141,9 +141,9 @@ def purge(conn: Connection, tenant: str, name: str) -> None:
 
 def digests(library: "Rechecking", name: str, version: int) -> dict[str, str]:
     """``{tool: digest}`` of the schemas ``name`` v``version`` was verified against."""
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
 
-    with sql_of(library).transaction(write=False) as conn:
+    with unit_of(library).transaction(write=False) as conn:
         bound = load(conn, library.context.tenant, [(name, version)]).get((name, version), {})
     return {tool: b.digest for tool, b in sorted(bound.items())}
 
@@ -323,9 +323,9 @@ def reverify(library: "Rechecking", suspended: Sequence[tuple[str, int]],
     live to ``tools``, every other call gets its recorded result; a run that fails holds
     the version with the reason."""
     from skill_library.governance import audit
-    from skill_library.governance.lifecycle import sql_of
+    from skill_library.governance.lifecycle import unit_of
 
-    store = sql_of(library)
+    store = unit_of(library)
     tenant = library.context.tenant
     result = Reverification(suspended=list(suspended))
     if not suspended:
@@ -409,13 +409,13 @@ def resume(library: "Rechecking", name: str, *, actor: Any, reason: str) -> Skil
     suspended canary to canary, its share of sessions). With several suspended versions
     (an active one and a canary), the newest."""
     from skill_library.errors import SkillLibraryError
-    from skill_library.governance.lifecycle import sql_of, transition
+    from skill_library.governance.lifecycle import transition, unit_of
 
     suspended = [s for s in library.context.store.history(name) if s.status == SUSPENDED]
     if not suspended:
         raise SkillLibraryError(f"skill {name!r} has no suspended version; nothing to resume")
     version = suspended[-1].version
-    with sql_of(library).transaction(write=False) as conn:
+    with unit_of(library).transaction(write=False) as conn:
         was_canary = (name, version) in canaries_of(conn, library.context.tenant, [name])
     return transition(library, name, version, "canary" if was_canary else "active", actor=actor,
                       reason=reason or "resumed by an approver after a tool schema change")

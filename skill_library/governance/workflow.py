@@ -14,11 +14,12 @@ from skill_library.governance import audit, tool_schemas
 from skill_library.governance import policy as policy_store
 from skill_library.governance import tools as tool_store
 from skill_library.governance.actors import Actor, os_user, require
-from skill_library.governance.lifecycle import apply, sql_of, tenant_of, transition, write
+from skill_library.governance.lifecycle import apply, tenant_of, transition, unit_of, write
 from skill_library.governance.policy import BREADTH, Policy
 from skill_library.governance.tools import ToolSpec
 from skill_library.models import Skill
 from skill_library.storage import canary_rows
+from skill_library.storage.interface import UnitOfWork
 from skill_library.storage.skill_rows import SkillRows
 from skill_library.storage.transactions import Connection
 
@@ -34,12 +35,10 @@ def open_tenant(library: "Reviewing", policy: Policy | None, *, check: bool = Tr
     governance) gets its actors and its policy (``policy`` or the default); an existing
     one must not be opened with a different ``policy`` (``check=False``: a tenant view
     made by ``for_tenant``, where ``policy`` only seeds a new tenant)."""
-    from skill_library.record_store import SQLRecordStore
-
-    if not isinstance(library.context.store, SQLRecordStore):
+    if not isinstance(library.context.store, UnitOfWork):
         return
     tenant = tenant_of(library)
-    sql = sql_of(library)
+    sql = unit_of(library)
     with sql.transaction(write=False) as conn:
         stored = policy_store.load(conn, tenant)
     if stored is None and library.actors.seed():
@@ -77,7 +76,7 @@ def resolve_actor(library: "Governed", actor: Actor | str | None) -> Actor:
 # -- policy and tools -----------------------------------------------------------------------
 def policy(library: "Reviewing") -> Policy:
     """The tenant's stored policy, else the default (``read_only``)."""
-    with sql_of(library).transaction(write=False) as conn:
+    with unit_of(library).transaction(write=False) as conn:
         return policy_store.load(conn, tenant_of(library)) or Policy()
 
 
@@ -98,13 +97,13 @@ def set_policy(library: "Reviewing", new: Policy, *, actor: Actor | str | None) 
                     evidence={"from": old.model_dump(mode="json"), "to": new.model_dump(mode="json")})
         return new
 
-    result: Policy = sql_of(library).retrying(work)
+    result: Policy = unit_of(library).retrying(work)
     return result
 
 
 def tool_specs(library: "Reviewing") -> dict[str, ToolSpec]:
     """``read_only_tools=`` of the library object, overridden by the tenant's declarations."""
-    with sql_of(library).transaction(write=False) as conn:
+    with unit_of(library).transaction(write=False) as conn:
         stored = tool_store.load(conn, tenant_of(library))
     return {**library.constructor_tool_specs(), **stored}
 
@@ -154,7 +153,7 @@ def register_tools(library: "Reviewing", specs: Mapping[str, ToolSpec | None], *
         tool_schemas.suspend(conn, library, hits, checked, changed)
 
     with library.context.index.writing() as index:
-        sql_of(library).retrying(work)
+        unit_of(library).retrying(work)
         gone = sorted({n for n, v in hits if v not in canaries.get(n, ())})  # a canary has no index entry
         index.delete_ids(list(index.texts_of_many(gone)) if gone else [])  # one read, one delete
     return tool_schemas.reverify(library, sorted({*hits, *waiting}), tool_specs(library), tools)
@@ -167,7 +166,7 @@ def add_active(library: "Governed", skills: Sequence[Skill], *, initial_success:
     version, audited (``None -> active``, and ``active -> superseded`` for the one before),
     in one transaction. No index write (the caller does it)."""
     require(actor, "skill.admin", "add active versions directly (propose() is the governed path)")
-    store = sql_of(library)
+    store = unit_of(library)
     tenant = tenant_of(library)
 
     def work(conn: Connection) -> list[Skill]:
@@ -211,7 +210,7 @@ def propose(library: "Governed", skill: Skill, *, actor: Actor | str | None,
         raise ValueError(f"successes/failures: a proposal starts with no outcomes; {skill.name!r} has some")
     provenance = skill.provenance.model_copy(update={"created_by": who.id})
     draft = skill.model_copy(update={"provenance": provenance, "status": "draft"})
-    store = sql_of(library)
+    store = unit_of(library)
     tenant = tenant_of(library)
 
     def work(conn: Connection) -> Skill:
@@ -272,7 +271,7 @@ def canary(library: "Reviewing", name: str, version: int, *, actor: Actor | str 
         if running is not None:
             raise LifecycleError(f"skill {name!r} already has a canary (v{running}): promote or "
                                  "roll it back first")
-        active = sql_of(library).versions_with_status(conn, name, "active")
+        active = unit_of(library).versions_with_status(conn, name, "active")
         if not active:
             raise LifecycleError(f"skill {name!r} has no active version to compare a canary with: "
                                  f"promote v{version} instead")
@@ -296,7 +295,7 @@ def rollback(library: "Reviewing", name: str, *, actor: Actor | str | None,
     """Retire the active version and make the previous released one (the newest
     superseded version before it, or ``to_version``) active, in one transaction."""
     who = caller_actor(library, actor)
-    store = sql_of(library)
+    store = unit_of(library)
 
     def work(conn: Connection) -> Skill:
         current = store.read_version(conn, name)
@@ -357,7 +356,7 @@ def diff(library: "Reviewing", name: str, v1: int, v2: int) -> str:
 
 def audit_events(library: "Reviewing", name: str | None = None) -> list[audit.AuditEvent]:
     """The tenant's audit events (of ``name``), oldest first."""
-    with sql_of(library).transaction(write=False) as conn:
+    with unit_of(library).transaction(write=False) as conn:
         return audit.read(conn, tenant_of(library), name)
 
 
@@ -379,7 +378,7 @@ def review_queue(library: "Reviewing") -> list[Skill]:
     ``system``: a failure burst or a reliably negative uplift; lift the quarantine or
     retire) and suspended ones (a tool schema change it failed; resume or retire).
     :data:`DECISIONS` names each status's decision, :func:`queue_reason` its evidence."""
-    keys = SkillRows(sql_of(library)).with_status(DECISIONS)
+    keys = SkillRows(unit_of(library)).with_status(DECISIONS)
     found = library.context.store.get_many(keys)
     return [found[k] for k in keys if k in found]
 
@@ -395,7 +394,7 @@ def delete(library: "Reviewing", name: str, *, actor: Actor | str | None) -> aud
     """Remove every record of ``name`` (see ``SkillLibrary.delete``); one audit event stays."""
     who = caller_actor(library, actor)
     require(who, "skill.admin", f"delete {name!r}")
-    store = sql_of(library)
+    store = unit_of(library)
     history = library.context.store.history(name)  # raises for an unknown name
     traces = {t.id for t in library.context.store.traces_for(name)}
     traces.update(i for s in history for i in s.provenance.trace_ids)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from skill_library.errors import SkillLibraryError
 from skill_library.storage.pattern_tables import (
     TENANT_TABLES,
     marks_table,
@@ -19,7 +18,7 @@ from skill_library.storage.pattern_tables import (
 )
 
 if TYPE_CHECKING:
-    from skill_library.record_store import RecordStore, SQLRecordStore
+    from skill_library.storage.interface import RecordStore, UnitOfWork
 
 __all__ = [
     "TENANT_TABLES",
@@ -34,13 +33,10 @@ __all__ = [
 ]
 
 
-def sql_store(store: "RecordStore") -> "SQLRecordStore":
-    """``store`` as a :class:`SQLRecordStore` (the tables exist: every store is migrated
+def sql_store(store: "RecordStore") -> "UnitOfWork":
+    """``store`` as the unit of work procedures and usage patterns write their tables in
+    (skill_library.storage.interface.UnitOfWork; the tables exist: every store is migrated
     when it opens)."""
-    from skill_library.record_store import SQLRecordStore
+    from skill_library.storage.interface import unit_of_work
 
-    if not isinstance(store, SQLRecordStore):
-        raise SkillLibraryError(
-            f"procedures and usage patterns need a SQL record store, not {type(store).__name__}"
-        )
-    return store
+    return unit_of_work(store, "procedures and usage patterns")

@@ -16,7 +16,7 @@ from skill_library.storage import audit
 from skill_library.storage.governance_tables import actors_table
 
 if TYPE_CHECKING:
-    from skill_library.storage.sql_store import SQLRecordStore
+    from skill_library.storage.interface import UnitOfWork
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class AuditNote:
 class ActorRows:
     """The ``actors`` rows of ``store``'s tenant."""
 
-    def __init__(self, store: SQLRecordStore) -> None:
+    def __init__(self, store: UnitOfWork) -> None:
         self.store = store
         self.tenant = store.tenant
 

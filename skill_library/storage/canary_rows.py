@@ -13,10 +13,10 @@ from skill_library.models import utc_now
 from skill_library.storage.governance_tables import canaries_table
 
 if TYPE_CHECKING:
-    from skill_library.storage.sql_store import SQLRecordStore
+    from skill_library.storage.interface import UnitOfWork
 
 
-def canary_rows(store: SQLRecordStore) -> list[dict[str, Any]]:
+def canary_rows(store: UnitOfWork) -> list[dict[str, Any]]:
     """Every running canary of ``store``'s tenant, as a row (name, version, share, cohort,
     actor, started_at), by name."""
     with store.transaction(write=False) as conn:

@@ -30,7 +30,7 @@ from skill_library.storage.tables import (
 )
 
 if TYPE_CHECKING:
-    from skill_library.storage.sql_store import SQLRecordStore
+    from skill_library.storage.interface import UnitOfWork
 
 #: Traces read per batch while looking for a subject's.
 SCAN_BATCH = 500
@@ -91,7 +91,7 @@ def _in(column: Any, values: Sequence[str]) -> Iterator[Any]:
 class ErasureRows:
     """The rows of ``store``'s tenant that an erasure touches."""
 
-    def __init__(self, store: "SQLRecordStore") -> None:
+    def __init__(self, store: "UnitOfWork") -> None:
         self.store = store
         self.tenant = store.tenant
         self._t = store.tenant_filter
@@ -220,11 +220,10 @@ class ErasureRows:
         return old_texts
 
 
-def compact_records(store: "SQLRecordStore") -> None:
-    """Make deleted rows unrecoverable from the database's files: on SQLite a WAL
-    checkpoint and ``VACUUM`` (the checkpoint retried while a reader holds it back), on
-    PostgreSQL a ``VACUUM`` of every record table."""
-    engine = store.engine
+def compact_records(engine: sa.Engine) -> None:
+    """Make deleted rows unrecoverable from the files of the database ``engine`` opens
+    (``UnitOfWork.compact``): on SQLite a WAL checkpoint and ``VACUUM`` (the checkpoint
+    retried while a reader holds it back), on PostgreSQL a ``VACUUM`` of every record table."""
     if engine.dialect.name == "sqlite":
         engine.dispose()  # no pooled connection keeps a snapshot that stops the checkpoint
         raw = engine.raw_connection()  # the driver's connection: VACUUM runs outside any BEGIN

@@ -18,7 +18,7 @@ from skill_library.storage.governance_tables import audit_table, evaluations_tab
 from skill_library.storage.tables import skills_table, versions_table
 
 if TYPE_CHECKING:
-    from skill_library.storage.sql_store import SQLRecordStore
+    from skill_library.storage.interface import UnitOfWork
 
 
 # -- tool specs -------------------------------------------------------------------------
@@ -69,7 +69,7 @@ def version_tools(conn: sa.Connection, tenant: str, name: str, versions: Collect
     return [list(found or []) for (found,) in rows]
 
 
-def status_counts(store: "SQLRecordStore", statuses: Collection[str]) -> dict[str, int]:
+def status_counts(store: "UnitOfWork", statuses: Collection[str]) -> dict[str, int]:
     """How many versions of the tenant have each of ``statuses`` (absent ones: not listed)."""
     with store.transaction(write=False) as conn:
         rows = conn.execute(sa.select(versions_table.c.status, sa.func.count())
@@ -80,19 +80,21 @@ def status_counts(store: "SQLRecordStore", statuses: Collection[str]) -> dict[st
 
 
 # -- evaluations ------------------------------------------------------------------------
-def add_evaluation(store: "SQLRecordStore", *, name: str, version: int, active_version: int | None,
+def add_evaluation(store: "UnitOfWork", *, name: str, version: int, active_version: int | None,
                    suite_id: str, suite_hash: str, passed: bool, actor: str, body: dict[str, Any],
                    created_at: datetime) -> int:
     """Store one evaluation of ``name`` v``version`` (its whole ``body`` kept as JSON); its id."""
     with store.transaction(write=True) as conn:
-        row_id = conn.execute(evaluations_table.insert().values(
+        key = conn.execute(evaluations_table.insert().values(
             tenant=store.tenant, name=name, version=version, active_version=active_version,
             suite_id=suite_id, suite_hash=suite_hash, passed=passed, actor=actor, body=body,
-            created_at=created_at)).inserted_primary_key[0]
-    return int(row_id)
+            created_at=created_at)).inserted_primary_key
+    if key is None:  # every backend here returns the new id of an insert
+        raise RuntimeError("the database returned no id for the stored evaluation")
+    return int(key[0])
 
 
-def evaluation_rows(store: "SQLRecordStore", name: str, version: int | None = None) -> list[dict[str, Any]]:
+def evaluation_rows(store: "UnitOfWork", name: str, version: int | None = None) -> list[dict[str, Any]]:
     """The stored evaluations of ``name`` (of ``version`` when given), oldest first: each
     ``id``, ``created_at`` and ``body``."""
     query = (sa.select(evaluations_table.c.id, evaluations_table.c.created_at, evaluations_table.c.body)

@@ -4,18 +4,31 @@ Skill versions are immutable (only their lifecycle ``status`` and outcome counte
 change), each skill has an active pointer, outcomes are an append-only log; a store
 object reads and writes the records of one tenant. ``skill_library.storage.sql_store``
 implements it on SQLAlchemy Core.
+
+:class:`UnitOfWork` is the rest of the contract: a :class:`RecordStore` whose writes a caller
+can compose in one transaction (a version's status and its audit event, a canary row and the
+transition that starts it). Governance, procedures, usage patterns, erasure and uplift take
+it with :func:`unit_of_work` and use nothing else of the implementation; the storage
+modules' row classes (``storage/*_rows.py``) write their tables on the connections it hands
+out. The conformance suite (tests/test_storage_contract.py) runs every method of both
+classes over SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
 
 import abc
 import builtins
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence, TypeVar
 
-from skill_library.errors import RecordStoreCorruptError, TraceNotFoundError
+from skill_library.errors import RecordStoreCorruptError, SkillLibraryError, TraceNotFoundError
 from skill_library.models import Example, OutcomeKind, Skill, SkillStatus, Trace
 from skill_library.tenancy import DEFAULT_TENANT, check_tenant
 from skill_library.write_lock import ThreadWriteLock, WriteLock
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+T = TypeVar("T")
 
 
 class RecordStore(abc.ABC):
@@ -236,3 +249,87 @@ class RecordStore(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Release connections."""
+
+
+class UnitOfWork(RecordStore):
+    """A :class:`RecordStore` whose writes a caller composes in one transaction (module doc).
+
+    A connection comes from :meth:`transaction` (or :meth:`retrying`, which retries the
+    whole of ``work`` when it lost a race with another writer); the methods taking ``conn``
+    read or write on it, inside the caller's transaction, and only this store's tenant's
+    rows. Nothing here writes an audit event: the caller writes it on the same connection.
+    """
+
+    @abc.abstractmethod
+    def transaction(self, *, write: bool) -> ContextManager["Connection"]:
+        """A context manager yielding a connection in one transaction, committed when the
+        block ends without an error and rolled back otherwise (``write``: a writer takes the
+        database's write lock up front, so it never deadlocks on an upgrade)."""
+
+    @abc.abstractmethod
+    def retrying(self, work: Callable[["Connection"], T]) -> T:
+        """``work(conn)`` in one write transaction; run again from the start when the
+        database aborted it for a concurrent writer (PostgreSQL serialization or deadlock)."""
+
+    @abc.abstractmethod
+    def tenant_filter(self, table: Any) -> Any:
+        """The condition selecting this store's tenant's rows of ``table`` (a table with a
+        ``tenant`` column): what the row classes of other tables filter with."""
+
+    @abc.abstractmethod
+    def tenants(self) -> builtins.list[str]:
+        """Every tenant with at least one skill, sorted (the one read across tenants)."""
+
+    @abc.abstractmethod
+    def read_version(self, conn: "Connection", name: str, version: int | None = None) -> Skill:
+        """One version (default: the active pointer's) read on ``conn``;
+        :class:`~skill_library.errors.SkillNotFoundError` when there is none."""
+
+    @abc.abstractmethod
+    def pointer(self, conn: "Connection", name: str) -> int:
+        """The version ``name``'s active pointer names, read on ``conn``."""
+
+    @abc.abstractmethod
+    def versions_with_status(self, conn: "Connection", name: str, status: SkillStatus) -> builtins.list[int]:
+        """The versions of ``name`` that have ``status``, oldest first, read on ``conn``."""
+
+    @abc.abstractmethod
+    def write_status(self, conn: "Connection", name: str, version: int, status: SkillStatus) -> None:
+        """Set one version's status on ``conn`` (the caller checked the transition)."""
+
+    @abc.abstractmethod
+    def write_pointer(self, conn: "Connection", name: str, version: int) -> None:
+        """Point ``name``'s active pointer at ``version`` on ``conn``."""
+
+    @abc.abstractmethod
+    def insert_version(self, conn: "Connection", skill: Skill, *, status: SkillStatus = "active",
+                       initial_success: bool = False) -> tuple[Skill, builtins.list[int]]:
+        """:meth:`RecordStore.add_version` on ``conn``: the stored version and the versions
+        it superseded (for the caller's audit events)."""
+
+    @abc.abstractmethod
+    def insert_versions(self, conn: "Connection", skills: Sequence[Skill], *, initial_success: bool = False
+                        ) -> tuple[builtins.list[Skill], builtins.list[builtins.list[int]]]:
+        """:meth:`RecordStore.add_versions` on ``conn``: the stored versions and, for each,
+        the versions it superseded."""
+
+    @abc.abstractmethod
+    def compact(self) -> None:
+        """Make deleted rows unrecoverable from the database's files (what ``forget`` needs:
+        on SQLite a WAL checkpoint and ``VACUUM``, on PostgreSQL a ``VACUUM`` of the record
+        tables); the rows themselves are unchanged."""
+
+    @abc.abstractmethod
+    def purge(self, names: Sequence[str]) -> int:
+        """Delete every row of the skills ``names`` of this tenant (versions, outcomes,
+        examples, derived texts and their vectors) in one transaction; traces stay. Returns
+        how many skills were deleted."""
+
+
+def unit_of_work(store: RecordStore, need: str = "this") -> UnitOfWork:
+    """``store`` as a :class:`UnitOfWork`, or a :class:`SkillLibraryError` naming ``need``
+    (what needs transactions: governance, procedures, ...) and the store's class."""
+    if not isinstance(store, UnitOfWork):
+        raise SkillLibraryError(f"{need} needs a record store with transactions (a UnitOfWork), "
+                                f"not {type(store).__name__}")
+    return store

@@ -23,13 +23,13 @@ from skill_library.storage.pattern_tables import procedures_table
 from skill_library.storage.tables import outcomes_table, versions_table
 
 if TYPE_CHECKING:
-    from skill_library.storage.sql_store import SQLRecordStore
+    from skill_library.storage.interface import UnitOfWork
 
 
 class ProcedureRows:
     """The ``procedures`` rows of ``store``'s tenant."""
 
-    def __init__(self, store: "SQLRecordStore") -> None:
+    def __init__(self, store: "UnitOfWork") -> None:
         self.store = store
         self.tenant = store.tenant
         self._t = store.tenant_filter

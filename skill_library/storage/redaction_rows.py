@@ -28,7 +28,7 @@ from skill_library.storage.tables import (
 )
 
 if TYPE_CHECKING:
-    from skill_library.storage.sql_store import SQLRecordStore
+    from skill_library.storage.interface import UnitOfWork
 
 
 def stored_keys(tenant: str, digests: Iterable[str]) -> list[str]:
@@ -40,7 +40,7 @@ def stored_keys(tenant: str, digests: Iterable[str]) -> list[str]:
     return sorted(plain | {tenant_key(tenant, d) for d in plain})
 
 
-def alias_of(store: "SQLRecordStore", alias: str) -> tuple[str, str] | None:
+def alias_of(store: "UnitOfWork", alias: str) -> tuple[str, str] | None:
     """The skill ``alias`` names and the release that made the alias (None: not an alias)."""
     with store.transaction(write=False) as conn:
         row = conn.execute(sa.select(aliases_table.c.name, aliases_table.c.made_in)
@@ -49,7 +49,7 @@ def alias_of(store: "SQLRecordStore", alias: str) -> tuple[str, str] | None:
     return None if row is None else (str(row[0]), str(row[1]))
 
 
-def aliases(store: "SQLRecordStore") -> dict[str, str]:
+def aliases(store: "UnitOfWork") -> dict[str, str]:
     """Every alias of the tenant: old name -> new name."""
     with store.transaction(write=False) as conn:
         return {str(a): str(n) for a, n in conn.execute(
@@ -59,7 +59,7 @@ def aliases(store: "SQLRecordStore") -> dict[str, str]:
 class RedactionRows:
     """The skill rows of ``store``'s tenant, on one write transaction (``conn``)."""
 
-    def __init__(self, store: "SQLRecordStore", conn: sa.Connection) -> None:
+    def __init__(self, store: "UnitOfWork", conn: sa.Connection) -> None:
         self.store = store
         self.conn = conn
         self.tenant = store.tenant
@@ -67,7 +67,7 @@ class RedactionRows:
 
     @classmethod
     @contextmanager
-    def writing(cls, store: "SQLRecordStore") -> Iterator["RedactionRows"]:
+    def writing(cls, store: "UnitOfWork") -> Iterator["RedactionRows"]:
         """The rows on a new write transaction (committed when the block ends)."""
         with store.transaction(write=True) as conn:
             yield cls(store, conn)

@@ -49,7 +49,7 @@ from skill_library.storage.dialects import (
     stays_empty,
 )
 from skill_library.storage.integrity import open_records, records_problem
-from skill_library.storage.interface import RecordStore
+from skill_library.storage.interface import RecordStore, UnitOfWork
 from skill_library.storage.light_reads import outcome_row as _outcome_row
 from skill_library.storage.rows import row_to_skill, versions_query
 from skill_library.storage.tables import (
@@ -100,7 +100,7 @@ RECORDS_FILE = layout.RECORDS_FILE
 WRITE_LOCK_FILE = "write.lock"
 
 
-class SQLRecordStore(RecordStore):
+class SQLRecordStore(UnitOfWork):
     """:class:`RecordStore` on SQLAlchemy Core; ``url`` like ``sqlite:///path/records.db``.
 
     A SQLite file that is not a database, is empty (0 bytes) or lacks the library's tables
@@ -189,6 +189,11 @@ class SQLRecordStore(RecordStore):
     def transaction(self, *, write: bool) -> Any:
         """A context manager yielding a connection in one transaction (a writer locks up front)."""
         return Transaction(self._connect, self._corrupt, write=write)
+
+    def compact(self) -> None:
+        from skill_library.storage.erasure_rows import compact_records
+
+        compact_records(self._engine)
 
     def purge(self, names: Sequence[str]) -> int:
         """Delete every row of the skills ``names`` (versions, outcomes, examples, derived
@@ -930,7 +935,7 @@ def counted_outcome() -> Any:
     return sa.or_(outcomes_table.c.kind.is_(None), outcomes_table.c.kind.in_(sorted(COUNTED_KINDS)))
 
 
-def delete_text_vectors(conn: sa.Connection, store: "SQLRecordStore", name: str) -> None:
+def delete_text_vectors(conn: sa.Connection, store: UnitOfWork, name: str) -> None:
     """On ``conn``, the stored vectors of every embedded form of ``name``'s texts in
     ``store``'s tenant: its ``when`` texts (versions, profiles) and its examples with their
     params. Run before the rows that name the texts are deleted."""

@@ -18,7 +18,7 @@ from skill_library.storage import audit
 from skill_library.storage.feature_tables import session_outcomes_table, uplift_settings_table
 
 if TYPE_CHECKING:
-    from skill_library.storage.sql_store import SQLRecordStore
+    from skill_library.storage.interface import UnitOfWork
 
 
 def delete_outcomes(conn: sa.Connection, tenant: str, name: str) -> None:
@@ -36,7 +36,7 @@ def _settings(conn: sa.Connection, tenant: str) -> dict[str, Any] | None:
 class UpliftRows:
     """The uplift rows of ``store``'s tenant."""
 
-    def __init__(self, store: "SQLRecordStore") -> None:
+    def __init__(self, store: "UnitOfWork") -> None:
         self.store = store
         self.tenant = store.tenant
 

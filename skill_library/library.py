@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, Seq
 from skill_library import opening, settings, telemetry
 from skill_library import uplift as holdout
 from skill_library.context import TenantContext
-from skill_library.deprecation import deprecated
+from skill_library.deprecation import deprecated, renamed_argument
 from skill_library.embeddings import Embedder
 from skill_library.governance import Actor, ActorRegistry, Policy, ToolSpec
 from skill_library.governance_calls import GovernanceCalls
@@ -256,15 +256,17 @@ class SkillLibrary(GovernanceCalls):
 
     @telemetry.traced("feedback")
     def feedback(
-        self, name: str, succeeded: "bool | OutcomeKind | str", *, version: int | None = None,
+        self, name: str, outcome: "bool | OutcomeKind | str | None" = None, *, version: int | None = None,
         trace_id: str | None = None, session: str | None = None, cohort: str | None = None,
-        wrong_skill: bool = False, reason: str | None = None,
+        wrong_skill: bool = False, reason: str | None = None, succeeded: "bool | OutcomeKind | str | None" = None,
     ) -> Skill:
-        """Append one outcome (a bool or an :class:`OutcomeKind`) for ``name``'s active version
-        (or the one its ``session`` got); ``wrong_skill=True`` counts against retrieval, not
-        the skill. See docs/api.md#feedback."""
+        """Append one ``outcome`` (a bool or an :class:`OutcomeKind`) for ``name``'s active
+        version (or the one its ``session`` got); ``wrong_skill=True`` counts against
+        retrieval, not the skill. ``succeeded=`` is the deprecated old name of ``outcome``.
+        See docs/api.md#feedback."""
         from skill_library import outcomes as honest_outcomes
-        return honest_outcomes.feedback(self, name, succeeded, version=version, trace_id=trace_id, session=session,
+        given = renamed_argument("feedback", "outcome", outcome, "succeeded", succeeded)
+        return honest_outcomes.feedback(self, name, given, version=version, trace_id=trace_id, session=session,
                                         cohort=cohort, wrong_skill=wrong_skill, reason=reason)
 
     def configure_uplift(self, *, share: float = holdout.UPLIFT_HOLDOUT_SHARE, side_effects: bool = False,
@@ -315,9 +317,13 @@ class SkillLibrary(GovernanceCalls):
         """Store an active procedure (a versioned ``instruction`` record; name from the title)."""
         return self.procedures.add(title, trigger, description, confidence=confidence, name=name, actor=actor)
 
-    def record_procedure_outcome(self, name: str, positive: "bool | OutcomeKind | str") -> Skill:
-        """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0)."""
-        self.procedures.record_outcome(name, positive)
+    def record_procedure_outcome(self, name: str, outcome: "bool | OutcomeKind | str | None" = None, *,
+                                 reason: str | None = None,
+                                 positive: "bool | OutcomeKind | str | None" = None) -> Skill:
+        """One application of a procedure: confidence +0.08 (at most 1) or -0.15 (at least 0)
+        (``positive=``: the deprecated old name of ``outcome``)."""
+        given = renamed_argument("record_procedure_outcome", "outcome", outcome, "positive", positive)
+        self.procedures.record_outcome(name, given, reason=reason)
         return self._store.get(name)
 
     def build_system_prompt(self, base: str, *, task: str | None = None, threshold: float = PROMPT_THRESHOLD,

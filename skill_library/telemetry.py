@@ -272,9 +272,9 @@ def _run_attrs(args: tuple[Any, ...], kwargs: Mapping[str, Any], result: Any) ->
 def _feedback_attrs(args: tuple[Any, ...], kwargs: Mapping[str, Any], result: Any) -> dict[str, Any]:
     from skill_library.models import OutcomeKind
 
-    succeeded = args[2] if len(args) > 2 else kwargs.get("succeeded")
+    given = args[2] if len(args) > 2 else kwargs.get("outcome", kwargs.get("succeeded"))
     try:
-        kind = OutcomeKind.of(succeeded).value  # type: ignore[arg-type]
+        kind = OutcomeKind.of(given).value  # type: ignore[arg-type]
     except Exception:
         kind = "unknown"
     if kwargs.get("wrong_skill"):

@@ -338,3 +338,29 @@ def test_the_consoles_reliability_chart_leaves_uncounted_kinds_out(lib):
     lib.feedback("reset_user_password", False)
     series = reliability_series(lib.outcomes("reset_user_password"))
     assert series == {1: [(1, 2 / 3, True), (3, 0.5, False)]}
+
+
+def test_the_outcome_is_one_argument_named_outcome_and_the_old_names_warn_one_release(library):
+    """feedback, record_procedure_outcome and Procedures.record_outcome take the same
+    ``outcome`` (a bool or an OutcomeKind); ``succeeded=`` / ``positive=`` still work, with a
+    DeprecationWarning pointing at the caller's line (through the telemetry wrapper)."""
+    library.add(Skill.from_function("def greet(name: str) -> str:\n    return 'hi ' + name\n", when="greet someone"))
+    assert library.feedback("greet", outcome=True).successes == 1
+    assert library.feedback("greet", OutcomeKind.FAILURE).failures == 1
+    with pytest.warns(DeprecationWarning, match=r"feedback\(succeeded=\.\.\.\) is deprecated .* feedback\(outcome") as seen:
+        assert library.feedback("greet", succeeded=True).successes == 2
+    assert seen[0].filename == __file__
+    with pytest.raises(TypeError, match="give outcome= only"):
+        library.feedback("greet", True, succeeded=True)
+    with pytest.raises(TypeError, match="missing the outcome"):
+        library.feedback("greet")
+    assert library.get("greet").successes == 2  # nothing recorded by the refused calls
+    procedure = library.add_procedure("Cite sources", "When stating a figure", "Name the source of every figure.")
+    confidence = library.procedures.get(procedure.name).confidence
+    library.record_procedure_outcome(procedure.name, outcome=True)
+    with pytest.warns(DeprecationWarning, match=r"record_procedure_outcome\(positive=") as seen:
+        library.record_procedure_outcome(procedure.name, positive=True)
+    assert seen[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match=r"record_outcome\(positive="):
+        library.procedures.record_outcome(procedure.name, positive=False)
+    assert library.procedures.get(procedure.name).confidence == pytest.approx(min(1.0, confidence + 0.16) - 0.15)

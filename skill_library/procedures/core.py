@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from skill_library.deprecation import renamed_argument
 from skill_library.errors import SkillLibraryError, SkillNotFoundError
 from skill_library.models import COUNTED_KINDS, OutcomeKind, Provenance, Skill
 from skill_library.patterns.tables import sql_store
@@ -162,15 +163,18 @@ class Procedures:
         return stored
 
     def record_outcome(
-        self, name: str, positive: "bool | OutcomeKind | str", *, reason: str | None = None
+        self, name: str, outcome: "bool | OutcomeKind | str | None" = None, *, reason: str | None = None,
+        positive: "bool | OutcomeKind | str | None" = None,
     ) -> Procedure:
         """One application of procedure ``name`` (its current version): the counts and the
-        confidence follow (+0.08 at most 1.0, -0.15 at least 0.0). ``positive`` is a bool
+        confidence follow (+0.08 at most 1.0, -0.15 at least 0.0). ``outcome`` is a bool
         (True: success) or an :class:`OutcomeKind`; ``misuse``, ``not_applicable`` and
-        ``wrong_skill`` are logged with ``reason`` and move neither counts nor confidence."""
-        if not isinstance(positive, (bool, str)):
-            raise TypeError(f"positive must be a bool or an OutcomeKind, got {type(positive).__name__}")
-        kind = OutcomeKind.of(positive)
+        ``wrong_skill`` are logged with ``reason`` and move neither counts nor confidence.
+        ``positive=`` is the deprecated old name of ``outcome``."""
+        given = renamed_argument("record_outcome", "outcome", outcome, "positive", positive)
+        if not isinstance(given, (bool, str)):
+            raise TypeError(f"outcome must be a bool or an OutcomeKind, got {type(given).__name__}")
+        kind = OutcomeKind.of(given)
         skill = self._procedure_skill(name)
         if not kind.counted:
             self._store.record_outcome(name, False, version=skill.version, kind=kind, reason=reason)

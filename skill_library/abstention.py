@@ -166,9 +166,11 @@ class FetchResult(list[Match]):
 _CACHE: "weakref.WeakKeyDictionary[Any, tuple[int | None, Calibration]]" = weakref.WeakKeyDictionary()
 
 
-def calibration(library: "Calibrating") -> Calibration:
-    """The library's calibration, recomputed when its index generation changed."""
-    generation = library.context.store.index_generation()
+def calibration(library: "Calibrating", generation: int | None = None) -> Calibration:
+    """The library's calibration, recomputed when its index generation changed
+    (``generation``: the one the caller just read, else read here)."""
+    if generation is None:
+        generation = library.context.store.index_generation()
     cached = _CACHE.get(library)
     if cached is not None and cached[0] == generation:
         return cached[1]

@@ -112,7 +112,8 @@ def search(
         confidence = (library.procedures.confidences([h.name for h in hits if h.kind == "instruction"])
                       if any(h.kind == "instruction" for h in hits) else {})
         candidates = []
-        read_only = library.read_only_tools if hits else frozenset()
+        # the tenant's read-only tools: as the task's reading saw them (cached per generation)
+        read_only = (reading.read_only if reading is not None else library.read_only_tools) if hits else frozenset()
         for hit in hits:
             skill = records.get((hit.name, hit.version))
             if skill is None:
@@ -232,7 +233,10 @@ def fetch(
     embedding = library.embedder.embed([description.query_text(task)])[0]
     if args is not None and not isinstance(args, Mapping):
         raise TypeError("args must be a mapping of parameter name -> value")
-    reading = intent.reading(library, task) if abstain else None
+    # one read of the index generation for what is cached by it (the vocabulary, the
+    # declared read-only tools and the calibration)
+    generation = library.context.store.index_generation() if abstain else None
+    reading = intent.reading(library, task, generation) if abstain else None
     matches = search(library, embedding, k, threshold, kinds, floor=floor,
                      tools=None if tools is None else frozenset(tools),
                      values=value_fit.TaskValues.of(task), args=args, explain=explain,
@@ -245,7 +249,7 @@ def fetch(
         matches = canary.route(library, matches, session=session, cohort=cohort,
                                generation=library.context.index.seen_generation)
     result = (abstention.unflagged(matches, k) if not abstain
-              else abstention.decide(matches, k, abstention.calibration(library), reading))
+              else abstention.decide(matches, k, abstention.calibration(library, generation), reading))
     if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
         result = preconditions.rank_applicable(library, result, args or {}, read_tools, abstain=abstain,
                                                runners_up=matches)

@@ -523,10 +523,12 @@ class _Known:
 _CACHE: "weakref.WeakKeyDictionary[Any, _Known]" = weakref.WeakKeyDictionary()
 
 
-def known(library: "Vocabularied") -> _Known:
+def known(library: "Vocabularied", generation: int | None = None) -> _Known:
     """What ``library``'s tools and skills tell the readings (cached per index generation:
-    tools declared later count from the next index change)."""
-    generation = library.context.store.index_generation()
+    tools declared later count from the next index change; ``generation``: the one the
+    caller just read, else read here)."""
+    if generation is None:
+        generation = library.context.store.index_generation()
     cached = _CACHE.get(library)
     if cached is None or cached.vocabulary.generation != generation:
         specs = library.tool_specs()
@@ -541,9 +543,10 @@ def known(library: "Vocabularied") -> _Known:
     return cached
 
 
-def reading(library: "Vocabularied", text: str) -> Reading:
-    """``text`` read against ``library``'s vocabulary (cached per index generation)."""
-    found = known(library)
+def reading(library: "Vocabularied", text: str, generation: int | None = None) -> Reading:
+    """``text`` read against ``library``'s vocabulary (cached per index generation;
+    ``generation``: the one the caller just read)."""
+    found = known(library, generation)
     return Reading(text=text, vocabulary=found.vocabulary, read_only=found.read_only,
                    descriptions=found.descriptions, choices=found.choices)
 

@@ -193,3 +193,42 @@ def test_cli_stats_and_show_report_the_calibration(helpdesk):
     shown = CliRunner().invoke(app, ["show", helpdesk.list()[0].name], env=env)
     # show reads the records only (no index, no chromadb: a second, not seconds); it points at stats
     assert shown.exit_code == 0 and "# abstention: `skills stats`" in shown.output
+
+
+def test_a_state_changing_top_the_task_reads_less_like_than_another_workflow_is_flagged(helpdesk):
+    """Rule 5: ranking put a state-changing skill first by its other terms (how the task's
+    values fit it), while a bindable skill of another workflow reads more like the task by
+    more than the calibrated margin: both are returned, flagged ambiguous, neither alone."""
+    from skill_library import intent
+    from skill_library.ranking import make_match
+
+    found = helpdesk.calibration()
+    assert found.calibrated and found.margin > 0
+    task = "Please sort out the access for the new colleague."
+    reading = intent.reading(helpdesk, task)
+    changing = sorted((s for s in helpdesk.list() if reading.changes_state(s) and reading.conflict(s) is None),
+                      key=lambda s: s.name)
+    top, rival = changing[0], next(s for s in changing[1:] if sorted(s.tools) != sorted(changing[0].tools))
+    lead = found.margin + 0.01
+    flagged = abstention.decide([make_match(top, 0.70, score=0.80), make_match(rival, 0.70 + lead, score=0.74)],
+                                1, found, reading)
+    assert flagged.ambiguous and not flagged.abstained
+    assert [m.skill.name for m in flagged] == [top.name, rival.name]  # the rival past k=1
+    assert all(m.ambiguous for m in flagged)
+    assert f"the task reads more like {rival.name}" in flagged.reason
+    # within the margin, meaning and fit do not disagree enough: the top alone
+    near = abstention.decide([make_match(top, 0.70, score=0.80),
+                              make_match(rival, 0.70 + found.margin / 2, score=0.74)], 1, found, reading)
+    assert [m.skill.name for m in near] == [top.name] and not near.ambiguous
+    # a rival that cannot be bound is no answer either way (the missing-parameter rule's case)
+    unbindable = abstention.decide([make_match(top, 0.70, score=0.80),
+                                    make_match(rival, 0.70 + lead, score=0.74, missing=["email"])], 1, found, reading)
+    assert not unbindable.ambiguous
+    # without a calibration (no margin) or without the task's reading, nothing is flagged
+    assert not abstention.decide([make_match(top, 0.70, score=0.80), make_match(rival, 0.70 + lead, score=0.74)],
+                                 1, None, reading).ambiguous
+    # a top that changes nothing may run: a look is harmless
+    reader = next(s for s in helpdesk.list() if not reading.changes_state(s))  # e.g. listing devices
+    harmless = abstention.decide([make_match(reader, 0.70, score=0.80), make_match(rival, 0.70 + lead, score=0.74)],
+                                 1, found, reading)
+    assert not harmless.ambiguous

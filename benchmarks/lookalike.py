@@ -181,6 +181,7 @@ def try_ticket(library: Any, world: World, task: Task, workflows: dict[str, set[
         "fetched": [m.skill.name for m in matches], "similarities": [round(m.similarity, 4) for m in matches],
         "top": top.skill.name if top is not None else None, "top_workflows": top_workflows,
         "right_top": (not oos) and top_workflows == [task.workflow], "flags": flags,
+        "reason": _short(getattr(matches, "reason", "") or None, 300),
         "given": top is not None and not flags, "bound": None, "ran": False, "run_ok": None, "run_error": None,
         "changed_state": False, "wrong_workflow": False, "wrong_change": False,
         "solved_by_skill": False, "success": False, "made_worse": False,

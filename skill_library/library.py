@@ -106,13 +106,13 @@ class SkillLibrary(GovernanceCalls):
         min_reliability: float = DEFAULT_MIN_RELIABILITY, min_similarity: float = DEFAULT_MIN_SIMILARITY,
         store: RecordStore | None = None, read_only_tools: Iterable[str] = (), trusted_output_tools: Iterable[str] = (),
         generalizer: "GeneralizerName | Generalizer" = "dataflow", tenant: str = DEFAULT_TENANT,
-        policy: Policy | None = None, actor: str | None = None,
+        policy: Policy | None = None, actor: str | None = None, sandbox: "Sandbox | None" = None,
     ) -> None:
         opening.open_library(self, path, records=records, index=index, index_token=index_token, create=create,
                              embedder=embedder, min_reliability=min_reliability, min_similarity=min_similarity,
                              store=store, read_only_tools=read_only_tools,
                              trusted_output_tools=trusted_output_tools, generalizer=generalizer,
-                             tenant=tenant, policy=policy, actor=actor)
+                             tenant=tenant, policy=policy, actor=actor, sandbox=sandbox)
 
     def for_tenant(self, name: str) -> "SkillLibrary":
         """This library for tenant ``name`` (the same stores, ``name``'s records and index

@@ -44,11 +44,19 @@ def open_library(
     tenant: str,
     policy: Policy | None,
     actor: str | None,
+    sandbox: "Sandbox | None" = None,
 ) -> None:
     """``SkillLibrary.__init__`` (its docstring says what each option does)."""
     from skill_library.library import GeneralizerName
 
     check_tenant(tenant)
+    if sandbox is not None:
+        from sandbox import Sandbox
+
+        if not isinstance(sandbox, Sandbox):
+            raise TypeError(f"sandbox must be a sandbox.Sandbox, got {type(sandbox).__name__}")
+        if sandbox.closed:
+            raise ValueError("sandbox= is closed: pass an open sandbox.Sandbox, or none (one starts on first use)")
     from skill_library.governance.actors import check_claimable
 
     #: the actor of calls made without ``actor=`` (None: the local administrator, the OS user)
@@ -92,7 +100,8 @@ def open_library(
     #: this tenant's record store, stored vectors (each text embedded once per model),
     #: synced index and canary routes (skill_library.context)
     lib.context = TenantContext.open(lib.path, lib._store, lib.embedder, server=server)
-    lib._sandbox = None
+    #: the sandbox this tenant's runs use: the one given (already starting), else made on first use
+    lib._sandbox = sandbox
     lib._procedures = None
     lib._patterns = None
     lib._closed = False

@@ -189,3 +189,31 @@ def test_tool_schemas_are_closed_unless_they_say_otherwise(library):
     open_schema = dict(schema, additionalProperties=True)
     run = library.run("move_money", {"amount": 5}, {"transfer": transfer}, tool_schemas={"transfer": open_schema})
     assert run.ok and seen == [{"admin_override": True}]
+
+
+def test_a_sandbox_given_when_opening_runs_the_skills_and_closes_with_the_library(tmp_path, embedder):
+    from sandbox import Sandbox
+    from skill_library.governance import Policy
+    from skill_library.library import SkillLibrary
+
+    box = Sandbox(workers=1)  # started before the library opens (what `skills run` does)
+    lib = SkillLibrary(tmp_path / "lib", embedder=embedder, policy=Policy(auto_approve="all"), sandbox=box)
+    try:
+        assert lib.sandbox is box
+        learned = lib.learn(restock_trace())
+        STOCK.clear()
+        started = box.workers_started
+        run = lib.run(learned.skill.name, {"count": 2}, TOOLS)
+        assert run.ok and run.value == {"item": "apple", "stock": 2}
+        assert box.stats()["runs"] >= 1 and box.workers_started == started  # this box ran it
+        assert lib.for_tenant("other").sandbox is not box  # a tenant never shares a tenant's sandbox
+    finally:
+        lib.close()
+    assert box.closed
+
+    closed = Sandbox(workers=1)
+    closed.close()
+    with pytest.raises(ValueError, match="sandbox= is closed"):
+        SkillLibrary(tmp_path / "lib2", embedder=embedder, sandbox=closed)
+    with pytest.raises(TypeError, match="sandbox must be a sandbox.Sandbox, got str"):
+        SkillLibrary(tmp_path / "lib3", embedder=embedder, sandbox="box")  # type: ignore[arg-type]

@@ -309,6 +309,7 @@ def open_library(
     generalizer: str | None = None,
     policy: Any = None,
     served_embeddings: bool = True,
+    sandbox: Any = None,
 ) -> Iterator[SkillLibrary]:
     """The library in ``directory`` (default ``./.skills``), closed afterwards; with
     ``--records`` / ``--index`` (``SKILLS_RECORDS_URL`` / ``SKILLS_INDEX_URL``), the shared
@@ -318,7 +319,8 @@ def open_library(
     A folder with no library is an error unless ``create``. With ``served_embeddings``
     (all but ``skills serve`` itself), texts are embedded by the ``skills serve`` of the
     same library when one answers (:class:`skill_library.served.ServedEmbedder`), so the
-    model is not loaded here.
+    model is not loaded here. ``sandbox``: a ``sandbox.Sandbox`` already starting, which the
+    library's runs use and its close closes (``SkillLibrary(sandbox=)``).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from skill_library.library import SkillLibrary
@@ -326,6 +328,8 @@ def open_library(
     options: dict[str, Any] = {"create": create, **{k: v for k, v in deployment.items() if v}}
     if generalizer is not None:
         options["generalizer"] = generalizer
+    if sandbox is not None:
+        options["sandbox"] = sandbox
     if policy is not None:
         options["policy"] = policy
     folder = directory or (None if deployment["records"] and deployment["index"] else DEFAULT_DIR)

@@ -351,7 +351,10 @@ def run(
         fail("--args must be a JSON object")
     tool_map = load_tools(tools) if tools else {}
     limits = limits_from(max_tool_calls, cpu_seconds, wall_seconds, memory_mb)
-    with open_library(directory) as lib:
+    from sandbox import Sandbox
+
+    # started first, so its worker boots while the library's records open (docs/cli.md#speed)
+    with Sandbox(workers=1) as box, open_library(directory, sandbox=box) as lib:
         result = lib.run(name, parsed, tool_map, limits=limits, record=record, version=version,
                          session=session, cohort=cohort)
     if as_json:

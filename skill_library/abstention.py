@@ -43,7 +43,11 @@
    terms (how the task's values fit it, reliability) while a bindable match of another
    workflow, which the task does not rule out, reads more like the task by more than the
    margin: both are returned, flagged ``ambiguous`` (the task's values say one workflow, its
-   words another; an agent asks or looks before it acts).
+   words another; an agent asks or looks before it acts). Not when the task names an
+   identifier value the top match takes and the other cannot (the one system to revoke
+   against offboarding's every system): then the fit is the task's own words. Nor is a match
+   whose precondition excludes a state the task names (:func:`skill_library.intent.named_states`:
+   "as a contractor" against granting directly) a rival.
 
 A top match that ranking flagged ``ambiguous`` (:mod:`skill_library.one_vs_every`: a loop
 skill and its one-item look-alike the task does not tell apart) makes the result ambiguous
@@ -322,14 +326,22 @@ def _meaning_overridden(ranked: Sequence[Match], found: Calibration | None,
     top = ranked[0]
     if top.missing or not reading.changes_state(top.skill):
         return None
+    from skill_library.intent import named_states
+
     workflow = tuple(sorted(top.skill.tools or [top.skill.name]))
+    excluded = named_states(reading.text, [m.skill for m in ranked])  # "as a contractor": not grant-direct
     rivals = [m for m in ranked[1:] if not m.missing and m.skill.name != top.skill.name
               and tuple(sorted(m.skill.tools or [m.skill.name])) != workflow
-              and reading.conflict(m.skill) is None]
+              and reading.conflict(m.skill) is None and m.skill.name not in excluded]
     if not rivals:
         return None
     nearest = max(rivals, key=lambda m: m.similarity)
-    return nearest if nearest.similarity - top.similarity > found.margin else None
+    if nearest.similarity - top.similarity <= found.margin:
+        return None
+    # the task names an identifier the top takes and the other cannot (the one system to
+    # revoke, the group to leave): its fit is the task's own words, not a shape that happens to bind
+    rival_values = {v for values in reading.choices.get(nearest.skill.name, {}).values() for v in values}
+    return None if reading.named_choices(top.skill) - rival_values else nearest
 
 
 def unflagged(matches: Sequence[Match], k: int) -> FetchResult:
@@ -373,7 +385,7 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None,
             result.reason = ("too close to call: " + ", ".join(m.skill.name for m in group)
                              + f" score within {found.margin:.3f} of each other")
     overridden = _meaning_overridden(ranked, found, reading)
-    if overridden is not None and not result.ambiguous:  # the task reads clearly more like another skill
+    if overridden is not None and found is not None and not result.ambiguous:  # reads clearly more like another
         flagged = {top.skill.name, overridden.skill.name}
         keep = [m.model_copy(update={"ambiguous": True}) if m.skill.name in flagged else m for m in keep]
         if overridden.skill.name not in {m.skill.name for m in keep}:
@@ -382,7 +394,7 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None,
         result.reason = (f"too close to call: {top.skill.name} ranks first by how the task's values fit it, but "
                          f"the task reads more like {overridden.skill.name} (similarity "
                          f"{overridden.similarity:.3f} against {top.similarity:.3f}, more than the margin "
-                         f"{found.margin:.3f})" if found is not None else "")
+                         f"{found.margin:.3f})")
     if paired:  # flagged by ranking's one-vs-every rule: the loop skill never alone, unflagged
         names = {m.skill.name for m in paired}
         kept = {m.skill.name for m in keep}

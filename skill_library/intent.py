@@ -416,6 +416,12 @@ class Reading:
         ``email vpn crm ...``) none of which the task names: it cannot supply them."""
         return [p for p, values in self.choices.get(skill.name, {}).items() if not names_value(self.text, values)]
 
+    def named_choices(self, skill: "Skill") -> set[str]:
+        """The identifier values of ``skill``'s parameters (:func:`skill_choices`) that the task
+        names (``git`` for ``system``)."""
+        return {v for values in self.choices.get(skill.name, {}).values() for v in values
+                if names_value(self.text, [v])}
+
     def changes_state(self, skill: "Skill") -> bool:
         """Whether ``skill`` has a state-changing tool (as counted when it was judged)."""
         if skill.name not in self._acting:

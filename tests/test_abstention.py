@@ -232,3 +232,50 @@ def test_a_state_changing_top_the_task_reads_less_like_than_another_workflow_is_
     harmless = abstention.decide([make_match(reader, 0.70, score=0.80), make_match(rival, 0.70 + lead, score=0.74)],
                                  1, found, reading)
     assert not harmless.ambiguous
+
+
+def test_meaning_does_not_override_an_identifier_or_a_state_the_task_names(helpdesk):
+    """Rule 5's two exemptions: the task names an identifier value the top takes and the
+    rival cannot (the one system to revoke against offboarding's every system), or a state
+    the rival's mined precondition excludes ("as a contractor" against granting directly):
+    the top's fit is then the task's own words, and it is returned alone."""
+    from skill_library import intent
+    from skill_library.ranking import make_match
+
+    found = helpdesk.calibration()
+    lead = found.margin + 0.01
+    skills = helpdesk.list()
+    plain = intent.reading(helpdesk, "Please sort out the access for the new colleague.")
+    changing = [s for s in skills if plain.changes_state(s) and plain.conflict(s) is None]
+
+    # an identifier value: the top takes it, the rival has no parameter that admits it
+    top = next(s for s in changing if plain.choices.get(s.name))
+    value = next(iter(plain.choices[top.name].values()))[0]
+    rival = next(s for s in changing if sorted(s.tools) != sorted(top.tools)
+                 and value not in {v for vs in plain.choices.get(s.name, {}).values() for v in vs})
+    named = intent.reading(helpdesk, f"Please sort out the {value} access for the new colleague.")
+    assert value in named.named_choices(top) and named.conflict(rival) is None
+
+    def decide(reading: intent.Reading, top: Skill, rival: Skill) -> FetchResult:
+        return abstention.decide([make_match(top, 0.70, score=0.80), make_match(rival, 0.70 + lead, score=0.74)],
+                                 1, found, reading)
+
+    assert decide(plain, top, rival).ambiguous  # no value named: meaning against fit, flagged
+    kept = decide(named, top, rival)
+    assert [m.skill.name for m in kept] == [top.name] and not kept.ambiguous
+
+    # a state: the rival's precondition excludes the state the task names, the top's admits it
+    def states(skill: Skill) -> dict[tuple[str, tuple[str, ...]], set[str]]:
+        return {(c.tool, tuple(c.path)): set(c.value if isinstance(c.value, list) else [c.value])
+                for c in skill.provenance.preconditions if c.op in ("eq", "in")}
+
+    pair = next((a, b) for a in changing for b in changing if sorted(a.tools) != sorted(b.tools)
+                and any(k in states(b) and not states(a)[k] & states(b)[k] for k in states(a)))
+    admits, excludes = pair
+    key = next(k for k in states(admits) if k in states(excludes) and not states(admits)[k] & states(excludes)[k])
+    state = sorted(states(admits)[key])[0]
+    worded = intent.reading(helpdesk, f"As a {state} here, please sort out the access for the new colleague.")
+    assert excludes.name in intent.named_states(worded.text, [admits, excludes])
+    assert decide(plain, admits, excludes).ambiguous
+    alone = decide(worded, admits, excludes)
+    assert [m.skill.name for m in alone] == [admits.name] and not alone.ambiguous

@@ -143,17 +143,23 @@ def missing_parameters(
         elif args is not None or n > 1:
             missing.append(name)  # not given, and nothing says the task holds it
     # parameters of one shape (``email`` and ``colleague_email``) need as many distinct
-    # values of it in the task: one email cannot be both the employee and the colleague
+    # values of it in the task: one email cannot be both the employee and the colleague;
+    # a value the caller passed for one of them that the task shows is used up by it
     numbered_bases = {_numbered(n, names)[0] for n in names if _numbered(n, names)[1] > 1}
     alike: dict[tuple[str, ...], list[str]] = {}
     for name in required:
         if (task is None or name in missing or name in numbered_bases or _numbered(name, names)[1] > 1
-                or (args is not None and name in args) or not shapes.get(name)):
+                or not shapes.get(name)):
             continue
         alike.setdefault(tuple(sorted(shapes[name])), []).append(name)
     for shared, members in alike.items():
-        if len(members) > 1 and task is not None:
-            missing += members[task.count(shared):]
+        if len(members) < 2 or task is None:
+            continue
+        given = [m for m in members if args is not None and m in args]
+        needed = [m for m in members if m not in given]
+        shown = sum(1 for m in given if isinstance(args[m], str) and args[m].strip()  # type: ignore[index]
+                    and args[m].strip() in task.text)  # type: ignore[index]
+        missing += needed[max(0, task.count(shared) - shown):]
     return required, missing
 
 

@@ -126,6 +126,11 @@ def test_parameters_of_one_shape_need_as_many_values_in_the_task():
     assert ranking.missing_parameters(copy, two, shapes, None)[1] == []
     # the caller passes one of them: the task's one email is the other
     assert ranking.missing_parameters(copy, one, shapes, {"colleague_email": "lee@example.org"})[1] == []
+    # the caller passes the task's one email for one of them: nothing is left for the other
+    assert ranking.missing_parameters(copy, one, shapes, {"email": "dana@example.org"})[1] == ["colleague_email"]
+    assert ranking.missing_parameters(copy, two, shapes, {"email": "dana@example.org"})[1] == []
+    assert ranking.missing_parameters(copy, one, shapes, {"email": "dana@example.org",
+                                                          "colleague_email": "lee@example.org"})[1] == []
 
 
 def test_an_enumerated_value_the_task_names_is_bound_whatever_shapes_the_examples_had():

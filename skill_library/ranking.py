@@ -30,7 +30,8 @@ penalties (each <= 0, each bounded, so no term can swamp the similarity):
   had (``hr_portal`` -> ``a_a`` says which systems were seen, not which the tool takes), and
   value fit does not charge it either. Parameters of one shape (``email`` and
   ``colleague_email``) need as many distinct values of it in the task as there are of them
-  (one email cannot be both the employee's and the colleague's). The parameters
+  (one email cannot be both the employee's and the colleague's; a value ``args`` passes for
+  one of them that the task shows is used up by it). The parameters
   that cannot be bound are the match's ``missing``. Without
   ``args``, a single parameter whose shape the task lacks entirely is value fit's penalty
   already and is not charged twice here.
@@ -155,10 +156,9 @@ def missing_parameters(
     for shared, members in alike.items():
         if len(members) < 2 or task is None:
             continue
-        given = [m for m in members if args is not None and m in args]
-        needed = [m for m in members if m not in given]
-        shown = sum(1 for m in given if isinstance(args[m], str) and args[m].strip()  # type: ignore[index]
-                    and args[m].strip() in task.text)  # type: ignore[index]
+        passed = {m: args[m] for m in members if m in args} if args is not None else {}
+        needed = [m for m in members if m not in passed]
+        shown = sum(1 for v in passed.values() if isinstance(v, str) and v.strip() and v.strip() in task.text)
         missing += needed[max(0, task.count(shared) - shown):]
     return required, missing
 

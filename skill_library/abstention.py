@@ -329,7 +329,9 @@ def _meaning_overridden(ranked: Sequence[Match], found: Calibration | None,
     from skill_library.intent import named_states
 
     workflow = tuple(sorted(top.skill.tools or [top.skill.name]))
-    excluded = named_states(reading.text, [m.skill for m in ranked])  # "as a contractor": not grant-direct
+    excluded = reading.excluded_states  # "as a contractor": not grant-direct (ranking's, else read here)
+    if excluded is None:
+        excluded = named_states(reading.text, [m.skill for m in ranked])
     rivals = [m for m in ranked[1:] if not m.missing and m.skill.name != top.skill.name
               and tuple(sorted(m.skill.tools or [m.skill.name])) != workflow
               and reading.conflict(m.skill) is None and m.skill.name not in excluded]
@@ -341,7 +343,8 @@ def _meaning_overridden(ranked: Sequence[Match], found: Calibration | None,
     # the task names an identifier the top takes and the other cannot (the one system to
     # revoke, the group to leave): its fit is the task's own words, not a shape that happens to bind
     rival_values = {v for values in reading.choices.get(nearest.skill.name, {}).values() for v in values}
-    return None if reading.named_choices(top.skill) - rival_values else nearest
+    named = set().union(*reading.named_values(top.skill.name).values())
+    return None if named - rival_values else nearest
 
 
 def unflagged(matches: Sequence[Match], k: int) -> FetchResult:

@@ -381,8 +381,12 @@ class Reading:
     displaced: tuple[str, str] | None = field(default=None, init=False)
     #: set by ranking: each candidate it ruled out -> (its score without the penalty, why)
     ruled_out: dict[str, tuple[float, str]] = field(default_factory=dict, init=False)
+    #: set by ranking: candidate -> why a state the task names rules its precondition out
+    #: (:func:`named_states` over every candidate; None: not ranked yet)
+    excluded_states: dict[str, str] | None = field(default=None, init=False)
     _memo: dict[str, str | None] = field(default_factory=dict, init=False, repr=False)
     _acting: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _named: dict[str, dict[str, set[str]]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.kind = message_kind(self.text)
@@ -416,11 +420,15 @@ class Reading:
         ``email vpn crm ...``) none of which the task names: it cannot supply them."""
         return [p for p, values in self.choices.get(skill.name, {}).items() if not names_value(self.text, values)]
 
-    def named_choices(self, skill: "Skill") -> set[str]:
-        """The identifier values of ``skill``'s parameters (:func:`skill_choices`) that the task
-        names (``git`` for ``system``)."""
-        return {v for values in self.choices.get(skill.name, {}).values() for v in values
-                if names_value(self.text, [v])}
+    def named_values(self, name: str) -> dict[str, set[str]]:
+        """Parameter -> the identifier values (:func:`skill_choices`) of skill ``name`` that the
+        task names (``system`` -> ``{"git"}``), for the parameters it names one of."""
+        found = self._named.get(name)
+        if found is None:
+            found = {p: named for p, values in self.choices.get(name, {}).items()
+                     if (named := {v for v in values if names_value(self.text, [v])})}
+            self._named[name] = found
+        return found
 
     def changes_state(self, skill: "Skill") -> bool:
         """Whether ``skill`` has a state-changing tool (as counted when it was judged)."""

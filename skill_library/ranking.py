@@ -197,9 +197,7 @@ class Candidate:
 def named_choices(reading: "intent.Reading | None", name: str) -> list[str]:
     """The parameters of skill ``name`` whose tool declares identifier values
     (skill_library.intent) of which the task names one (``git`` of ``system``)."""
-    if reading is None:
-        return []
-    return [p for p, values in reading.choices.get(name, {}).items() if intent.names_value(reading.text, values)]
+    return list(reading.named_values(name)) if reading is not None else []
 
 
 def entry_fit(task: value_fit.TaskValues, hit: Any, named: Sequence[str]) -> float:
@@ -284,6 +282,8 @@ def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues 
     matches = []
     ruled_out: dict[str, tuple[float, str]] = {}  # name -> (score without the intent penalty, why)
     states = intent.named_states(reading.text, [c.skill for c in found]) if reading is not None else {}
+    if reading is not None:
+        reading.excluded_states = states  # abstention's rule 5 reads it
     for c in found:
         conflict = reading.conflict(c.skill, c.acting) if reading is not None else None
         unnamed = [p for p in reading.unnamed(c.skill) if args is None or p not in args] if reading else []

@@ -377,8 +377,11 @@ class Condition(BaseModel):
     path: list[str] = Field(default_factory=list)
     op: ConditionOp = "eq"
     value: Any = None
-    #: the look-alike skill this condition tells the version apart from
+    #: the look-alike skill this condition tells the version apart from (the first of ``against_all``)
     against: str | None = None
+    #: every look-alike skill it tells the version apart from (one condition can tell it from
+    #: several: "the status is locked" from a password reset and from a re-enable alike)
+    against_all: list[str] = Field(default_factory=list)
 
 
 class Provenance(BaseModel):

@@ -41,9 +41,9 @@ def test_contrasting_traces_give_each_skill_the_condition_that_tells_it_apart():
     mined = pre.mine(traces, READ_ONLY)
     # on the read of the user the change acts on (get_user was given the id unlock_account is)
     assert mined["unlock"] == [Condition(tool="get_user", occurrence=pre.TARGET, path=["status"], op="eq",
-                                         value="locked", against="reset")]
+                                         value="locked", against="reset", against_all=["reset"])]
     assert mined["reset"] == [Condition(tool="get_user", occurrence=pre.TARGET, path=["status"], op="eq",
-                                        value="active", against="unlock")]
+                                        value="active", against="unlock", against_all=["unlock"])]
     # it holds in every trace of its skill and fails in the look-alike's
     for name, other in (("unlock", "reset"), ("reset", "unlock")):
         condition = mined[name][0]
@@ -58,7 +58,7 @@ def test_a_set_of_values_when_the_skill_takes_several():
     request = [trace("submit_access_request", user(n, "active", "contractor")) for n in range(6, 12)]
     mined = pre.mine({"grant": grant, "request": request}, READ_ONLY)
     assert mined["grant"] == [Condition(tool="get_user", occurrence=pre.TARGET, path=["role"], op="in",
-                                        value=["manager", "staff"], against="request")]
+                                        value=["manager", "staff"], against="request", against_all=["request"])]
     assert pre.render(mined["grant"][0]) == "the user's role is manager or staff"
     assert mined["request"][0].value == "contractor"
 
@@ -86,7 +86,7 @@ def test_ids_emails_and_the_callers_values_are_never_conditions():
                                    result={"user_id": "U1", "email": "help@corp.example", "tier": "gold"}))
     observed = pre._observations(traces["unlock"][0], READ_ONLY)
     assert observed is not None
-    named = {(tool, path) for tool, _, path, _ in observed}
+    named = {(tool, path) for tool, _, path, _, _ in observed}
     assert ("get_user", ("email",)) not in named and ("get_user", ("user_id",)) not in named
     assert ("find_user", ()) not in named  # the id find_user returned
     assert ("get_user", ("tier",)) in named
@@ -129,7 +129,7 @@ def test_the_condition_is_on_the_read_of_what_the_change_acts_on():
               "ret": [order_trace("return_delivered_order_items", n, "delivered") for n in range(6, 12)]}
     mined = pre.mine(traces, reads)
     assert mined["cancel"] == [Condition(tool="get_order_details", occurrence=pre.TARGET, path=["status"],
-                                         op="eq", value="pending", against="ret")]
+                                         op="eq", value="pending", against="ret", against_all=["ret"])]
     assert pre.sentence(mined["ret"]) == "Applies when the order's status is delivered."
     # the guard picks the read of the order the change is given, wherever it came
     guard = pre.Guard(mined["cancel"], reads)
@@ -234,7 +234,7 @@ def test_a_failed_precondition_changes_nothing_and_is_not_applicable(directory_l
     assert library.get(unlock).provenance.preconditions == []  # no look-alike yet: nothing to contrast
     reset = learned(library, directory, "reset_password", "active")
     # the look-alike's traces arrived: both skills are re-mined
-    assert [c.model_dump(exclude={"against"}) for c in library.get(unlock).provenance.preconditions] == [
+    assert [c.model_dump(exclude={"against", "against_all"}) for c in library.get(unlock).provenance.preconditions] == [
         {"tool": "get_user", "occurrence": -1, "path": ["status"], "op": "eq", "value": "locked"}]
     assert library.get(reset).provenance.preconditions[0].value == "active"
     assert "Applies when the user's status is locked." in library.get(unlock).when
@@ -388,3 +388,84 @@ def test_a_failed_top_is_replaced_only_by_the_look_alike_its_condition_was_mined
                               {"email": "a@b.c"}, {}, runners_up=[runner])
     assert cut[0].skill.name == "reset" and cut[0].applies is True and not cut.abstained
     assert rank(fetched((unlock, 0.7), (_conditioned("remove_groups"), 0.5))).abstained  # without it: abstains
+
+
+def copy_trace(n: int, colleague: dict, employee: dict) -> Trace:
+    """Copy a colleague's access: the colleague's record is read (for its systems), the
+    employee's never; the change acts on the employee."""
+    return Trace(
+        task=f"copy access of {colleague['email']} to {employee['email']}",
+        params={"email": employee["email"], "colleague_email": colleague["email"]},
+        calls=[ToolCall(name="find_user", arguments={"email": employee["email"]}, result=employee["user_id"]),
+               ToolCall(name="find_user", arguments={"email": colleague["email"]}, result=colleague["user_id"]),
+               ToolCall(name="get_user", arguments={"user_id": colleague["user_id"]}, result=colleague),
+               ToolCall(name="grant_access", arguments={"user_id": employee["user_id"], "system": "crm"},
+                        result={"ok": True})],
+        outcome=Outcome(success=True),
+    )
+
+
+def test_a_read_of_another_persons_record_is_no_condition_on_the_employee():
+    """Two skills' reads are compared only when they read the same subject: copy access reads
+    the colleague's record (found by ``colleague_email``), re-enable reads the employee's.
+    Every colleague copied from was active or locked and every account re-enabled disabled,
+    but that says nothing about whom copy access may be run for (a departed colleague's
+    access is copied too)."""
+    colleagues = [user(n, "active" if n % 2 else "locked") for n in range(6)]
+    employees = [user(n, "active") for n in range(6, 12)]
+    copies = [copy_trace(n, c, e) for n, (c, e) in enumerate(zip(colleagues, employees))]
+    enables = [trace("enable_account", user(n, "disabled")) for n in range(12, 18)]
+    subjects = pre.read_subjects(copies[0], READ_ONLY)
+    assert subjects == {("find_user", 0): "email", ("find_user", 1): "colleague_email",
+                        ("get_user", 0): "colleague_email"}
+    assert pre.read_subjects(enables[0], READ_ONLY)[("get_user", 0)] == "email"
+    mined = pre.mine({"copy": copies, "enable": enables}, READ_ONLY)
+    # before: copy got "the user's status is active or locked" (the colleague's), and re-enable
+    # "disabled", told apart from copy by a read copy's traces never made
+    assert "copy" not in mined and "enable" not in mined
+    # the same traces with the employee read as well: that read is comparable, and mined
+    for t in copies:
+        employee = next(u for u in employees if u["email"] == t.params["email"])
+        t.calls.insert(3, ToolCall(name="get_user", arguments={"user_id": employee["user_id"]}, result=employee))
+    mined = pre.mine({"copy": copies, "enable": enables}, READ_ONLY)
+    assert mined["copy"] == [Condition(tool="get_user", occurrence=pre.TARGET, path=["status"], op="eq",
+                                       value="active", against="enable", against_all=["enable"])]
+
+
+def test_a_condition_mined_against_several_look_alikes_hands_over_to_the_one_that_applies(monkeypatch):
+    """One condition can tell a skill from several look-alikes (``against_all``: "the status
+    is locked" against a password reset and a re-enable). When the top fails it, the one of
+    them whose condition on the same read holds takes its place; when two of them hold (the
+    reset and the offboarding both apply to an active account) nothing is told apart."""
+    from skill_library.abstention import FetchResult
+    from skill_library.models import Match
+
+    def status(value: str, *against: str) -> Condition:
+        return Condition(tool="get_user", occurrence=-1, path=["status"], op="eq", value=value,
+                         against=sorted(against)[0], against_all=sorted(against))
+
+    unlock = _conditioned("unlock", status("locked", "enable", "offboard", "reset"))
+    reset = _conditioned("reset", status("active", "unlock"))
+    enable = _conditioned("enable", status("disabled", "reset"))
+    offboard = _conditioned("offboard", status("active", "unlock"))
+    read = [("get_user", {"status": "active"})]
+    answers = {"unlock": (False, f"does not apply: {pre.render(unlock.provenance.preconditions[0])}", read),
+               "enable": (False, f"does not apply: {pre.render(enable.provenance.preconditions[0])}", read),
+               "reset": (True, None, read), "offboard": (True, None, read)}
+    monkeypatch.setattr(pre, "probe_reads", lambda lib, s, args, tools: answers[s.name])
+
+    def rank(*skills: tuple[Skill, float], runners_up: tuple[Skill, ...] = ()) -> FetchResult:
+        result = FetchResult([Match(skill=s, similarity=v, reliability=0.9, score=v) for s, v in skills])
+        result.margin = 0.005
+        extra = [Match(skill=s, similarity=0.5, reliability=0.9, score=0.5) for s in runners_up]
+        return pre.rank_applicable(object(), result, {"email": "a@b.c"}, {},  # type: ignore[arg-type]
+                                   runners_up=[*result, *extra])
+
+    # mined against enable first, reset too: the reset applies and takes the failed unlock's place
+    told = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60))
+    assert told[0].skill.name == "reset" and not told.abstained and not told.ambiguous
+    assert "reset applies where the nearest match unlock does not apply" in told.reason
+    # the offboarding, cut by k, also applies on that read: it is probed, and nothing is told apart
+    both = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60), runners_up=(offboard,))
+    assert both.abstained and "the nearest match unlock does not apply" in both.reason
+    assert {m.skill.name for m in both if m.applies} == {"reset", "offboard"}

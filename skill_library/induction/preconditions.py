@@ -65,7 +65,8 @@ SENTENCE_START = "Applies when "
 READ_VERBS = frozenset("get find list fetch read lookup look up search show check query retrieve load by "
                        "details detail info information record".split())
 
-Key = tuple[str, int, tuple[str, ...], str]  # tool, occurrence, path, "value" | "len"
+#: tool, occurrence, path, "value" | "len", the read's subject (:func:`read_subjects`)
+Key = tuple[str, int, tuple[str, ...], str, str]
 
 
 # -- what a trace read before it acted ---------------------------------------------------------
@@ -113,6 +114,55 @@ def reads_before_acting(calls: Sequence[Any], read_only: frozenset[str]) -> dict
             made.append((call.name, call.arguments, call.result))
         seen[call.name] += 1
     return None
+
+
+def _scalars(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every string and integer in a result (list items and nested objects too), as JSON."""
+    if isinstance(value, dict) and depth < MAX_DEPTH:
+        for item in value.values():
+            yield from _scalars(item, depth + 1)
+    elif isinstance(value, list) and depth < MAX_DEPTH:
+        for item in value:
+            yield from _scalars(item, depth + 1)
+    elif isinstance(value, (str, int)) and not isinstance(value, bool) and value != "":
+        yield json.dumps(value)
+
+
+def read_subjects(trace: Trace, read_only: frozenset[str]) -> dict[tuple[str, int], str]:
+    """Whose record each read before the first state-changing call reads, by (tool,
+    occurrence) and (tool, :data:`TARGET`): the names of the trace's parameters whose values
+    reach the call's arguments, directly or through an earlier read's result (the employee
+    found by ``email`` vs the colleague found by ``colleague_email``), joined by ``+``; ``""``
+    when none does. Two skills' reads are compared only when they read the same subject: a
+    condition on the colleague's record says nothing about the employee's."""
+    owner: dict[str, str] = {}
+    for name, value in sorted(trace.params.items()):
+        for item in _scalars(value):
+            owner.setdefault(item, name)
+    derived: dict[str, str] = {}
+    seen: Counter[str] = Counter()
+    out: dict[tuple[str, int], str] = {}
+    made: list[tuple[str, Mapping[str, Any], str]] = []
+    for call in trace.calls:
+        if getattr(call, "kind", "tool") != "tool":
+            continue
+        if call.name not in read_only:
+            wanted = _values(call.arguments)
+            for tool, arguments, who in made:  # the target read, as target_reads picks it
+                if wanted & _values(arguments):
+                    out[(tool, TARGET)] = who
+            return out
+        given = _values(call.arguments)
+        names = {owner[v] for v in given if v in owner} or {derived[v] for v in given if v in derived}
+        who = "+".join(sorted(names))
+        if call.error is None:
+            out[(call.name, seen[call.name])] = who
+            made.append((call.name, call.arguments, who))
+            if who:
+                for item in _scalars(call.result):
+                    derived.setdefault(item, who)
+        seen[call.name] += 1
+    return out
 
 
 def _category(value: Any) -> bool:
@@ -163,12 +213,14 @@ def _observations(trace: Trace, read_only: frozenset[str]) -> dict[Key, Any] | N
     if reads is None:
         return None
     passed = _passed(trace)
+    subjects = read_subjects(trace, read_only)
     out: dict[Key, Any] = {}
     for (tool, occurrence), result in reads.items():
+        who = subjects.get((tool, occurrence), "")
         for path, kind, value in leaves(result):
             if kind == "value" and isinstance(value, str) and value.strip().casefold() in passed:
                 continue
-            out[(tool, occurrence, path, kind)] = value
+            out[(tool, occurrence, path, kind, who)] = value
     return out
 
 
@@ -193,7 +245,7 @@ def _separating(own: list[dict[Key, Any]], other: str, theirs: list[dict[Key, An
     found: list[_Candidate] = []
     tried = 0
     for key in sorted(keys, key=repr):
-        tool, occurrence, path, kind = key
+        tool, occurrence, path, kind, _ = key
         values = [o[key] for o in own]
         counts = Counter(json.dumps(v, sort_keys=True) for v in values)
         if len(counts) > (1 if kind == "len" else MAX_VALUES):
@@ -269,7 +321,8 @@ def mine(traces: Mapping[str, Sequence[Trace]], read_only: frozenset[str] | set[
                     entry[1].append(other)
                     entry[2] += candidate.chance
             best, covered, _ = min(tally.values(), key=lambda e: (-len(e[1]), e[2], e[0].rank()))
-            chosen.append(best.condition.model_copy(update={"against": sorted(covered)[0]}))
+            chosen.append(best.condition.model_copy(update={"against": sorted(covered)[0],
+                                                            "against_all": sorted(covered)}))
             options = {o: f for o, f in options.items() if o not in covered}
         if chosen:
             out[name] = sorted(chosen, key=lambda c: (c.tool, c.occurrence, c.path))
@@ -604,16 +657,21 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
 
 def _mined_against(lib: "Mining", checked: Sequence[Any], runners_up: Sequence[Any], args: Mapping[str, Any],
                    read_tools: Mapping[str, Callable[..., Any]]) -> list[Any]:
-    """The look-alike the failed top's condition was mined against, probed, when fetch found
-    it (``runners_up``: the ranked matches before the cut to ``k``) but did not return it."""
+    """The look-alikes the failed top's condition was mined against, probed, when fetch found
+    them (``runners_up``: the ranked matches before the cut to ``k``) but did not return them
+    (so :func:`told_apart` sees every one of them that applies)."""
     failed = failed_condition(checked[0].skill, checked[0].applies_reason)
-    if failed is None or failed.against is None or any(m.skill.name == failed.against for m in checked):
+    if failed is None or failed.against is None:
         return []
-    found = next((m for m in runners_up if m.skill.name == failed.against and not m.prefetch), None)
-    if found is None:
-        return []
-    applies, why, _ = probe_reads(lib, found.skill, args, read_tools)
-    return [found.model_copy(update={"applies": applies, "applies_reason": why if applies is False else None})]
+    wanted = (set(failed.against_all) | {failed.against}) - {m.skill.name for m in checked}
+    out = []
+    for found in runners_up:
+        if found.skill.name in wanted and not found.prefetch:
+            wanted.discard(found.skill.name)
+            applies, why, _ = probe_reads(lib, found.skill, args, read_tools)
+            out.append(found.model_copy(update={"applies": applies,
+                                                "applies_reason": why if applies is False else None}))
+    return out
 
 
 def failed_condition(skill: Any, reason: str | None) -> Condition | None:
@@ -647,5 +705,7 @@ def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]]) -> Any 
         return (condition.tool, condition.path) == (failed.tool, failed.path) and \
             all(holds(condition, r) for r in results)
 
-    return next((m for m in checked[1:] if m.skill.name == failed.against and m.applies is True
-                 and any(map(same_read, m.skill.provenance.preconditions))), None)
+    told_from = set(failed.against_all) | {failed.against}
+    twins = [m for m in checked[1:] if m.skill.name in told_from and m.applies is True
+             and any(map(same_read, m.skill.provenance.preconditions))]
+    return twins[0] if len(twins) == 1 else None  # two that both apply: not told apart

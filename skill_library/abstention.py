@@ -88,11 +88,6 @@ MIN_QUERIES = 12
 #: out-of-scope requests a lower floor lets in from running: benchmarks/README, "Meaning
 #: against fit"; chosen on that suite, checked on τ-bench dev and the users suite)
 MIN_RECALL = 0.95
-#: two example tasks of one skill this similar (cosine of their task vectors) are one wording
-#: (the same request with other names, greetings, signatures): a positive query leaves out
-#: its own example and every one in its wording, so it scores what a request in new words
-#: does (module doc)
-SAME_WORDING = 0.9
 #: at most this many example tasks of one skill are calibration queries (the newest)
 MAX_QUERIES_PER_SKILL = 20
 #: a match this much more similar than the top-ranked one, whose parameters the task cannot
@@ -239,19 +234,13 @@ def calibrate(library: "Calibrating", generation: int | None = None) -> Calibrat
         members = prototypes.traces_of(found, set(vectors)) if proto_at is not None else []
         total = sum((vectors[t] for t in members), np.zeros(matrix.shape[1])) if members else None
         chosen = [e for e in found if e.trace_id in vectors][-MAX_QUERIES_PER_SKILL:]
-        unit = {t: _normalized(v) for t, v in vectors.items()}
         for e in chosen:
-            # left out with the query: its own entry and every example in the same wording
-            # (a request the library has seen in other words is what a new one is)
-            out = {t for t, v in unit.items() if t == e.trace_id or float(v @ unit[e.trace_id]) >= SAME_WORDING}
-            excluded = {position[key] for t in out if (key := f"{name}#{t}") in position}
+            excluded = {position[key]} if (key := f"{name}#{e.trace_id}") in position else set()
             proto = None
             if proto_at is not None and e.trace_id in members and total is not None:
                 excluded.add(proto_at)
-                kept = [t for t in members if t not in out]
-                proto = _normalized(total - sum((vectors[t] for t in out if t in members),
-                                                np.zeros(matrix.shape[1]))) if kept else None
-            queries.append((s, unit[e.trace_id], excluded, proto, len(found) >= 2))
+                proto = _normalized(total - vectors[e.trace_id]) if len(members) > 1 else None
+            queries.append((s, _normalized(vectors[e.trace_id]), excluded, proto, len(found) >= 2))
         if not chosen:  # no task vectors: the skill's example texts stand in as queries
             keys = [k for k in ids if k.startswith(name + "#")][-MAX_QUERIES_PER_SKILL:]
             for key in keys:

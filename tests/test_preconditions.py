@@ -454,9 +454,10 @@ def test_a_condition_mined_against_several_look_alikes_hands_over_to_the_one_tha
                "reset": (True, None, read), "offboard": (True, None, read)}
     monkeypatch.setattr(pre, "probe_reads", lambda lib, s, args, tools: answers[s.name])
 
-    def rank(*skills: tuple[Skill, float], runners_up: tuple[Skill, ...] = ()) -> FetchResult:
+    def rank(*skills: tuple[Skill, float], runners_up: tuple[Skill, ...] = (),
+             floor: float | None = None) -> FetchResult:
         result = FetchResult([Match(skill=s, similarity=v, reliability=0.9, score=v) for s, v in skills])
-        result.margin = 0.005
+        result.margin, result.floor = 0.005, floor
         extra = [Match(skill=s, similarity=0.5, reliability=0.9, score=0.5) for s in runners_up]
         return pre.rank_applicable(object(), result, {"email": "a@b.c"}, {},  # type: ignore[arg-type]
                                    runners_up=[*result, *extra])
@@ -465,6 +466,9 @@ def test_a_condition_mined_against_several_look_alikes_hands_over_to_the_one_tha
     told = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60))
     assert told[0].skill.name == "reset" and not told.abstained and not told.ambiguous
     assert "reset applies where the nearest match unlock does not apply" in told.reason
+    # a stand-in under the library's calibrated floor is none (the top cleared it, the reset does not)
+    low = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60), floor=0.7)
+    assert low.abstained and low[0].skill.name == "reset" and "the nearest match unlock does not apply" in low.reason
     # the offboarding, cut by k, also applies on that read: it is probed, and nothing is told apart
     both = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60), runners_up=(offboard,))
     assert both.abstained and "the nearest match unlock does not apply" in both.reason

@@ -634,7 +634,8 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
             out[:] = [winner.model_copy(update={"ambiguous": False}), *rest]
             out.ambiguous = False
             reasons.append(f"look-alikes told apart by their preconditions ({checked[0].applies_reason})")
-        elif not out.abstained and (twin := told_apart(checked, top_reads)) is not None:
+        elif not out.abstained and (twin := told_apart(checked, top_reads)) is not None and (
+                out.floor is None or twin.similarity >= out.floor):  # a stand-in clears the floor too
             others = [m for m in ordered if m is not twin]
             margin = out.margin or 0.0
             rivals = {m.skill.name for m in others if m.applies is not False and not m.missing
@@ -682,18 +683,21 @@ def failed_condition(skill: Any, reason: str | None) -> Condition | None:
 
 def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]]) -> Any | None:
     """The look-alike a failed top's condition was mined against, when the probe says it
-    applies; else None.
+    applies and no other of them does; else None.
 
     The top (``checked[0]``, ``applies=False``) failed a condition on one read (a tool's
     result at a path: the employee's role); the condition was mined to tell the top from
-    one look-alike (``Condition.against``: grant access directly vs request a contractor's
-    access). That look-alike is chosen when it is among the probed candidates, its
-    preconditions hold, and it has a condition on the same tool and path that holds on
-    **every** result of that tool the top's probe read (``reads``: (tool, result); a
-    condition on another record the same tool read, a colleague's, does not qualify). A
-    skill that merely also applies is never a stand-in: an offboarding ticket whose nearest
-    match was "re-enable the account" (the status is active) is not a password reset,
-    though the reset's condition (active) holds on the same read."""
+    its look-alikes (``Condition.against_all``: grant access directly vs request a
+    contractor's access; unlock vs reset the password and vs re-enable). One of them is
+    chosen when it is among the probed candidates, its preconditions hold, it has a
+    condition on the same tool and path that holds on **every** result of that tool the
+    top's probe read (``reads``: (tool, result); a condition on another record the same tool
+    read, a colleague's, does not qualify), and it is the only one so. A skill that merely
+    also applies is never a stand-in, and two that both qualify are not told apart: an
+    offboarding ticket whose nearest match was "re-enable the account" (the status is
+    active) is not handed to the password reset, as the offboarding's condition (active)
+    holds on that read as well as the reset's. The caller (:func:`rank_applicable`) also
+    requires the stand-in to clear the calibrated floor."""
     failed = failed_condition(checked[0].skill, checked[0].applies_reason)
     if failed is None or failed.against is None:
         return None

@@ -466,9 +466,14 @@ def test_a_condition_mined_against_several_look_alikes_hands_over_to_the_one_tha
     told = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60))
     assert told[0].skill.name == "reset" and not told.abstained and not told.ambiguous
     assert "reset applies where the nearest match unlock does not apply" in told.reason
-    # a stand-in under the library's calibrated floor is none (the top cleared it, the reset does not)
+    # a stand-in under the library's calibrated floor is none (the top cleared it, the reset does
+    # not), unless it is the condition's first look-alike (``against``: as before against_all)
     low = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60), floor=0.7)
     assert low.abstained and low[0].skill.name == "reset" and "the nearest match unlock does not apply" in low.reason
+    first = _conditioned("unlock", status("locked", "reset", "enable").model_copy(update={"against": "reset"}))
+    answers["unlock"] = (False, f"does not apply: {pre.render(first.provenance.preconditions[0])}", read)
+    handed = rank((first, 0.74), (reset, 0.67), (enable, 0.60), floor=0.7)
+    assert handed[0].skill.name == "reset" and not handed.abstained
     # the offboarding, cut by k, also applies on that read: it is probed, and nothing is told apart
     both = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60), runners_up=(offboard,))
     assert both.abstained and "the nearest match unlock does not apply" in both.reason

@@ -634,8 +634,7 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
             out[:] = [winner.model_copy(update={"ambiguous": False}), *rest]
             out.ambiguous = False
             reasons.append(f"look-alikes told apart by their preconditions ({checked[0].applies_reason})")
-        elif not out.abstained and (twin := told_apart(checked, top_reads)) is not None and (
-                out.floor is None or twin.similarity >= out.floor):  # a stand-in clears the floor too
+        elif not out.abstained and (twin := told_apart(checked, top_reads, floor=out.floor)) is not None:
             others = [m for m in ordered if m is not twin]
             margin = out.margin or 0.0
             rivals = {m.skill.name for m in others if m.applies is not False and not m.missing
@@ -681,7 +680,8 @@ def failed_condition(skill: Any, reason: str | None) -> Condition | None:
     return next((c for c in skill.provenance.preconditions if render(c) == said), None)
 
 
-def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]]) -> Any | None:
+def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]], *,
+               floor: float | None = None) -> Any | None:
     """The look-alike a failed top's condition was mined against, when the probe says it
     applies and no other of them does; else None.
 
@@ -696,8 +696,9 @@ def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]]) -> Any 
     also applies is never a stand-in, and two that both qualify are not told apart: an
     offboarding ticket whose nearest match was "re-enable the account" (the status is
     active) is not handed to the password reset, as the offboarding's condition (active)
-    holds on that read as well as the reset's. The caller (:func:`rank_applicable`) also
-    requires the stand-in to clear the calibrated floor."""
+    holds on that read as well as the reset's. A look-alike other than the condition's first
+    (``against``) must also clear the calibrated ``floor`` itself (an out-of-scope request
+    that barely reads like re-enabling is not handed to an unlock it reads less like)."""
     failed = failed_condition(checked[0].skill, checked[0].applies_reason)
     if failed is None or failed.against is None:
         return None
@@ -712,4 +713,7 @@ def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]]) -> Any 
     told_from = set(failed.against_all) | {failed.against}
     twins = [m for m in checked[1:] if m.skill.name in told_from and m.applies is True
              and any(map(same_read, m.skill.provenance.preconditions))]
-    return twins[0] if len(twins) == 1 else None  # two that both apply: not told apart
+    if len(twins) != 1:  # none, or two that both apply: not told apart
+        return None
+    twin = twins[0]
+    return twin if twin.skill.name == failed.against or floor is None or twin.similarity >= floor else None

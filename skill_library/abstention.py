@@ -22,7 +22,8 @@
    precision is ``recall / (recall + false_accept)`` (in-scope and out-of-scope requests
    equally likely), reported with the recall by :meth:`SkillLibrary.calibration`,
    ``skills stats`` and ``skills show``. A task whose top match scores under the floor is
-   ``abstained`` (the matches stay in the result, for an agent that wants to ask).
+   ``abstained`` (the matches stay in the result, for an agent that wants to ask); when the
+   top is flagged too close to call with others, the best of them must clear it.
 2. **A margin between look-alikes.** The same queries give, for each, the gap between its
    own skill's best entry and the best other skill's. The margin is the largest value up to
    :data:`MAX_MARGIN` that flags at most :data:`AMBIGUOUS_BUDGET` of the positive queries.
@@ -408,9 +409,13 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None,
         result.reason = f"{result.reason}; {one_or_every}" if result.reason else one_or_every
         result.ambiguous = True
     reasons = [result.reason] if result.reason else []
-    if found is not None and found.floor is not None and top.similarity < found.floor:
+    # is the task covered at all: by the best of the matches it is too close to call between
+    # (the one it reads most like may be the one ranked second)
+    best = max([top.similarity, *(m.similarity for m in keep if m.ambiguous)]) if result.ambiguous \
+        else top.similarity
+    if found is not None and found.floor is not None and best < found.floor:
         result.abstained = True
-        reasons.append(f"the best match's similarity {top.similarity:.3f} is under this library's "
+        reasons.append(f"the best match's similarity {best:.3f} is under this library's "
                        f"calibrated floor {found.floor:.3f}")
     nearest = max(ranked, key=lambda m: m.similarity)
     if not top.missing and nearest.missing and nearest.similarity - top.similarity > MISSING_LEAD:

@@ -282,3 +282,23 @@ def test_meaning_does_not_override_an_identifier_or_a_state_the_task_names(helpd
     assert decide(plain, admits, excludes).ambiguous
     alone = decide(worded, admits, excludes)
     assert [m.skill.name for m in alone] == [admits.name] and not alone.ambiguous
+
+
+def test_the_floor_asks_whether_any_match_too_close_to_call_covers_the_task():
+    """Matches too close to call are one answer: the task is covered when the best of them
+    clears the floor, even when the one ranked first (by its other terms) does not; both
+    stay flagged ambiguous (and fetch with the caller's reads may tell them apart)."""
+    from skill_library.ranking import make_match
+
+    def match(name: str, similarity: float, score: float):
+        return make_match(_skill(name, f"do {name}"), similarity, score)
+
+    found = Calibration(floor=0.5, margin=0.02, precision=0.9, recall=0.9, false_accept=0.1, ambiguous=0.03,
+                        top1=0.9, queries=20, skills=4, generation=1, method="test")
+    covered = abstention.decide([match("a", 0.48, 0.80), match("b", 0.55, 0.79)], 1, found)
+    assert covered.ambiguous and not covered.abstained and [m.skill.name for m in covered] == ["a", "b"]
+    neither = abstention.decide([match("a", 0.48, 0.80), match("b", 0.49, 0.79)], 1, found)
+    assert neither.ambiguous and neither.abstained and "0.490 is under" in neither.reason
+    # a runner-up that is not too close to call does not count
+    apart = abstention.decide([match("a", 0.48, 0.80), match("b", 0.55, 0.70)], 1, found)
+    assert apart.abstained and not apart.ambiguous

@@ -74,6 +74,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from skill_library import grounding
 from skill_library.models import Match
 
 if TYPE_CHECKING:
@@ -89,6 +90,9 @@ MIN_QUERIES = 12
 #: out-of-scope requests a lower floor lets in from running: benchmarks/README, "Meaning
 #: against fit"; chosen on that suite, checked on τ-bench dev and the users suite)
 MIN_RECALL = 0.95
+#: the grounded floor keeps this share of the positive queries: between it and the floor, a
+#: top match is answered only when the task names what it does (skill_library.grounding)
+GROUNDED_RECALL = 0.99
 #: at most this many example tasks of one skill are calibration queries (the newest)
 MAX_QUERIES_PER_SKILL = 20
 #: a match this much more similar than the top-ranked one, whose parameters the task cannot
@@ -124,6 +128,11 @@ class Calibration:
     skills: int
     generation: int | None
     method: str
+    #: under ``floor`` but at least this, a top match the task names (its action words,
+    #: skill_library.grounding) is answered; None: no such zone (uncalibrated)
+    grounded_floor: float | None = None
+    #: the action words most of the library's skills share (no word of them names one skill)
+    common_words: tuple[str, ...] = ()
 
     @property
     def calibrated(self) -> bool:
@@ -141,7 +150,9 @@ class Calibration:
         if self.floor is None:
             return (f"abstention: uncalibrated ({self.queries} example tasks over {self.skills} skills; "
                     f"{MIN_QUERIES} needed): only the hard similarity floor applies")
-        return (f"abstention: floor {self.floor:.3f}, margin {self.margin:.3f} (leave-one-out over "
+        zone = (f" ({self.grounded_floor:.3f} for a task that names what the skill does)"
+                if self.grounded_floor is not None and self.grounded_floor < self.floor else "")
+        return (f"abstention: floor {self.floor:.3f}{zone}, margin {self.margin:.3f} (leave-one-out over "
                 f"{self.queries} example tasks of {self.skills} skills): expected precision "
                 f"{100 * (self.precision or 0):.0f}%, recall {100 * (self.recall or 0):.0f}%, "
                 f"in-domain uncovered tasks given a skill {100 * (self.false_accept or 0):.0f}%, "
@@ -215,7 +226,8 @@ def calibrate(library: "Calibrating", generation: int | None = None) -> Calibrat
     owner = np.array([names.index(name) for _, name, _ in entries])
     # skills acting with the same tools are one workflow (copies learned apart): a query's
     # runner-up is the best skill of *another* workflow
-    tools_of = {s.name: tuple(sorted(s.tools or [s.name])) for s in library.context.store.list()}
+    listed = list(library.context.store.list())
+    tools_of = {s.name: tuple(sorted(s.tools or [s.name])) for s in listed}
     family = np.array([names.index(name) if name not in tools_of else
                        min(names.index(n) for n in names if tools_of.get(n) == tools_of[name])
                        for name in names])
@@ -266,6 +278,7 @@ def calibrate(library: "Calibrating", generation: int | None = None) -> Calibrat
     if len(positives) < MIN_QUERIES:
         return _uncalibrated(len(positives), len(names), generation)
     floor, recall, false_accept = _choose_floor(positives, negatives, library.min_similarity)
+    grounded = _recall_floor(positives, GROUNDED_RECALL, library.min_similarity, floor)
     margin, ambiguous = _choose_margin(gaps)
     precision = recall / (recall + false_accept) if recall + false_accept > 0 else 1.0
     return Calibration(
@@ -273,7 +286,19 @@ def calibrate(library: "Calibrating", generation: int | None = None) -> Calibrat
         false_accept=round(false_accept, 4), ambiguous=round(ambiguous, 4),
         top1=round(sum(g > 0 for g in gaps) / len(gaps), 4), queries=len(positives), skills=len(names),
         generation=generation, method="leave-one-out over the library's example tasks",
+        grounded_floor=round(grounded, 4),
+        common_words=tuple(sorted(grounding.common_words(s for s in listed if s.name in names))),
     )
+
+
+def _named(group: Sequence[Match], best: float, found: Calibration, reading: "intent.Reading | None") -> bool:
+    """Under the floor, in the grounded zone: whether the task names what each match of
+    ``group`` (the top, and those too close to call with it: any of them may be the one
+    run) does, and each changes one thing (skill_library.grounding)."""
+    if reading is None or found.grounded_floor is None or best < found.grounded_floor:
+        return False
+    return all(grounding.shared(reading.text, m.skill, found.common_words)
+               and grounding.changes_one_thing(m.skill, reading.read_only) for m in group)
 
 
 def _uncalibrated(queries: int, skills: int, generation: int | None) -> Calibration:
@@ -301,6 +326,13 @@ def _choose_floor(positives: Sequence[float], negatives: Sequence[float],
         recall, false_accept = rates(hard_floor)
         return hard_floor, recall, false_accept
     return best[1], best[2], best[3]
+
+
+def _recall_floor(positives: Sequence[float], recall: float, hard_floor: float, ceiling: float) -> float:
+    """The highest threshold keeping ``recall`` of the positives, within [hard_floor, ceiling]."""
+    ranked = sorted(positives, reverse=True)
+    kept = ranked[max(0, math.ceil(recall * len(ranked)) - 1)]
+    return min(max(kept, hard_floor), ceiling)
 
 
 def _choose_margin(gaps: Sequence[float]) -> tuple[float, float]:
@@ -411,9 +443,11 @@ def decide(matches: Sequence[Match], k: int, found: Calibration | None,
     reasons = [result.reason] if result.reason else []
     # is the task covered at all: by the best of the matches it is too close to call between
     # (the one it reads most like may be the one ranked second)
-    best = max([top.similarity, *(m.similarity for m in keep if m.ambiguous)]) if result.ambiguous \
-        else top.similarity
-    if found is not None and found.floor is not None and best < found.floor:
+    group = [top, *(m for m in keep if m.ambiguous and m.skill.name != top.skill.name)] if result.ambiguous \
+        else [top]
+    best = max(m.similarity for m in group)
+    if found is not None and found.floor is not None and best < found.floor and \
+            not _named(group, best, found, reading):
         result.abstained = True
         reasons.append(f"the best match's similarity {best:.3f} is under this library's "
                        f"calibrated floor {found.floor:.3f}")

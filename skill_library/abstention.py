@@ -23,7 +23,9 @@
    equally likely), reported with the recall by :meth:`SkillLibrary.calibration`,
    ``skills stats`` and ``skills show``. A task whose top match scores under the floor is
    ``abstained`` (the matches stay in the result, for an agent that wants to ask); when the
-   top is flagged too close to call with others, the best of them must clear it.
+   top is flagged too close to call with others, the best of them must clear it. Between
+   the floor and the *grounded floor* (:data:`GROUNDED_RECALL` of the positives), a top match
+   the task names and that changes one thing is answered (:mod:`skill_library.grounding`).
 2. **A margin between look-alikes.** The same queries give, for each, the gap between its
    own skill's best entry and the best other skill's. The margin is the largest value up to
    :data:`MAX_MARGIN` that flags at most :data:`AMBIGUOUS_BUDGET` of the positive queries.

@@ -71,7 +71,7 @@ def action_sentence(when: str) -> str:
     """The part of a ``when`` text that says what the skill does: before ``(after:`` or the
     first full stop."""
     text = _LOOP_RE.sub("", when.split("(after:", 1)[0])  # the loop's lookup is not what it does
-    return re.split(r"\.\s", text + " ", maxsplit=1)[0]
+    return re.split(r"\.\s", text + " ", maxsplit=1)[0].strip()
 
 
 def action_words(skill: Skill) -> set[str]:

@@ -24,8 +24,8 @@
    ``skills stats`` and ``skills show``. A task whose top match scores under the floor is
    ``abstained`` (the matches stay in the result, for an agent that wants to ask); when the
    top is flagged too close to call with others, the best of them must clear it. Between
-   the floor and the *grounded floor* (:data:`GROUNDED_RECALL` of the positives), a top match
-   the task names and that changes one thing is answered (:mod:`skill_library.grounding`).
+   the floor and the *mention floor* (:data:`MENTION_RECALL` of the positives), a top match
+   the task names and that changes one thing is answered (:mod:`skill_library.mentions`).
 2. **A margin between look-alikes.** The same queries give, for each, the gap between its
    own skill's best entry and the best other skill's. The margin is the largest value up to
    :data:`MAX_MARGIN` that flags at most :data:`AMBIGUOUS_BUDGET` of the positive queries.
@@ -76,7 +76,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from skill_library import grounding
+from skill_library import mentions
 from skill_library.models import Match
 
 if TYPE_CHECKING:
@@ -92,9 +92,9 @@ MIN_QUERIES = 12
 #: out-of-scope requests a lower floor lets in from running: benchmarks/README, "Meaning
 #: against fit"; chosen on that suite, checked on τ-bench dev and the users suite)
 MIN_RECALL = 0.95
-#: the grounded floor keeps this share of the positive queries: between it and the floor, a
-#: top match is answered only when the task names what it does (skill_library.grounding)
-GROUNDED_RECALL = 0.99
+#: the mention floor keeps this share of the positive queries: between it and the floor, a
+#: top match is answered only when the task names what it does (skill_library.mentions)
+MENTION_RECALL = 0.99
 #: at most this many example tasks of one skill are calibration queries (the newest)
 MAX_QUERIES_PER_SKILL = 20
 #: a match this much more similar than the top-ranked one, whose parameters the task cannot
@@ -131,8 +131,8 @@ class Calibration:
     generation: int | None
     method: str
     #: under ``floor`` but at least this, a top match the task names (its action words,
-    #: skill_library.grounding) is answered; None: no such zone (uncalibrated)
-    grounded_floor: float | None = None
+    #: skill_library.mentions) is answered; None: no such zone (uncalibrated)
+    mention_floor: float | None = None
     #: the action words most of the library's skills share (no word of them names one skill)
     common_words: tuple[str, ...] = ()
 
@@ -152,8 +152,8 @@ class Calibration:
         if self.floor is None:
             return (f"abstention: uncalibrated ({self.queries} example tasks over {self.skills} skills; "
                     f"{MIN_QUERIES} needed): only the hard similarity floor applies")
-        zone = (f" ({self.grounded_floor:.3f} for a task that names what the skill does)"
-                if self.grounded_floor is not None and self.grounded_floor < self.floor else "")
+        zone = (f" ({self.mention_floor:.3f} for a task that names what the skill does)"
+                if self.mention_floor is not None and self.mention_floor < self.floor else "")
         return (f"abstention: floor {self.floor:.3f}{zone}, margin {self.margin:.3f} (leave-one-out over "
                 f"{self.queries} example tasks of {self.skills} skills): expected precision "
                 f"{100 * (self.precision or 0):.0f}%, recall {100 * (self.recall or 0):.0f}%, "
@@ -280,7 +280,7 @@ def calibrate(library: "Calibrating", generation: int | None = None) -> Calibrat
     if len(positives) < MIN_QUERIES:
         return _uncalibrated(len(positives), len(names), generation)
     floor, recall, false_accept = _choose_floor(positives, negatives, library.min_similarity)
-    grounded = _recall_floor(positives, GROUNDED_RECALL, library.min_similarity, floor)
+    mention = _recall_floor(positives, MENTION_RECALL, library.min_similarity, floor)
     margin, ambiguous = _choose_margin(gaps)
     precision = recall / (recall + false_accept) if recall + false_accept > 0 else 1.0
     return Calibration(
@@ -288,19 +288,19 @@ def calibrate(library: "Calibrating", generation: int | None = None) -> Calibrat
         false_accept=round(false_accept, 4), ambiguous=round(ambiguous, 4),
         top1=round(sum(g > 0 for g in gaps) / len(gaps), 4), queries=len(positives), skills=len(names),
         generation=generation, method="leave-one-out over the library's example tasks",
-        grounded_floor=round(grounded, 4),
-        common_words=tuple(sorted(grounding.common_words(s for s in listed if s.name in names))),
+        mention_floor=round(mention, 4),
+        common_words=tuple(sorted(mentions.common_words(s for s in listed if s.name in names))),
     )
 
 
 def _named(group: Sequence[Match], best: float, found: Calibration, reading: "intent.Reading | None") -> bool:
-    """Under the floor, in the grounded zone: whether the task names what each match of
+    """Under the floor, in the mention zone: whether the task names what each match of
     ``group`` (the top, and those too close to call with it: any of them may be the one
-    run) does, and each changes one thing (skill_library.grounding)."""
-    if reading is None or found.grounded_floor is None or best < found.grounded_floor:
+    run) does, and each changes one thing (skill_library.mentions)."""
+    if reading is None or found.mention_floor is None or best < found.mention_floor:
         return False
-    return all(grounding.shared(reading.text, m.skill, found.common_words)
-               and grounding.changes_one_thing(m.skill, reading.read_only) for m in group)
+    return all(mentions.mentioned(reading.text, m.skill, found.common_words)
+               and mentions.changes_one_thing(m.skill, reading.read_only) for m in group)
 
 
 def _uncalibrated(queries: int, skills: int, generation: int | None) -> Calibration:

@@ -15,8 +15,8 @@ first full stop) and its parameters' names, singular, without function words
 (:data:`skill_library.one_vs_every.FUNCTION_WORDS`) and without the words most of the
 library's skills share (:func:`common_words`: "employee" in a helpdesk, "order" in a shop;
 they tell no skill from another). The task *names* a skill when it holds one of them
-(:func:`shared`). Abstention uses it only between the floor and a lower one
-(``Calibration.grounded_floor``): there, a top match the task names is answered when it
+(:func:`mentioned`). Abstention uses it only between the floor and a lower one
+(``Calibration.mention_floor``): there, a top match the task names is answered when it
 changes one thing (:func:`changes_one_thing`: one state-changing tool, not in a loop; the
 cost of a wrong run grows with what it changes, and a chance word, "account in question:",
 must not start an offboarding), else abstained, as under the floor.
@@ -89,7 +89,7 @@ def common_words(skills: Iterable[Skill]) -> frozenset[str]:
     return frozenset(w for w, n in counts.items() if n > COMMON_SHARE * len(found))
 
 
-def shared(task: str, skill: Skill, common: Iterable[str] = ()) -> set[str]:
+def mentioned(task: str, skill: Skill, common: Iterable[str] = ()) -> set[str]:
     """The action words of ``skill`` (less ``common``) that ``task`` holds."""
     return (action_words(skill) - set(common)) & words(task)
 

@@ -1,10 +1,10 @@
-"""Abstention's grounded zone (skill_library.grounding): under the calibrated floor, down to a
+"""Abstention's mention zone (skill_library.mentions): under the calibrated floor, down to a
 second one, a top match is answered when the task names what it does and it changes one
 thing; else the fetch abstains as under the floor."""
 
 from __future__ import annotations
 
-from skill_library import abstention, grounding, intent
+from skill_library import abstention, intent, mentions
 from skill_library.abstention import Calibration
 from skill_library.models import Skill
 from skill_library.ranking import make_match
@@ -39,36 +39,36 @@ OFFBOARD = code_skill("offboard", "email: str",
 
 
 def test_action_words_are_what_the_skill_does_and_its_inputs_not_how_it_looks_them_up():
-    assert grounding.action_sentence(LEAVE_ALL.when) == "Remove an employee from one mailing-list group"
-    assert grounding.action_words(LEAVE_ALL) == {"remove", "employee", "mailing", "list", "group", "email"}
-    assert grounding.action_words(RESET) == {"reset", "account", "password", "email"}  # no condition words
-    assert grounding.words("Could I leave both distribution lists? It's my account's") >= {"list", "account"}
-    assert "could" not in grounding.words("Could you") and "the" not in grounding.words("the")
+    assert mentions.action_sentence(LEAVE_ALL.when) == "Remove an employee from one mailing-list group"
+    assert mentions.action_words(LEAVE_ALL) == {"remove", "employee", "mailing", "list", "group", "email"}
+    assert mentions.action_words(RESET) == {"reset", "account", "password", "email"}  # no condition words
+    assert mentions.words("Could I leave both distribution lists? It's my account's") >= {"list", "account"}
+    assert "could" not in mentions.words("Could you") and "the" not in mentions.words("the")
 
 
 def test_words_most_skills_share_name_no_one_skill():
     skills = [LEAVE_ONE, LEAVE_ALL, RESET, OFFBOARD]
-    assert grounding.common_words(skills) == {"email", "employee"}  # in 4 and 3 of the 4 skills
-    assert grounding.common_words(skills[:3]) == frozenset()  # too few skills to tell
+    assert mentions.common_words(skills) == {"email", "employee"}  # in 4 and 3 of the 4 skills
+    assert mentions.common_words(skills[:3]) == frozenset()  # too few skills to tell
 
 
 def test_a_task_names_a_skill_by_one_of_its_action_words():
-    common = grounding.common_words([LEAVE_ONE, LEAVE_ALL, RESET, OFFBOARD])
-    assert grounding.shared("Hi, could you take me off the quiz-night list? Thanks", LEAVE_ONE, common) == {"list"}
-    assert grounding.shared("Please show my nickname in the staff directory", RESET, common) == set()
-    assert grounding.shared("my email is a@b.c", RESET, common) == set()  # a common word names nothing
+    common = mentions.common_words([LEAVE_ONE, LEAVE_ALL, RESET, OFFBOARD])
+    assert mentions.mentioned("Hi, could you take me off the quiz-night list? Thanks", LEAVE_ONE, common) == {"list"}
+    assert mentions.mentioned("Please show my nickname in the staff directory", RESET, common) == set()
+    assert mentions.mentioned("my email is a@b.c", RESET, common) == set()  # a common word names nothing
 
 
 def test_a_skill_changes_one_thing_with_one_state_changing_tool_outside_a_loop():
-    assert grounding.changes_one_thing(LEAVE_ONE, READ_ONLY)
-    assert grounding.changes_one_thing(RESET, READ_ONLY)
-    assert not grounding.changes_one_thing(LEAVE_ALL, READ_ONLY)  # a loop over the lookup's groups
-    assert not grounding.changes_one_thing(OFFBOARD, READ_ONLY)  # two kinds of change
+    assert mentions.changes_one_thing(LEAVE_ONE, READ_ONLY)
+    assert mentions.changes_one_thing(RESET, READ_ONLY)
+    assert not mentions.changes_one_thing(LEAVE_ALL, READ_ONLY)  # a loop over the lookup's groups
+    assert not mentions.changes_one_thing(OFFBOARD, READ_ONLY)  # two kinds of change
 
 
-def _found(floor: float = 0.5, grounded: float | None = 0.44, common: tuple[str, ...] = ("email",)) -> Calibration:
+def _found(floor: float = 0.5, mention: float | None = 0.44, common: tuple[str, ...] = ("email",)) -> Calibration:
     return Calibration(floor=floor, margin=0.02, precision=0.9, recall=0.95, false_accept=0.3, ambiguous=0.03,
-                       top1=0.9, queries=40, skills=4, generation=1, method="test", grounded_floor=grounded,
+                       top1=0.9, queries=40, skills=4, generation=1, method="test", mention_floor=mention,
                        common_words=common)
 
 
@@ -86,7 +86,7 @@ def test_under_the_floor_a_task_that_names_a_skill_changing_one_thing_is_answere
     assert unnamed.abstained and "under this library's calibrated floor 0.500" in unnamed.reason
     # under the second floor, or with none (uncalibrated zone), or without the task's reading
     assert abstention.decide([make_match(LEAVE_ONE, 0.43, 0.43)], 1, _found(), _reading(named)).abstained
-    assert abstention.decide([make_match(LEAVE_ONE, 0.47, 0.47)], 1, _found(grounded=None), _reading(named)).abstained
+    assert abstention.decide([make_match(LEAVE_ONE, 0.47, 0.47)], 1, _found(mention=None), _reading(named)).abstained
     assert abstention.decide([make_match(LEAVE_ONE, 0.47, 0.47)], 1, _found(), None).abstained
 
 

@@ -294,12 +294,13 @@ def calibrate(library: "Calibrating", generation: int | None = None) -> Calibrat
 
 
 def _named(group: Sequence[Match], best: float, found: Calibration, reading: "intent.Reading | None") -> bool:
-    """Under the floor, in the mention zone: whether the task names what each match of
+    """Under the floor, in the mention zone: whether the task mentions each match of
     ``group`` (the top, and those too close to call with it: any of them may be the one
-    run) does, and each changes one thing (skill_library.mentions)."""
+    run), names an identifier value one of its parameters takes, and each changes one
+    thing (skill_library.mentions)."""
     if reading is None or found.mention_floor is None or best < found.mention_floor:
         return False
-    return all(mentions.mentioned(reading.text, m.skill, found.common_words)
+    return all(mentions.mentioned(reading.text, m.skill, found.common_words) and reading.named_values(m.skill.name)
                and mentions.changes_one_thing(m.skill, reading.read_only) for m in group)
 
 

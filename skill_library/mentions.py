@@ -16,10 +16,14 @@ first full stop) and its parameters' names, singular, without function words
 library's skills share (:func:`common_words`: "employee" in a helpdesk, "order" in a shop;
 they tell no skill from another). The task *names* a skill when it holds one of them
 (:func:`mentioned`). Abstention uses it only between the floor and a lower one
-(``Calibration.mention_floor``): there, a top match the task names is answered when it
-changes one thing (:func:`changes_one_thing`: one state-changing tool, not in a loop; the
-cost of a wrong run grows with what it changes, and a chance word, "account in question:",
-must not start an offboarding), else abstained, as under the floor.
+(``Calibration.mention_floor``): there, a top match is answered when the task mentions it,
+names one of the identifier values its tool declares for a parameter (the ``book-club`` list,
+the ``payroll`` system: :meth:`skill_library.intent.Reading.named_values`), and it changes one
+thing (:func:`changes_one_thing`); else it abstains, as under the floor. A mention alone is
+too weak: "the Wi-Fi password in room 4 does not work" mentions a password reset, "my
+account: ..." every account skill; a named value is what a request of the skill's own
+workflow carries, and the cost of a wrong run grows with what it changes ("account in
+question: ..." must not start an offboarding).
 
 Limits: lexical, English-centred (a word form the description does not use, "withdrawn"
 for revoke, is not read); a description word that is also chatter ("back" in "switch an
@@ -28,12 +32,14 @@ account back on" against "call me back") is dropped only when it is a function w
 
 from __future__ import annotations
 
+import ast
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
 from skill_library.models import Skill
-from skill_library.one_vs_every import FUNCTION_WORDS, loops
+from skill_library.one_vs_every import FUNCTION_WORDS
 
 #: a word in more than this share of a library's skills' action words is common to them
 COMMON_SHARE = 0.5
@@ -42,7 +48,7 @@ MIN_SKILLS_FOR_COMMON = 4
 #: shorter words are not read
 MIN_LETTERS = 3
 
-_WORD_RE = re.compile(r"[a-z]+")
+_WORD_RE = re.compile(r"[^\W\d_]+")
 #: words descriptions use for how, not what
 _DESCRIPTION_WORDS = frozenset("needs need applies when after every each all one like".split())
 #: the loop phrase of a description (induction.describe): ", for every one that list devices returns"
@@ -57,10 +63,16 @@ def _singular(word: str) -> str:
     return word
 
 
+def _folded(text: str) -> str:
+    """Lower case, accents folded (``Zurücksetzen`` -> ``zurucksetzen``)."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def words(text: str) -> set[str]:
-    """The content words of ``text``: lower case, singular, no function words."""
+    """The content words of ``text``: lower case, accents folded, singular, no function words."""
     out = set()
-    for raw in _WORD_RE.findall(text.lower().replace("'s", "")):
+    for raw in _WORD_RE.findall(_folded(text).replace("'s", "")):
         word = _singular(raw)
         if len(word) >= MIN_LETTERS and word not in FUNCTION_WORDS and raw not in FUNCTION_WORDS:
             out.add(word)
@@ -95,7 +107,38 @@ def mentioned(task: str, skill: Skill, common: Iterable[str] = ()) -> set[str]:
 
 
 def changes_one_thing(skill: Skill, read_only: Iterable[str]) -> bool:
-    """Whether ``skill`` makes at most one kind of change, once: one state-changing tool, not
-    called in a loop over a lookup's items (:func:`skill_library.one_vs_every.loops`)."""
+    """Whether ``skill`` visibly makes one change, once: a code skill with one state-changing
+    tool, called at one place that no loop, comprehension or function encloses, and never
+    passed around as a value (``map(tool, ...)``). Anything this cannot read (an instruction
+    skill, code that does not parse) does not qualify."""
     acting = set(skill.tools) - set(read_only)
-    return len(acting) <= 1 and not any(tool in acting for tool, _ in loops(skill))
+    if skill.kind != "code" or not skill.code or len(acting) != 1:
+        return False
+    (tool,) = acting
+    try:
+        tree = ast.parse(skill.code)
+    except (SyntaxError, ValueError):
+        return False
+    calls = 0
+    for node, enclosing in _walk(tree, ()):
+        if isinstance(node, ast.Name) and node.id == tool:
+            parent = enclosing[-1] if enclosing else None
+            if not (isinstance(parent, ast.Call) and parent.func is node):
+                return False  # the tool used as a value: how often it runs cannot be read
+            calls += 1
+            if any(isinstance(n, _REPEATING) for n in enclosing) or \
+                    sum(isinstance(n, _FUNCTIONS) for n in enclosing) > 1:
+                return False
+    return calls == 1
+
+
+#: nodes whose body may run more than once
+_REPEATING = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+              ast.Lambda)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _walk(node: ast.AST, enclosing: tuple[ast.AST, ...]) -> Iterable[tuple[ast.AST, tuple[ast.AST, ...]]]:
+    yield node, enclosing
+    for child in ast.iter_child_nodes(node):
+        yield from _walk(child, (*enclosing, node))

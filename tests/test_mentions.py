@@ -64,6 +64,23 @@ def test_a_skill_changes_one_thing_with_one_state_changing_tool_outside_a_loop()
     assert mentions.changes_one_thing(RESET, READ_ONLY)
     assert not mentions.changes_one_thing(LEAVE_ALL, READ_ONLY)  # a loop over the lookup's groups
     assert not mentions.changes_one_thing(OFFBOARD, READ_ONLY)  # two kinds of change
+    tools = ["find_user", "get_user", "remove_from_group"]
+    head = "r1 = find_user(email=email)\nr2 = get_user(user_id=r1)\n"
+    for body in ("for g in r2['groups']:\n    remove_from_group(r1, g)\nreturn r1",  # positional
+                 "return [remove_from_group(user_id=r1, group=g) for g in r2['groups']]",
+                 "while r2['groups']:\n    remove_from_group(user_id=r1, group=r2['groups'].pop())\nreturn r1",
+                 "return list(map(remove_from_group, r2['groups']))",  # the tool passed as a value
+                 "remove_from_group(user_id=r1, group='a')\nreturn remove_from_group(user_id=r1, group='b')",
+                 "def each(g):\n    return remove_from_group(user_id=r1, group=g)\nreturn each('a')"):
+        looped = code_skill("wipe", "email: str", head + body, tools, "Remove an employee from a group.")
+        assert not mentions.changes_one_thing(looped, READ_ONLY), body
+    prose = Skill(name="offboard_steps", kind="instruction", when="Offboard an employee: revoke every access "
+                  "and disable the account.", description="1. revoke every access 2. disable the account")
+    assert not mentions.changes_one_thing(prose, READ_ONLY)  # nothing to read how often it changes
+
+
+def test_words_fold_accents_and_keep_letters_together():
+    assert mentions.words("Zurücksetzen, café, Résumé") == {"zurucksetzen", "cafe", "resume"}
 
 
 def _found(floor: float = 0.5, mention: float | None = 0.44, common: tuple[str, ...] = ("email",)) -> Calibration:
@@ -72,8 +89,18 @@ def _found(floor: float = 0.5, mention: float | None = 0.44, common: tuple[str, 
                        common_words=common)
 
 
+GROUPS = ("quiz-night", "book-club", "all-staff")
+
+
 def _reading(text: str) -> intent.Reading:
-    return intent.Reading(text=text, vocabulary=intent.Vocabulary(), read_only=READ_ONLY)
+    # the identifier values the skills' tools declare (skill_library.intent.skill_choices)
+    return intent.Reading(text=text, vocabulary=intent.Vocabulary(), read_only=READ_ONLY,
+                          choices={"leave_one": {"group": GROUPS}})
+
+
+def grounding_free(result: abstention.FetchResult) -> bool:
+    """The result abstained by the floor rule (its reason names the floor)."""
+    return "under this library's calibrated floor" in result.reason
 
 
 def test_under_the_floor_a_task_that_names_a_skill_changing_one_thing_is_answered():
@@ -84,6 +111,13 @@ def test_under_the_floor_a_task_that_names_a_skill_changing_one_thing_is_answere
     unnamed = abstention.decide([make_match(RESET, 0.47, 0.47)], 1, _found(),
                                 _reading("Please show my nickname in the staff directory"))
     assert unnamed.abstained and "under this library's calibrated floor 0.500" in unnamed.reason
+    # a mention without a named value is too weak: the chance word "password", no value of the reset's
+    wifi = abstention.decide([make_match(RESET, 0.47, 0.47)], 1, _found(),
+                             _reading("the wi-fi password in meeting room 4 does not work, my account: a@b.c"))
+    assert grounding_free(wifi) and wifi.abstained
+    # the list named but not what the skill does: abstained too
+    assert abstention.decide([make_match(LEAVE_ONE, 0.47, 0.47)], 1, _found(),
+                             _reading("quiz-night starts at 8, see you there")).abstained
     # under the second floor, or with none (uncalibrated zone), or without the task's reading
     assert abstention.decide([make_match(LEAVE_ONE, 0.43, 0.43)], 1, _found(), _reading(named)).abstained
     assert abstention.decide([make_match(LEAVE_ONE, 0.47, 0.47)], 1, _found(mention=None), _reading(named)).abstained

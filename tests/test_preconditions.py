@@ -419,6 +419,16 @@ def test_a_read_of_another_persons_record_is_no_condition_on_the_employee():
     assert subjects == {("find_user", 0): "email", ("find_user", 1): "colleague_email",
                         ("get_user", 0): "colleague_email"}
     assert pre.read_subjects(enables[0], READ_ONLY)[("get_user", 0)] == "email"
+    # a small integer is no one's (a page, a count); a value two parameters share is both's
+    paged = copies[0].model_copy(update={"params": {**copies[0].params, "n": 1}}, deep=True)
+    paged.calls.insert(0, ToolCall(name="find_user", arguments={"page": 1}, result=None))
+    assert pre.read_subjects(paged, READ_ONLY)[("find_user", 0)] == ""
+    same = copies[0].model_copy(update={"params": {"email": "x@corp.example", "colleague_email": "x@corp.example"}},
+                               deep=True)
+    same.calls[:] = [ToolCall(name="find_user", arguments={"email": "x@corp.example"}, result="U1"),
+                     ToolCall(name="get_user", arguments={"user_id": "U1"}, result={"status": "active"})]
+    assert pre.read_subjects(same, READ_ONLY) == {("find_user", 0): "colleague_email+email",
+                                                  ("get_user", 0): "colleague_email+email"}
     mined = pre.mine({"copy": copies, "enable": enables}, READ_ONLY)
     # before: copy got "the user's status is active or locked" (the colleague's), and re-enable
     # "disabled", told apart from copy by a read copy's traces never made
@@ -474,7 +484,13 @@ def test_a_condition_mined_against_several_look_alikes_hands_over_to_the_one_tha
     answers["unlock"] = (False, f"does not apply: {pre.render(first.provenance.preconditions[0])}", read)
     handed = rank((first, 0.74), (reset, 0.67), (enable, 0.60), floor=0.7)
     assert handed[0].skill.name == "reset" and not handed.abstained
+    # ... but not for a top answered under the floor itself (skill_library.mentions): the
+    # stand-in would then run on the strength of nothing
+    assert rank((first, 0.68), (reset, 0.67), (enable, 0.60), floor=0.7).abstained
     # the offboarding, cut by k, also applies on that read: it is probed, and nothing is told apart
     both = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60), runners_up=(offboard,))
     assert both.abstained and "the nearest match unlock does not apply" in both.reason
     assert {m.skill.name for m in both if m.applies} == {"reset", "offboard"}
+    # ... unless the offboarding is under the calibrated floor (0.5 here) and the reset over it
+    over = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60), runners_up=(offboard,), floor=0.55)
+    assert over[0].skill.name == "reset" and not over.abstained

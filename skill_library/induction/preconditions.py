@@ -128,6 +128,13 @@ def _scalars(value: Any, depth: int = 0) -> Iterator[str]:
         yield json.dumps(value)
 
 
+def _identifying(item: str) -> bool:
+    """Whether a parameter value (JSON) can say whose record a read is: a string, or an
+    integer too large to be a count or a page (``1`` is not the user ``1``)."""
+    value = json.loads(item)
+    return isinstance(value, str) or abs(value) > MAX_INT_VALUE
+
+
 def read_subjects(trace: Trace, read_only: frozenset[str]) -> dict[tuple[str, int], str]:
     """Whose record each read before the first state-changing call reads, by (tool,
     occurrence) and (tool, :data:`TARGET`): the names of the trace's parameters whose values
@@ -135,10 +142,11 @@ def read_subjects(trace: Trace, read_only: frozenset[str]) -> dict[tuple[str, in
     found by ``email`` vs the colleague found by ``colleague_email``), joined by ``+``; ``""``
     when none does. Two skills' reads are compared only when they read the same subject: a
     condition on the colleague's record says nothing about the employee's."""
-    owner: dict[str, str] = {}
+    owner: dict[str, set[str]] = {}  # a value two parameters share belongs to both
     for name, value in sorted(trace.params.items()):
         for item in _scalars(value):
-            owner.setdefault(item, name)
+            if _identifying(item):
+                owner.setdefault(item, set()).add(name)
     derived: dict[str, str] = {}
     seen: Counter[str] = Counter()
     out: dict[tuple[str, int], str] = {}
@@ -153,7 +161,7 @@ def read_subjects(trace: Trace, read_only: frozenset[str]) -> dict[tuple[str, in
                     out[(tool, TARGET)] = who
             return out
         given = _values(call.arguments)
-        names = {owner[v] for v in given if v in owner} or {derived[v] for v in given if v in derived}
+        names = {n for v in given if v in owner for n in owner[v]} or {derived[v] for v in given if v in derived}
         who = "+".join(sorted(names))
         if call.error is None:
             out[(call.name, seen[call.name])] = who
@@ -696,9 +704,12 @@ def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]], *,
     also applies is never a stand-in, and two that both qualify are not told apart: an
     offboarding ticket whose nearest match was "re-enable the account" (the status is
     active) is not handed to the password reset, as the offboarding's condition (active)
-    holds on that read as well as the reset's. A look-alike other than the condition's first
-    (``against``) must also clear the calibrated ``floor`` itself (an out-of-scope request
-    that barely reads like re-enabling is not handed to an unlock it reads less like)."""
+    holds on that read as well as the reset's. Only a credible look-alike counts: one that
+    clears the calibrated ``floor`` itself (an out-of-scope request that barely reads like
+    re-enabling is not handed to an unlock it reads less like), or the condition's first
+    (``against``) when the top cleared it (not when the top was answered under the floor);
+    one under the floor neither takes the task nor stops another from taking it ("I can't
+    get into my account": the reset over the floor, the offboarding under it)."""
     failed = failed_condition(checked[0].skill, checked[0].applies_reason)
     if failed is None or failed.against is None:
         return None
@@ -711,9 +722,13 @@ def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]], *,
             all(holds(condition, r) for r in results)
 
     told_from = set(failed.against_all) | {failed.against}
+
+    def credible(m: Any) -> bool:
+        # over the floor; under it, only the condition's first look-alike, and only for a top
+        # that cleared the floor itself (not one answered under it: skill_library.mentions)
+        return floor is None or m.similarity >= floor or (
+            m.skill.name == failed.against and checked[0].similarity >= floor)
+
     twins = [m for m in checked[1:] if m.skill.name in told_from and m.applies is True
-             and any(map(same_read, m.skill.provenance.preconditions))]
-    if len(twins) != 1:  # none, or two that both apply: not told apart
-        return None
-    twin = twins[0]
-    return twin if twin.skill.name == failed.against or floor is None or twin.similarity >= floor else None
+             and any(map(same_read, m.skill.provenance.preconditions)) and credible(m)]
+    return twins[0] if len(twins) == 1 else None  # none, or two that both apply: not told apart

@@ -174,9 +174,9 @@ def searched(
                 acting=ranking.acting_tools(skill, read_only, needed),
             ))
         if len(candidates) >= k + extra or len(found) < n or below:
-            ranked = ranking.rank_candidates(candidates, values, args, explain=explain,
+            ranked = ranking.rank_candidates(candidates, values, args, explain=explain, limit=k + extra,
                                              scope=one_vs_every.scope(library, generation), reading=reading)
-            return Searched(ranked[: k + extra], reading, generation)
+            return Searched(ranked, reading, generation)
         n *= FETCH_GROWTH
 
 

@@ -5,7 +5,7 @@ re-scoring and ranking; and next-skill prefetch from a subject's usage pattern.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from skill_library import intent, one_vs_every, phrases, prototypes, ranking, value_fit
 from skill_library.errors import SkillNotFoundError
@@ -60,6 +60,41 @@ def search(
     more matches than ``k`` are returned when qualifying (the abstention margin rule reads
     the runner-up). ``reading``: the task read by :mod:`skill_library.intent` (ranking demotes
     the skills it rules out)."""
+    return searched(library, embedding, k, threshold, kinds, index, floor=floor, tools=tools, values=values,
+                    args=args, explain=explain, extra=extra, reading=reading).matches
+
+
+class Searched(NamedTuple):
+    """What :func:`searched` found: the matches, the task's reading ranking used (None: not
+    read) and the records generation the hits were read at (None: an index of the caller's)."""
+
+    matches: list[Match]
+    reading: intent.Reading | None
+    generation: int | None
+
+
+def searched(
+    library: "Searching",
+    embedding: Sequence[float],
+    k: int,
+    threshold: float,
+    kinds: Sequence[SkillKind] | None,
+    index: VectorIndex | None = None,
+    *,
+    floor: float = -1.0,
+    tools: frozenset[str] | None = None,
+    values: value_fit.TaskValues | None = None,
+    args: Mapping[str, Any] | None = None,
+    explain: bool = False,
+    extra: int = 0,
+    reading: intent.Reading | None = None,
+    read: Callable[[int | None], intent.Reading] | None = None,
+) -> Searched:
+    """:func:`search`, with the reading and generation it used. ``read``: the task's reading
+    at a generation (fetch's :func:`skill_library.intent.reading`), called with the one the
+    hits' records were read at, in place of ``reading`` (one read of the generation serves
+    the index check, the reading's vocabulary and read-only tools, the one-vs-every scope
+    and the caller's calibration)."""
     wanted_kinds = set(kinds) if kinds is not None else None
     # the library's own index is checked against the records optimistically: the
     # generation is read in the same read as the records the hits name, and a change
@@ -71,6 +106,7 @@ def search(
     refreshes = 0
     n = max(FETCH_OVERFETCH * k, k + FETCH_MIN_EXTRA) * ENTRIES_PER_SKILL_GUESS
     needs: dict[str, frozenset[str] | None] = {}
+    read_at: int | None = None  # the generation ``reading`` was read at (with ``read``)
     while True:
         try:
             found = index.query(embedding, n)  # fewer than n: the index has no more
@@ -82,6 +118,22 @@ def search(
             index = synced.current()
             continue
         below = bool(found) and found[-1].similarity < floor  # the rest is further away
+        hits = [
+            h for h in best_per_skill(found)
+            if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
+        ]
+        keys = [(h.name, h.version) for h in hits]
+        generation: int | None = None
+        if synced is None:
+            records = library.context.store.get_many(keys)
+        else:
+            records, generation = library.context.store.get_many_and_generation(keys)
+            if generation != synced.seen_generation and refreshes < FETCH_REFRESHES:
+                refreshes += 1
+                index = synced.current()  # reopened and checked against the records
+                continue
+        if read is not None and (reading is None or read_at != generation):
+            reading, read_at = read(generation), generation  # the task's, at the records' generation
         named = {name: ranking.named_choices(reading, name) for name in {h.name for h in found}}
         fitted = {id(h): ranking.entry_fit(values, h, named[h.name]) if values is not None else h.similarity
                   for h in found}
@@ -96,19 +148,6 @@ def search(
         for h in found:
             if h.name not in best_entry or fitted[id(h)] > fitted[id(best_entry[h.name])]:
                 best_entry[h.name] = h
-        hits = [
-            h for h in best_per_skill(found)
-            if (wanted_kinds is None or h.kind in wanted_kinds) and h.similarity >= floor
-        ]
-        keys = [(h.name, h.version) for h in hits]
-        if synced is None:
-            records = library.context.store.get_many(keys)
-        else:
-            records, generation = library.context.store.get_many_and_generation(keys)
-            if generation != synced.seen_generation and refreshes < FETCH_REFRESHES:
-                refreshes += 1
-                index = synced.current()  # reopened and checked against the records
-                continue
         confidence = (library.procedures.confidences([h.name for h in hits if h.kind == "instruction"])
                       if any(h.kind == "instruction" for h in hits) else {})
         candidates = []
@@ -135,8 +174,9 @@ def search(
                 acting=ranking.acting_tools(skill, read_only, needed),
             ))
         if len(candidates) >= k + extra or len(found) < n or below:
-            return ranking.rank_candidates(candidates, values, args, explain=explain,
-                                           scope=one_vs_every.scope(library), reading=reading)[: k + extra]
+            ranked = ranking.rank_candidates(candidates, values, args, explain=explain, limit=k + extra,
+                                             scope=one_vs_every.scope(library, generation), reading=reading)
+            return Searched(ranked, reading, generation)
         n *= FETCH_GROWTH
 
 
@@ -233,14 +273,15 @@ def fetch(
     embedding = library.embedder.embed([description.query_text(task)])[0]
     if args is not None and not isinstance(args, Mapping):
         raise TypeError("args must be a mapping of parameter name -> value")
-    # one read of the index generation for what is cached by it (the vocabulary, the
-    # declared read-only tools and the calibration)
-    generation = library.context.store.index_generation() if abstain else None
-    reading = intent.reading(library, task, generation) if abstain else None
-    matches = search(library, embedding, k, threshold, kinds, floor=floor,
+    # the index generation search reads with the hits' records serves everything cached by
+    # it (the vocabulary and declared read-only tools of the task's reading, the one-vs-every
+    # scope and the calibration): no read of its own
+    found = searched(library, embedding, k, threshold, kinds, floor=floor,
                      tools=None if tools is None else frozenset(tools),
                      values=value_fit.TaskValues.of(task), args=args, explain=explain,
-                     extra=abstention.EXTRA_FOR_MARGIN if abstain else 0, reading=reading)
+                     extra=abstention.EXTRA_FOR_MARGIN if abstain else 0,
+                     read=(lambda generation: intent.reading(library, task, generation)) if abstain else None)
+    matches, reading, generation = found.matches, found.reading, found.generation
     if subject is not None and state is not None:
         matches.extend(prefetch(library, subject, state, matches, threshold))
     if session is not None or cohort is not None:

@@ -377,10 +377,12 @@ def _parameter_names(skill: Skill) -> list[str]:
 _CACHE: "weakref.WeakKeyDictionary[Any, Scope]" = weakref.WeakKeyDictionary()
 
 
-def scope(library: "Tenant") -> Scope:
+def scope(library: "Tenant", generation: int | None = None) -> Scope:
     """``library``'s scope, rebuilt when its index generation changed (a skill learned,
-    revised, retired or quarantined)."""
-    generation = library.context.store.index_generation()
+    revised, retired or quarantined; ``generation``: the one the caller just read, else
+    read here)."""
+    if generation is None:
+        generation = library.context.store.index_generation()
     cached = _CACHE.get(library)
     if cached is not None and cached.generation == generation:
         return cached

@@ -214,8 +214,9 @@ def entry_fit(task: value_fit.TaskValues, hit: Any, named: Sequence[str]) -> flo
 def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping[str, Any] | None,
           leanest: int, *, every_penalty: float = 0.0,
           also_missing: Sequence[str] = (), conflict: str | None = None,
-          named: Sequence[str] = (), state: str | None = None) -> tuple[float, ScoreBreakdown, list[str]]:
-    """The candidate's score, its breakdown and its missing parameters; ``every_penalty``
+          named: Sequence[str] = (), state: str | None = None,
+          explain: bool = True) -> tuple[float, ScoreBreakdown | None, list[str]]:
+    """The candidate's score, its breakdown (None unless ``explain``) and its missing parameters; ``every_penalty``
     and ``also_missing``: the one-vs-every rule's (skill_library.one_vs_every); ``conflict``:
     why the task rules the skill out (skill_library.intent), or None; ``named``: parameters
     whose declared identifier values the task names (never missing, no value-shape check);
@@ -240,6 +241,8 @@ def score(candidate: Candidate, task: value_fit.TaskValues | None, args: Mapping
         "intent": (-intent.CONFLICT_PENALTY if conflict else 0.0) - (intent.STATE_PENALTY if state else 0.0),
     }
     total = candidate.best_cosine + sum(terms.values())
+    if not explain:
+        return total, None, missing
     breakdown = ScoreBreakdown.model_construct(
         entry=candidate.entry, by_entry=dict(candidate.by_entry), similarity=candidate.best_cosine,
         value_fit=terms["value_fit"], evidence=terms["evidence"], bindability=terms["bindability"],
@@ -267,19 +270,21 @@ def make_match(skill: Skill, similarity: float, score: float | None = None, **ex
 def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues | None,
                     args: Mapping[str, Any] | None = None, *, explain: bool = False,
                     scope: "one_vs_every.Scope | None" = None,
-                    reading: "intent.Reading | None" = None) -> list[Match]:
+                    reading: "intent.Reading | None" = None, limit: int | None = None) -> list[Match]:
     """Score ``candidates`` (module doc) and order them: score (ties within
     ``SIMILARITY_TIE``), then reliability, then name. ``scope``: the library's one-vs-every
     pairs (skill_library.one_vs_every), which penalize a loop skill for a task that does not
     say every, mark a one-item skill's parameter missing for one that names no item, and
     flag both sides ``ambiguous`` when the task does not tell them apart. ``reading``: the
-    task read by skill_library.intent, which demotes the skills the task rules out."""
+    task read by skill_library.intent, which demotes the skills the task rules out.
+    ``limit``: only the first ``limit`` matches are made (all are scored and ordered: what
+    ranking tells the reading and the ``ambiguous`` flags are the same)."""
     found = list(candidates)
     leanest = min((c.acting for c in found), default=0)
     named_by_skill = {c.skill.name: named_choices(reading, c.skill.name) for c in found}
     penalty, also_missing, judged = one_vs_every.adjustments(
         scope, [c.skill.name for c in found], task.text if task is not None else "", args, named_by_skill)
-    matches = []
+    scored: list[tuple[Candidate, float, ScoreBreakdown | None, list[str]]] = []
     ruled_out: dict[str, tuple[float, str]] = {}  # name -> (score without the intent penalty, why)
     states = intent.named_states(reading.text, [c.skill for c in found]) if reading is not None else {}
     if reading is not None:
@@ -290,12 +295,15 @@ def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues 
         named = named_by_skill[c.skill.name]
         total, breakdown, missing = score(c, task, args, leanest, every_penalty=penalty.get(c.skill.name, 0.0),
                                           also_missing=[*also_missing.get(c.skill.name, ()), *unnamed],
-                                          conflict=conflict, named=named, state=states.get(c.skill.name))
-        matches.append(make_match(c.skill, c.similarity, total, missing=missing,
-                                  explanation=breakdown if explain else None))
+                                          conflict=conflict, named=named, state=states.get(c.skill.name),
+                                          explain=explain)
+        scored.append((c, total, breakdown, missing))
         if conflict:
             ruled_out[c.skill.name] = (total + intent.CONFLICT_PENALTY, conflict)
-    ranked = rank(matches)
+    # rank()'s order (a stable sort on its key), with a Match made only for those returned
+    order = sorted(scored, key=lambda s: (-round(s[1] / SIMILARITY_TIE), -s[0].skill.reliability, s[0].skill.name))
+    ranked = [make_match(c.skill, c.similarity, total, missing=missing, explanation=breakdown)
+              for c, total, breakdown, missing in (order if limit is None else order[:limit])]
     if reading is not None:
         reading.ruled_out = ruled_out
     if reading is not None and ruled_out and ranked:  # would a ruled-out skill have come first?
@@ -303,7 +311,7 @@ def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues 
                         key=lambda t: (t[0], t[1]))[1:]
         if ruled_out[best][0] > ranked[0].score + SIMILARITY_TIE:
             reading.displaced = (best, why)
-    flagged = one_vs_every.ambiguous_names([m.skill.name for m in ranked], judged)
+    flagged = one_vs_every.ambiguous_names([c.skill.name for c, _, _, _ in order], judged)
     if flagged:
         ranked = [m.model_copy(update={"ambiguous": True}) if m.skill.name in flagged else m for m in ranked]
     return ranked

@@ -269,3 +269,42 @@ def test_a_state_the_task_names_rules_out_the_look_alike_whose_precondition_excl
     # no state named, or a state of a read only one candidate has a condition on: nothing
     assert intent.named_states("Please give Dana read access to the wiki", skills) == {}
     assert intent.named_states("My account is locked", skills) == {}
+
+
+def test_fetch_reads_the_task_against_what_another_library_object_added_since(library, embedder):
+    """fetch's reading, one-vs-every scope and calibration are cached per index generation,
+    the one fetch reads with the hits' records: a skill another library object adds (another
+    process, as well) bumps it, and the next fetch here reads the task against it."""
+    from skill_library import abstention, one_vs_every
+    from skill_library.library import SkillLibrary
+
+    assert library.add(_skill("pause_job_by_id", ["get_job", "pause_job"]), verified=True).added
+    task = "The backlog is cleared now; could you unpause job J-7?"
+    before = library.fetch(task, k=2, min_similarity=-1, min_reliability=0, explain=True)
+    assert before[0].skill.name == "pause_job_by_id"
+    # "unpause" is no verb of this library yet: nothing says the pause skill does the opposite
+    assert before[0].explanation.conflict is None
+    assert abstention._CACHE[library][1].skills == 1
+    with SkillLibrary(library.path, embedder=embedder) as other:
+        assert other.add(_skill("unpause_job_by_id", ["get_job", "unpause_job"]), verified=True).added
+    generation = library.context.store.index_generation()
+    after = library.fetch(task, k=2, min_similarity=-1, min_reliability=0, explain=True)
+    pause = next(m for m in after if m.skill.name == "pause_job_by_id")
+    assert "opposite" in (pause.explanation.conflict or "")
+    assert after[0].skill.name == "unpause_job_by_id"
+    assert intent._CACHE[library].vocabulary.generation == generation
+    assert one_vs_every._CACHE[library].generation == generation
+    assert abstention._CACHE[library][0] == generation and abstention._CACHE[library][1].skills == 2
+
+
+def test_a_fetch_reads_the_index_generation_only_with_the_hits_records(library, monkeypatch):
+    """One read of the generation serves the index check, the reading, the scope and the
+    calibration: nothing in fetch reads it apart (a repeated read was one SQL statement more)."""
+    assert library.add(_skill("lock_vault_by_id", ["get_vault", "lock_vault"]), verified=True).added
+    library.fetch("please lock vault V-7", k=1)  # the caches are filled, the index open
+    store = library.context.store
+    calls = []
+    monkeypatch.setattr(store, "index_generation", lambda: calls.append(1) or type(store).index_generation(store))
+    result = library.fetch("please lock vault V-7", k=1)
+    assert result and result[0].skill.name == "lock_vault_by_id"
+    assert calls == []

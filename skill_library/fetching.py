@@ -36,34 +36,6 @@ PROCEDURE_FETCH_CONFIDENCE = 0.55
 PREFETCH_MIN_N = 5
 
 
-def search(
-    library: "Searching",
-    embedding: Sequence[float],
-    k: int,
-    threshold: float,
-    kinds: Sequence[SkillKind] | None,
-    index: VectorIndex | None = None,
-    *,
-    floor: float = -1.0,
-    tools: frozenset[str] | None = None,
-    values: value_fit.TaskValues | None = None,
-    args: Mapping[str, Any] | None = None,
-    explain: bool = False,
-    extra: int = 0,
-    reading: intent.Reading | None = None,
-) -> list[Match]:
-    """The ``k`` best qualifying skills for a query ``embedding`` (see ``SkillLibrary.fetch``):
-    asks the index for a few entries per wanted skill and more while filtering leaves
-    fewer than ``k``; ``values`` re-scores the candidates by value fit, and
-    :mod:`skill_library.ranking` orders them (evidence, bindability from ``args`` and the
-    task's values, specificity, reliability; ``explain`` keeps the breakdown). ``extra``
-    more matches than ``k`` are returned when qualifying (the abstention margin rule reads
-    the runner-up). ``reading``: the task read by :mod:`skill_library.intent` (ranking demotes
-    the skills it rules out)."""
-    return searched(library, embedding, k, threshold, kinds, index, floor=floor, tools=tools, values=values,
-                    args=args, explain=explain, extra=extra, reading=reading).matches
-
-
 class Searched(NamedTuple):
     """What :func:`searched` found: the matches, the task's reading ranking used (None: not
     read) and the records generation the hits were read at (None: an index of the caller's)."""
@@ -90,7 +62,14 @@ def searched(
     reading: intent.Reading | None = None,
     read: Callable[[int | None], intent.Reading] | None = None,
 ) -> Searched:
-    """:func:`search`, with the reading and generation it used. ``read``: the task's reading
+    """The ``k`` best qualifying skills for a query ``embedding`` (see ``SkillLibrary.fetch``),
+    with the reading and generation it used: asks the index for a few entries per wanted skill
+    and more while filtering leaves fewer than ``k``; ``values`` re-scores the candidates by
+    value fit, and :mod:`skill_library.ranking` orders them (evidence, bindability from
+    ``args`` and the task's values, specificity, reliability; ``explain`` keeps the
+    breakdown). ``extra`` more matches than ``k`` are returned when qualifying (the
+    abstention margin rule reads the runner-up). ``reading``: the task read by
+    :mod:`skill_library.intent` (ranking demotes the skills it rules out). ``read``: the task's reading
     at a generation (fetch's :func:`skill_library.intent.reading`), called with the one the
     hits' records were read at, in place of ``reading`` (one read of the generation serves
     the index check, the reading's vocabulary and read-only tools, the one-vs-every scope

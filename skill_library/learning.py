@@ -492,8 +492,8 @@ def related_skills(
             except SkillNotFoundError:
                 pass
     if index is not None:
-        for match in fetching.search(lib, task_vector, RELATED_SKILLS,
-                                     lib.min_reliability, None, index):
+        for match in fetching.searched(lib, task_vector, RELATED_SKILLS,
+                                       lib.min_reliability, None, index).matches:
             related.setdefault(match.skill.name, match.skill)
     return list(related.values())
 

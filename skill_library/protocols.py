@@ -122,7 +122,7 @@ class Ingesting(Governed, Protocol):
 
 
 class Searching(Tenant, Protocol):
-    """What the index search under fetch reads (:func:`skill_library.fetching.search`, also
+    """What the index search under fetch reads (:func:`skill_library.fetching.searched`, also
     learning's related skills): the tenant, its procedures' confidences and the tools that
     only read state."""
 

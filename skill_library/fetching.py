@@ -272,7 +272,7 @@ def fetch(
               else abstention.decide(matches, k, abstention.calibration(library, generation), reading))
     if read_tools is not None:  # issue 21 item 3: which candidates apply to this caller's data
         result = preconditions.rank_applicable(library, result, args or {}, read_tools, abstain=abstain,
-                                               runners_up=matches)
+                                               runners_up=matches, reading=reading)
     if session is not None:  # the uplift holdout (skill_library.uplift): held_back, abstains
         result = holdout.hold_back(library, result, session, library.context.index.seen_generation)
     if plan:  # a compound task: the skills that together cover it, in order

@@ -494,3 +494,43 @@ def test_a_condition_mined_against_several_look_alikes_hands_over_to_the_one_tha
     # ... unless the offboarding is under the calibrated floor (0.5 here) and the reset over it
     over = rank((unlock, 0.74), (reset, 0.67), (enable, 0.60), runners_up=(offboard,), floor=0.55)
     assert over[0].skill.name == "reset" and not over.abstained
+
+
+def test_look_alikes_that_both_apply_are_told_apart_by_the_verb_the_task_asks_for(monkeypatch):
+    """Unlock fails on an active account; the reset and the offboarding both apply on that read.
+    "Revoke everything and close the account" asks for the offboarding's revoke, not the reset's
+    reset: the offboarding takes the task, and the reset (within the margin, but not asked for)
+    is no rival. Without the verb, or with both verbs asked, nothing is told apart."""
+    from skill_library import intent
+    from skill_library.abstention import FetchResult
+    from skill_library.models import Match
+
+    def status(value: str, *against: str) -> Condition:
+        return Condition(tool="get_user", occurrence=-1, path=["status"], op="eq", value=value,
+                         against=sorted(against)[0], against_all=sorted(against))
+
+    def acting(skill: Skill, *tools: str) -> Skill:
+        return skill.model_copy(update={"tools": ["find_user", "get_user", *tools]})
+
+    unlock = acting(_conditioned("unlock", status("locked", "offboard", "reset")), "unlock_account")
+    reset = acting(_conditioned("reset", status("active", "unlock")), "reset_password")
+    offboard = acting(_conditioned("offboard", status("active", "unlock")), "revoke_access", "disable_account")
+    read = [("get_user", {"status": "active"})]
+    answers = {"unlock": (False, f"does not apply: {pre.render(unlock.provenance.preconditions[0])}", read),
+               "reset": (True, None, read), "offboard": (True, None, read)}
+    monkeypatch.setattr(pre, "probe_reads", lambda lib, s, args, tools: answers[s.name])
+
+    def rank(text: str | None) -> FetchResult:
+        result = FetchResult([Match(skill=s, similarity=v, reliability=0.9, score=v)
+                              for s, v in ((unlock, 0.72), (reset, 0.69), (offboard, 0.68))])
+        result.margin = 0.02
+        reading = None if text is None else intent.Reading(text=text, vocabulary=intent.Vocabulary(),
+                                                           read_only=frozenset({"find_user", "get_user"}))
+        return pre.rank_applicable(object(), result, {"email": "a@b.c"}, {}, reading=reading)  # type: ignore[arg-type]
+
+    told = rank("a@b.c no longer works here: please revoke everything and close the account")
+    assert told[0].skill.name == "offboard" and not told.abstained and not told.ambiguous
+    assert rank("a@b.c cannot get in, please help").abstained  # no verb of either
+    assert rank(None).abstained  # no reading: as before
+    assert rank("please reset the password and revoke the rest").abstained  # both asked
+    assert rank("please don't revoke anything, just help").abstained  # negated: not asked

@@ -602,7 +602,7 @@ def probe_reads(lib: "Mining", skill: Any, args: Mapping[str, Any], read_tools: 
 
 def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
                     read_tools: Mapping[str, Callable[..., Any]], *, top: int = PROBE_TOP,
-                    abstain: bool = True, runners_up: Sequence[Any] = ()) -> Any:
+                    abstain: bool = True, runners_up: Sequence[Any] = (), reading: Any = None) -> Any:
     """``fetch``'s result with the top ``top`` candidates probed (:func:`probe`); those
     whose preconditions fail move behind the rest (``applies=False`` with the reason).
 
@@ -642,11 +642,14 @@ def rank_applicable(lib: "Mining", result: Any, args: Mapping[str, Any],
             out[:] = [winner.model_copy(update={"ambiguous": False}), *rest]
             out.ambiguous = False
             reasons.append(f"look-alikes told apart by their preconditions ({checked[0].applies_reason})")
-        elif not out.abstained and (twin := told_apart(checked, top_reads, floor=out.floor)) is not None:
+        elif not out.abstained and (twin := told_apart(checked, top_reads, floor=out.floor,
+                                                       reading=reading)) is not None:
             others = [m for m in ordered if m is not twin]
             margin = out.margin or 0.0
             rivals = {m.skill.name for m in others if m.applies is not False and not m.missing
                       and twin.score - m.score < margin}
+            if reading is not None and _asked(reading, twin):  # the task names the twin's change
+                rivals = {n for n in rivals if _asked(reading, next(m for m in others if m.skill.name == n))}
             out[:] = [twin.model_copy(update={"ambiguous": bool(rivals)}),
                       *(m.model_copy(update={"ambiguous": True}) if m.skill.name in rivals else m for m in others)]
             out.ambiguous = bool(rivals) or (out.ambiguous and any(m.ambiguous and m.applies is not False
@@ -688,8 +691,13 @@ def failed_condition(skill: Any, reason: str | None) -> Condition | None:
     return next((c for c in skill.provenance.preconditions if render(c) == said), None)
 
 
+def _asked(reading: Any, match: Any) -> bool:
+    """Whether the task asks for one of ``match``'s state-changing verbs (skill_library.intent)."""
+    return any(reading.asks_for(v) for v in reading.acting_verbs(match.skill))
+
+
 def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]], *,
-               floor: float | None = None) -> Any | None:
+               floor: float | None = None, reading: Any = None) -> Any | None:
     """The look-alike a failed top's condition was mined against, when the probe says it
     applies and no other of them does; else None.
 
@@ -709,7 +717,11 @@ def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]], *,
     re-enabling is not handed to an unlock it reads less like), or the condition's first
     (``against``) when the top cleared it (not when the top was answered under the floor);
     one under the floor neither takes the task nor stops another from taking it ("I can't
-    get into my account": the reset over the floor, the offboarding under it)."""
+    get into my account": the reset over the floor, the offboarding under it). When several
+    qualify, the one whose state-changing verb the task asks for is chosen, if only one is
+    (``reading``, skill_library.intent: "revoke everything and close the account" names the
+    offboarding's revoke, not the reset's); :func:`rank_applicable` then counts as its rivals
+    within the margin only those whose verb the task asks for too."""
     failed = failed_condition(checked[0].skill, checked[0].applies_reason)
     if failed is None or failed.against is None:
         return None
@@ -731,4 +743,6 @@ def told_apart(checked: Sequence[Any], reads: Sequence[tuple[str, Any]], *,
 
     twins = [m for m in checked[1:] if m.skill.name in told_from and m.applies is True
              and any(map(same_read, m.skill.provenance.preconditions)) and credible(m)]
+    if len(twins) > 1 and reading is not None:  # both apply on the read: the task's verb may say which
+        twins = [m for m in twins if _asked(reading, m)]
     return twins[0] if len(twins) == 1 else None  # none, or two that both apply: not told apart

@@ -432,13 +432,8 @@ class Reading:
 
     def asks_for(self, verb: str) -> bool:
         """Whether the task asks for ``verb`` (any verb, in the library's pairs or not): as a
-        word in its base or ``-ing`` form, not after a determiner, not negated (module doc)."""
-        words = _words(self.text)
-        for i, word in enumerate(words):
-            if (word == verb or _base_of_ing(word, frozenset([verb])) == verb) and \
-                    not (i > 0 and words[i - 1] in _DETERMINERS) and not _negated(words, i):
-                return True
-        return False
+        word in its base or ``-ing`` form, not after a determiner, not negated (:func:`verbs`)."""
+        return verb in verbs(self.text, [verb]).asked
 
     def changes_state(self, skill: "Skill") -> bool:
         """Whether ``skill`` has a state-changing tool (as counted when it was judged)."""

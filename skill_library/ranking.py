@@ -300,8 +300,8 @@ def rank_candidates(candidates: Iterable[Candidate], task: value_fit.TaskValues 
         scored.append((c, total, breakdown, missing))
         if conflict:
             ruled_out[c.skill.name] = (total + intent.CONFLICT_PENALTY, conflict)
-    # rank()'s order (a stable sort on its key), with a Match made only for those returned
-    order = sorted(scored, key=lambda s: (-round(s[1] / SIMILARITY_TIE), -s[0].skill.reliability, s[0].skill.name))
+    # rank()'s order, with a Match made only for those returned
+    order = sorted(scored, key=lambda s: order_key(s[1], s[0].skill.reliability, s[0].skill.name))
     ranked = [make_match(c.skill, c.similarity, total, missing=missing, explanation=breakdown)
               for c, total, breakdown, missing in (order if limit is None else order[:limit])]
     if reading is not None:
@@ -321,7 +321,9 @@ def rank(matches: Iterable[Match], scores: Mapping[str, float] | None = None) ->
     """Order by score (or ``scores``: skill name -> score; ties within ``SIMILARITY_TIE``),
     then reliability, then name."""
     scores = scores or {}
-    return sorted(
-        matches,
-        key=lambda m: (-round(scores.get(m.skill.name, m.score) / SIMILARITY_TIE), -m.reliability, m.skill.name),
-    )
+    return sorted(matches, key=lambda m: order_key(scores.get(m.skill.name, m.score), m.reliability, m.skill.name))
+
+
+def order_key(score: float, reliability: float, name: str) -> tuple[int, float, str]:
+    """The ranking order: score (ties within ``SIMILARITY_TIE``), then reliability, then name."""
+    return (-round(score / SIMILARITY_TIE), -reliability, name)

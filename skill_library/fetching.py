@@ -29,6 +29,9 @@ ENTRIES_PER_SKILL_GUESS = 1
 FETCH_GROWTH = 4
 #: how often one fetch reopens the index when another writer changed the records meanwhile
 FETCH_REFRESHES = 3
+#: how often one fetch embeds the task again when the search read a generation whose
+#: skills change what is embedded (intent.without_requester)
+FORM_REFRESHES = 2
 #: least confidence of a procedure fetch returns (procedures are filtered by confidence)
 PROCEDURE_FETCH_CONFIDENCE = 0.55
 #: fetch(subject=, state=) adds the predicted next skill only when at least this many of the
@@ -249,17 +252,28 @@ def fetch(
         raise TypeError("tools must be a collection of tool names, not one string")
     threshold = library.min_reliability if min_reliability is None else min_reliability
     floor = library.min_similarity if min_similarity is None else min_similarity
-    embedding = library.embedder.embed([description.query_text(task)])[0]
     if args is not None and not isinstance(args, Mapping):
         raise TypeError("args must be a mapping of parameter name -> value")
-    # the index generation search reads with the hits' records serves everything cached by
-    # it (the vocabulary and declared read-only tools of the task's reading, the one-vs-every
-    # scope and the calibration): no read of its own
-    found = searched(library, embedding, k, threshold, kinds, floor=floor,
-                     tools=None if tools is None else frozenset(tools),
-                     values=value_fit.TaskValues.of(task), args=args, explain=explain,
-                     extra=abstention.EXTRA_FOR_MARGIN if abstain else 0,
-                     read=(lambda generation: intent.reading(library, task, generation)) if abstain else None)
+    # what is embedded: the task less what only says who the requester is or what they are
+    # like (intent.without_requester), as the skills of the generation this process saw last
+    # look people up; a search that reads a newer generation where that changes embeds again
+    form = intent.without_requester(task, intent.known(library, library.context.index.seen_generation).people)
+    values = value_fit.TaskValues.of(task)
+    for _ in range(FORM_REFRESHES + 1):
+        embedding = library.embedder.embed([description.query_text(form)])[0]
+        # the index generation search reads with the hits' records serves everything cached by
+        # it (the vocabulary and declared read-only tools of the task's reading, the one-vs-every
+        # scope and the calibration): no read of its own
+        found = searched(library, embedding, k, threshold, kinds, floor=floor,
+                         tools=None if tools is None else frozenset(tools),
+                         values=values, args=args, explain=explain,
+                         extra=abstention.EXTRA_FOR_MARGIN if abstain else 0,
+                         read=(lambda generation: intent.reading(library, task, generation)) if abstain else None)
+        newer = form if found.generation is None else \
+            intent.without_requester(task, intent.known(library, found.generation).people)
+        if newer == form:
+            break
+        form = newer
     matches, reading, generation = found.matches, found.reading, found.generation
     if subject is not None and state is not None:
         matches.extend(prefetch(library, subject, state, matches, threshold))

@@ -223,6 +223,72 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END_RE.split(text) if s.strip()]
 
 
+#: the words of a sentence that only says who the requester is or how to reach them (names
+#: are masked as ``someone`` first, values by their role: ``(an email address)``)
+IDENTITY_WORDS = frozenset("""someone name first last full surname email mail address zip postal postcode
+code number phone mobile contact tel telephone work user account username id""".split())
+#: "You are patient, shy, direct." / "I'm calm and polite.": a list of what someone is like
+_TRAITS_RE = re.compile(r"^(?:[Yy]ou are|[Yy]ou're|I am|I'm)\s+(?:very\s+|quite\s+)?[a-z]+"
+                        r"(?:\s*(?:,|\band\b|, and\b)\s*[a-z]+)+\s*[.!]?$")
+
+
+def about_requester(sentence: str) -> bool:
+    """Whether ``sentence`` only says who the requester is ("Your name is <name> and your zip
+    code is <zip>.", "My work email is <email>.") or what they are like ("You are patient,
+    shy, direct."): a statement of the person, not of the request."""
+    text = sentence.strip()
+    if _TRAITS_RE.match(text):
+        return True
+    if sentence_kind(text) != "statement":
+        return False
+    found = _masked_words(text)
+    return bool(found) and found <= IDENTITY_WORDS and bool(found - {"someone"})
+
+
+def _masked_words(sentence: str) -> set[str]:
+    """The content words of ``sentence`` with its names as ``someone`` and its values by
+    their role (``(an email address)``: ``email``, ``address``)."""
+    from skill_library import mentions, privacy
+
+    return mentions.words(privacy.mask_names(privacy.scrub_shapes(sentence)))
+
+
+#: words of a parameter that takes who a person is (``email``, ``first_name``, ``user_id``)
+PERSON_WORDS = frozenset("name email mail phone mobile user username login employee customer".split())
+
+
+def looks_people_up(skills: Iterable["Skill"], read_only: Iterable[str]) -> bool:
+    """Whether some of ``skills`` find a person by who they are: a read-only tool they call
+    names an identity word (``find_user_id_by_email``), or a parameter does (``email``,
+    ``first_name``: a lookup the library was not told is read-only)."""
+    from skill_library.mentions import words
+
+    read = set(read_only)
+    for skill in skills:
+        if any(t in read and words(t.replace("_", " ")) & IDENTITY_WORDS for t in skill.tools):
+            return True
+        params = (skill.parameters or {}).get("properties", {})
+        if any(words(p.replace("_", " ")) & PERSON_WORDS for p in params):
+            return True
+    return False
+
+
+def without_requester(text: str, keep_identity: bool = False) -> str:
+    """``text`` less its sentences :func:`about_requester` (``text`` when that leaves
+    nothing): what fetch embeds. With ``keep_identity`` (the library's skills look people
+    up: :func:`looks_people_up`) the sentences saying who the requester is stay, whatever
+    they give ("Hiro Fischer, 29628."): a skill reads them, and its examples keep them with
+    the values bound; a description of what the requester is like never stays.
+
+    A long brief's persona and traits ("Your name is <name> and your zip code is <zip>. You
+    are patient, shy, direct.") outweigh its one request, and stored examples of a library
+    whose skills look nobody up never keep them (the masking pass drops what binds no
+    parameter and names nothing the skill does)."""
+    kept = [s for s in sentences(text)
+            if not about_requester(s) or (keep_identity and not _TRAITS_RE.match(s.strip()))]
+    return " ".join(kept) if kept else text
+
+
 def message_kind(text: str) -> str:
     """What the whole message asks for: ``action``, ``no_change``, ``information`` or
     ``statement`` (module doc, rule 1)."""
@@ -537,6 +603,8 @@ class _Known:
     read_only: frozenset[str]
     descriptions: Mapping[str, str]
     choices: Mapping[str, Mapping[str, tuple[str, ...]]]
+    #: whether the active skills look people up (:func:`looks_people_up`)
+    people: bool = False
 
 
 _CACHE: "weakref.WeakKeyDictionary[Any, _Known]" = weakref.WeakKeyDictionary()
@@ -557,7 +625,9 @@ def known(library: "Vocabularied", generation: int | None = None) -> _Known:
         verbs_seen = {tool_verb(t) for t in tools} | {w[0] for d in descriptions.values() if (w := _words(d))}
         schemas = {name: spec.schema_ for name, spec in specs.items()}
         choices = {s.name: found for s in skills if s.kind == "code" and (found := skill_choices(s, schemas))}
-        cached = _Known(Vocabulary.of(verbs_seen, generation), library.read_only_tools, descriptions, choices)
+        read_only = library.read_only_tools
+        cached = _Known(Vocabulary.of(verbs_seen, generation), read_only, descriptions, choices,
+                        looks_people_up(skills, read_only))
         _CACHE[library] = cached
     return cached
 

@@ -257,7 +257,8 @@ def fetch(
     # what is embedded: the task less what only says who the requester is or what they are
     # like (intent.without_requester), as the skills of the generation this process saw last
     # look people up; a search that reads a newer generation where that changes embeds again
-    form = intent.without_requester(task, intent.known(library, library.context.index.seen_generation).people)
+    people = intent.known(library, library.context.index.seen_generation).people
+    form = intent.without_requester(task, people)
     values = value_fit.TaskValues.of(task)
     for _ in range(FORM_REFRESHES + 1):
         embedding = library.embedder.embed([description.query_text(form)])[0]
@@ -269,10 +270,11 @@ def fetch(
                          values=values, args=args, explain=explain,
                          extra=abstention.EXTRA_FOR_MARGIN if abstain else 0,
                          read=(lambda generation: intent.reading(library, task, generation)) if abstain else None)
-        newer = form if found.generation is None else \
-            intent.without_requester(task, intent.known(library, found.generation).people)
-        if newer == form:
+        if found.generation is None or intent.known(library, found.generation).people == people:
             break
+        people = not people
+        if (newer := intent.without_requester(task, people)) == form:
+            break  # the task says nothing about its requester: the same text
         form = newer
     matches, reading, generation = found.matches, found.reading, found.generation
     if subject is not None and state is not None:

@@ -236,13 +236,18 @@ def about_requester(sentence: str) -> bool:
     """Whether ``sentence`` only says who the requester is ("Your name is <name> and your zip
     code is <zip>.", "My work email is <email>.") or what they are like ("You are patient,
     shy, direct."): a statement of the person, not of the request."""
+    return _requester_kind(sentence) is not None
+
+
+def _requester_kind(sentence: str) -> str | None:
+    """``traits``, ``identity`` or None (:func:`about_requester`)."""
     text = sentence.strip()
     if _TRAITS_RE.match(text):
-        return True
+        return "traits"
     if sentence_kind(text) != "statement":
-        return False
+        return None
     found = _masked_words(text)
-    return bool(found) and found <= IDENTITY_WORDS and bool(found - {"someone"})
+    return "identity" if found and found <= IDENTITY_WORDS and found - {"someone"} else None
 
 
 def _masked_words(sentence: str) -> set[str]:
@@ -284,8 +289,8 @@ def without_requester(text: str, keep_identity: bool = False) -> str:
     are patient, shy, direct.") outweigh its one request, and stored examples of a library
     whose skills look nobody up never keep them (the masking pass drops what binds no
     parameter and names nothing the skill does)."""
-    kept = [s for s in sentences(text)
-            if not about_requester(s) or (keep_identity and not _TRAITS_RE.match(s.strip()))]
+    dropped = {"traits"} if keep_identity else {"traits", "identity"}
+    kept = [s for s in sentences(text) if _requester_kind(s) not in dropped]
     return " ".join(kept) if kept else text
 
 

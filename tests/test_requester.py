@@ -118,3 +118,24 @@ def test_a_library_that_looks_people_up_keeps_what_identifies_them(tmp_path, emb
         bare = library.fetch(REQUEST, k=2, abstain=False)
         # the identifying sentence is embedded (a skill reads it), so the similarities differ
         assert [round(m.similarity, 6) for m in with_email] != [round(m.similarity, 6) for m in bare]
+
+
+def test_a_fetch_that_reads_a_newer_generation_embeds_the_task_as_that_generation_reads_it(tmp_path, embedder):
+    path = tmp_path / "lib"
+    task = "My email is lena@example.org. " + REQUEST
+    with _library(path, embedder, [
+        (CANCEL, "Cancel a pending order. Needs the order id and the reason.", ["cancel_pending_order"]),
+    ]) as first:
+        first.fetch(REQUEST, k=1, abstain=False)  # this process has seen a library that looks nobody up
+        assert not intent.known(first).people
+        # another library object adds a skill that looks customers up by email
+        with SkillLibrary(path, embedder=embedder, read_only_tools=["find_customer_by_email"],
+                          policy=Policy(auto_approve="all")) as other:
+            other.add(Skill.from_function(LOOKUP, when="Cancel the pending order of a customer found by email.",
+                                          tools=["find_customer_by_email", "cancel_pending_order"]), verified=True)
+        got = first.fetch(task, k=2, abstain=False)
+        with SkillLibrary(path, embedder=embedder, read_only_tools=["find_customer_by_email"]) as fresh:
+            expected = fresh.fetch(task, k=2, abstain=False)
+        # the first object embedded the task again with its email sentence, as a fresh one does
+        assert [(m.skill.name, round(m.similarity, 6)) for m in got] == \
+            [(m.skill.name, round(m.similarity, 6)) for m in expected]
